@@ -1,0 +1,27 @@
+"""autograd_widget: see PyTorch's backward pass, step through it, inspect what every node holds.
+
+Public API (names and meanings fixed in the project's API contract):
+`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `SavedValue`).
+"""
+
+from ._compat import UnsupportedTorchError, check_torch
+
+check_torch()
+
+from .capture import capture  # noqa: E402
+from .graph import BackwardGraph, Edge, Node, TensorMeta  # noqa: E402
+from .saved import SavedValue  # noqa: E402
+from .track import track  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackwardGraph",
+    "Edge",
+    "Node",
+    "SavedValue",
+    "TensorMeta",
+    "UnsupportedTorchError",
+    "capture",
+    "track",
+]

@@ -1,0 +1,298 @@
+"""Turn output tensors into a `BackwardGraph`: an iterative walk over `grad_fn.next_functions`.
+
+The walk is breadth-first from the roots and never recurses (torchviz dies with RecursionError
+on a 10k-node chain). It reads only cheap per-node facts (name, sequence number, input metadata,
+next functions); saved values are read later, on request, by `saved.py`.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from . import track as track_module
+from ._compat import check_node_api
+from .graph import BackwardGraph, Edge, Node, TensorMeta, _Live, drain_parked
+from .track import MODULE_KEY
+
+_CustomFunctionBase = torch._C._FunctionBase
+
+
+def _dtype_str(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+_kinds: dict[type, str] = {}
+
+
+def _kind_of_type(fn: Any) -> str:
+    tname = type(fn).__name__
+    if tname == "AccumulateGrad":
+        return "accumulate_grad"
+    if isinstance(fn, _CustomFunctionBase):
+        return "custom_function"
+    if tname == "CppFunction" or fn.name().startswith("CppNode"):
+        return "cpp_function"
+    return "function"
+
+
+def _kind(fn: Any) -> str:
+    k = _kinds.get(type(fn))
+    if k is None:
+        k = _kinds[type(fn)] = _kind_of_type(fn)
+    return k
+
+
+def _as_tensor_list(outputs: Any, what: str) -> list[torch.Tensor]:
+    if isinstance(outputs, torch.Tensor):
+        return [outputs]
+    if isinstance(outputs, (str, bytes)) or not isinstance(outputs, Sequence):
+        raise TypeError(
+            f"{what} must be a torch.Tensor or a list/tuple of tensors, got "
+            f"{type(outputs).__name__}"
+        )
+    items = list(outputs)
+    for i, t in enumerate(items):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(
+                f"{what}[{i}] is a {type(t).__name__}, not a torch.Tensor; pass only tensors "
+                f"(e.g. the loss, or a model output)"
+            )
+    return items
+
+
+def _check_root(t: torch.Tensor, i: int) -> None:
+    where = "the output" if i < 0 else f"outputs[{i}]"
+    if t.is_inference():
+        raise ValueError(
+            f"{where} was created under torch.inference_mode(), so it has no autograd graph. "
+            "Run the forward pass outside inference_mode (torch.no_grad() has the same problem; "
+            "use a plain context) to capture its backward graph."
+        )
+    if t.grad_fn is None and not t.requires_grad:
+        raise ValueError(
+            f"{where} has no grad_fn and does not require grad, so there is no backward graph "
+            "to capture. Make the inputs require grad (x.requires_grad_() or "
+            "torch.tensor(..., requires_grad=True)) and compute the output outside "
+            "torch.no_grad() / inference_mode."
+        )
+    if t.is_meta:
+        raise ValueError(
+            f"{where} is a meta tensor (no data); its graph can be walked but never stepped. "
+            "Run the forward pass on a real device (cpu or cuda)."
+        )
+
+
+def _normalise_grad_outputs(
+    grad_outputs: Any, roots: list[torch.Tensor]
+) -> tuple[torch.Tensor | None, ...]:
+    if grad_outputs is None:
+        return tuple(None for _ in roots)
+    if isinstance(grad_outputs, torch.Tensor):
+        gos: list = [grad_outputs]
+    elif isinstance(grad_outputs, Sequence) and not isinstance(grad_outputs, (str, bytes)):
+        gos = list(grad_outputs)
+    else:
+        raise TypeError(
+            "grad_outputs must be a tensor, a sequence of tensors/None, or None, got "
+            f"{type(grad_outputs).__name__}"
+        )
+    if len(gos) != len(roots):
+        raise ValueError(
+            f"grad_outputs has {len(gos)} entries but there are {len(roots)} outputs; give one "
+            "per output (None for an implicit 1.0 on a real scalar output)"
+        )
+    for i, (g, t) in enumerate(zip(gos, roots)):
+        if g is None:
+            continue
+        if not isinstance(g, torch.Tensor):
+            raise TypeError(f"grad_outputs[{i}] is a {type(g).__name__}, not a tensor or None")
+        if g.shape != t.shape:
+            raise ValueError(
+                f"grad_outputs[{i}] has shape {list(g.shape)} but outputs[{i}] has shape "
+                f"{list(t.shape)}; each grad_output must match its output's shape"
+            )
+        if g.is_complex() != t.is_complex():
+            raise ValueError(
+                f"grad_outputs[{i}] is {_dtype_str(g.dtype)} but outputs[{i}] is "
+                f"{_dtype_str(t.dtype)}; give a grad_output of the output's kind (real/complex)"
+            )
+    return tuple(gos)
+
+
+def _leaf_names(model: Any, params: Any) -> dict[int, str]:
+    names: dict[int, str] = {}
+    if model is not None:
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"model= must be a torch.nn.Module (for parameter names), got "
+                f"{type(model).__name__}; use params={{name: tensor}} for plain tensors"
+            )
+        for name, p in model.named_parameters(remove_duplicate=False):
+            names.setdefault(id(p), name)
+    if params is not None:
+        if not isinstance(params, Mapping):
+            raise TypeError(
+                f"params= must be a mapping of name -> tensor (e.g. dict(model.named_parameters()"
+                f")), got {type(params).__name__}"
+            )
+        for name, p in params.items():
+            if not isinstance(p, torch.Tensor):
+                raise TypeError(f"params[{name!r}] is a {type(p).__name__}, not a tensor")
+            names[id(p)] = str(name)
+    return names
+
+
+_dtype_names: dict = {}
+_device_names: dict = {}
+
+
+def _walk(
+    fns: list, index: dict, names: dict[int, str], has_model: bool
+) -> tuple[dict[str, Node], list[Edge], dict[int, str]]:
+    """Breadth-first over `next_functions`; `fns` doubles as the queue, so no recursion."""
+    # `node.metadata` allocates a dict on first access (a third of the walk's cost): read it only
+    # when something can have written to it: track() in this process, or anomaly mode (which
+    # stamps every node of the forward, so the root tells).
+    read_md = track_module.ever_used or bool(fns[0].metadata)
+    nodes: dict[str, Node] = {}
+    edges: list[Edge] = []
+    param_module: dict[int, str] = {}
+    dtype_names, device_names = _dtype_names, _device_names
+    tm = TensorMeta
+    kinds = _kinds
+    unnamed = 0
+    head = 0
+    while head < len(fns):
+        fn = fns[head]
+        nid = f"n{head}"
+        nexts = fn.next_functions
+        for out_nr, (nxt, in_nr) in enumerate(nexts):
+            if nxt is None:
+                continue
+            j = index.get(nxt)
+            if j is None:
+                j = index[nxt] = len(fns)
+                fns.append(nxt)
+            edges.append(Edge(nid, out_nr, f"n{j}", in_nr))
+        inputs = []
+        for m in fn._input_metadata:
+            dt, dev = m.dtype, m.device
+            dts = dtype_names.get(dt)
+            if dts is None:
+                dts = dtype_names[dt] = _dtype_str(dt)
+            devs = device_names.get(dev)
+            if devs is None:
+                devs = device_names[dev] = str(dev)
+            inputs.append(tm(tuple(m.shape), dts, devs))
+        md = fn.metadata if read_md else None
+        tb = md.get("traceback_") if md else None
+        kind = kinds.get(type(fn)) or _kind(fn)
+        node = Node(
+            nid,
+            "AccumulateGrad" if kind == "accumulate_grad" else fn.name(),
+            kind,  # type: ignore[arg-type]
+            fn._sequence_nr(),
+            inputs,
+            md.get(MODULE_KEY) if md else None,
+            None,
+            list(tb) if tb else None,
+            None,
+            len(nexts),
+        )
+        if kind == "accumulate_grad":
+            var = fn.variable
+            leaf_name = names.get(id(var))
+            if leaf_name is not None:
+                node.leaf_name = leaf_name
+                node.leaf_kind = "parameter"
+                owner = leaf_name.rpartition(".")[0] if has_model else None
+                if owner is not None and node.module is None:
+                    node.module = owner
+                    param_module[head] = owner
+            else:
+                node.leaf_kind = "parameter" if isinstance(var, torch.nn.Parameter) else "input"
+                label = "param" if node.leaf_kind == "parameter" else "input"
+                node.leaf_name = f"{label} {unnamed} {list(var.shape)}"
+                unnamed += 1
+        nodes[nid] = node
+        head += 1
+    return nodes, edges, param_module
+
+
+def capture(
+    outputs: torch.Tensor | Sequence[torch.Tensor],
+    grad_outputs: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
+    *,
+    model: torch.nn.Module | None = None,
+    params: Mapping[str, torch.Tensor] | None = None,
+) -> BackwardGraph:
+    """Capture the backward graph behind `outputs` as a `BackwardGraph`.
+
+    The graph holds the output tensors (a custom Function's node object alone does not keep the
+    C++ graph alive) and touches nothing of the user's: no hooks, no `.grad`, no version bumps.
+    Works on a graph already freed by `backward()` too: the structure and non-tensor saved values
+    stay readable, saved tensors report "freed".
+
+    `grad_outputs` is stored as `graph.grad_outputs` for the stepper, as in
+    `torch.autograd.grad`. `model` names parameter leaves (`named_parameters()`) and gives
+    module paths; `params` maps names to tensors for leaves that are not parameters of `model`.
+    """
+    drain_parked()
+    roots = _as_tensor_list(outputs, "outputs")
+    if not roots:
+        raise ValueError(
+            "outputs is empty: pass the tensor whose backward you want to see (e.g. the loss)"
+        )
+    for i, t in enumerate(roots):
+        _check_root(t, -1 if isinstance(outputs, torch.Tensor) else i)
+    gos = _normalise_grad_outputs(grad_outputs, roots)
+    names = _leaf_names(model, params)
+
+    get_edge = torch.autograd.graph.get_gradient_edge
+    fns: list = []
+    index: dict = {}
+    root_edges: list[tuple[int, int]] = []
+    for t in roots:
+        e = get_edge(t)
+        fn = e.node
+        if fn not in index:
+            index[fn] = len(fns)
+            fns.append(fn)
+        root_edges.append((index[fn], int(e.output_nr)))
+
+    check_node_api(fns[0])
+    gc_was_enabled = gc.isenabled()
+    # Every node visited gets a fresh Python wrapper; letting the cycle collector scan them all
+    # while we allocate costs 2-3x the walk itself.
+    gc.disable()
+    try:
+        nodes, edges, param_module = _walk(fns, index, names, model is not None)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+    for i, _ in root_edges:
+        nodes[f"n{i}"].is_root = True
+
+    # Without track(), a node takes the module of the parameters it consumes, when unambiguous.
+    if param_module:
+        owners: dict[str, set[str]] = {}
+        for e in edges:
+            m = param_module.get(int(e.dst[1:]))
+            if m is not None:
+                owners.setdefault(e.src, set()).add(m)
+        for a, ms in owners.items():
+            node = nodes[a]
+            if node.module is None and len(ms) == 1:
+                node.module = next(iter(ms))
+
+    live = _Live(fns, list(roots), gos, by_fn=index)
+    model_name = type(model).__name__ if model is not None else None
+    graph = BackwardGraph(
+        nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name
+    )
+    return graph

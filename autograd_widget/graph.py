@@ -1,0 +1,398 @@
+"""The graph model: typed records for the nodes and edges of one captured backward graph.
+
+A `BackwardGraph` is the single source of autograd facts for everything downstream (stepper,
+layout, widget). Records are plain dataclasses so they can be tested, serialised and drawn without
+torch objects; the live torch nodes sit beside them in `_Live`, released in a safe order.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import gc
+import json
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    import networkx
+    import torch
+
+    from .saved import SavedValue
+
+NodeKind = Literal["function", "accumulate_grad", "custom_function", "cpp_function"]
+LeafKind = Literal["parameter", "input"]
+
+#: Sequence number of every AccumulateGrad node (UINT64_MAX): the engine runs them as soon as ready.
+ACCUMULATE_GRAD_SEQUENCE_NR = 2**64 - 1
+
+DICT_FORMAT = "autograd_widget.BackwardGraph/1"
+
+
+class TensorMeta(NamedTuple):
+    """Shape, dtype and device of one gradient slot (a node's `_input_metadata` entry)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+
+
+@dataclass(slots=True)
+class Node:
+    """One autograd node. `inputs` has one entry per incoming gradient slot (the node's arity)."""
+
+    id: str
+    name: str
+    kind: NodeKind
+    sequence_nr: int
+    inputs: list[TensorMeta]
+    module: str | None = None
+    leaf_name: str | None = None
+    traceback: list[str] | None = None
+    #: "parameter" or "input" for AccumulateGrad nodes, else None.
+    leaf_kind: LeafKind | None = None
+    #: Number of gradient outputs (len(next_functions)), including ones that feed nothing.
+    num_outputs: int = 0
+    #: True when some root edge points into this node.
+    is_root: bool = False
+
+
+class Edge(NamedTuple):
+    """Gradient output `output_nr` of node `src` flows into input slot `input_nr` of node `dst`.
+
+    `(src, output_nr)` is unique, so it names the edge: `id == f"{src}:{output_nr}"`. A named
+    tuple because a capture makes one per edge and must stay near a microsecond per node.
+    """
+
+    src: str
+    output_nr: int
+    dst: str
+    input_nr: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.src}:{self.output_nr}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self._asdict(), "id": self.id}
+
+
+#: Above this many nodes a graph may be deep enough for torch's teardown hazard (see _Live).
+DEEP_GRAPH_NODES = 20_000
+
+# Deep graphs whose node references wait for the user's root tensors to die (see _Live.release).
+_parked: list[_Live] = []
+
+
+class _Live:
+    """Every torch reference a graph holds, kept apart so it can be released in a safe order.
+
+    Torch 2.13 frees a deep chain of autograd nodes by recursion once Python wrappers have been
+    made for its nodes (any walk makes them): dropping the last reference to a >= ~45k-deep chain
+    leaf-first overflows the C stack (AUTOGRAD_FACTS.md). The safe order is: roots first, then the
+    node references root-first, one node freed at a time. Two cases need care:
+    - we are the last holder: drop our root tensors, then `fns[i] = None` ascending;
+    - the user still holds a root (graph closed while the loss lives on): if we let go now, the
+      user's later `del loss` frees the chain recursively and kills the process. For deep graphs
+      we keep the node references ("parked") until every root tensor has died, then release them
+      root-first; parked graphs are drained on the next garbage collection or capture, and left
+      alone at interpreter exit (the process is ending; freeing them then is what would crash).
+    """
+
+    __slots__ = ("__weakref__", "by_fn", "fns", "grad_outputs", "root_tensors", "waiting_on")
+
+    def __init__(
+        self, fns: list, root_tensors: list, grad_outputs: tuple | None, by_fn: dict | None = None
+    ) -> None:
+        self.fns: list = fns
+        self.by_fn: dict = by_fn if by_fn is not None else {fn: i for i, fn in enumerate(fns)}
+        self.root_tensors: list = root_tensors
+        self.grad_outputs = grad_outputs
+        self.waiting_on: list = []
+
+    def release(self) -> None:
+        roots, self.root_tensors = self.root_tensors, []
+        self.grad_outputs = None
+        self.by_fn = {}  # a second reference to every node: drop it before the ordered loop
+        deep = len(self.fns) >= DEEP_GRAPH_NODES
+        refs = [weakref.ref(t) for t in roots] if deep else []
+        for i in range(len(roots)):
+            roots[i] = None
+        del roots
+        alive = [r for r in refs if r() is not None]
+        if alive:
+            self.waiting_on = alive
+            if self not in _parked:
+                _parked.append(self)
+            _ensure_gc_hook()
+            return
+        self._release_nodes()
+
+    def _release_nodes(self) -> None:
+        fns = self.fns
+        for i in range(len(fns)):
+            fns[i] = None
+        self.fns = []
+        self.waiting_on = []
+
+
+def drain_parked() -> None:
+    """Release parked deep graphs whose root tensors have all died (safe order, root-first)."""
+    if not _parked:
+        return
+    for live in list(_parked):
+        if all(r() is None for r in live.waiting_on):
+            _parked.remove(live)
+            live._release_nodes()
+
+
+_gc_hooked = False
+
+
+def _gc_callback(phase: str, info: dict) -> None:
+    if phase == "stop" and _parked:
+        drain_parked()
+
+
+def _ensure_gc_hook() -> None:
+    global _gc_hooked
+    if not _gc_hooked:
+        gc.callbacks.append(_gc_callback)
+        atexit.register(_leave_parked_at_exit)
+        _gc_hooked = True
+
+
+def _leave_parked_at_exit() -> None:
+    drain_parked()
+    if _parked:
+        # Still-held roots will be torn down by interpreter finalization in no particular order;
+        # keep our node references alive past it rather than free a deep chain leaf-first.
+        if _gc_callback in gc.callbacks:
+            gc.callbacks.remove(_gc_callback)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_parked))
+
+
+def _release(live: _Live) -> None:
+    live.release()
+
+
+class BackwardGraph:
+    """A captured backward graph: nodes, edges, roots and leaves, plus the live torch nodes.
+
+    Build one with `autograd_widget.capture()`. A graph from `from_dict()` has no live nodes: it
+    can be drawn and inspected, not stepped. `close()` (or garbage collection) releases every torch
+    reference root-first; after that the records stay readable.
+    """
+
+    def __init__(
+        self,
+        nodes: Mapping[str, Node],
+        edges: list[Edge],
+        roots: list[tuple[str, int]],
+        *,
+        live: _Live | None = None,
+        model_name: str | None = None,
+    ) -> None:
+        self.nodes: dict[str, Node] = dict(nodes)
+        self.edges: list[Edge] = list(edges)
+        self.roots: list[tuple[str, int]] = [(str(a), int(b)) for a, b in roots]
+        self.leaves: list[str] = [n.id for n in self.nodes.values() if n.kind == "accumulate_grad"]
+        self.model_name = model_name
+        self._live = live
+        self._finalizer = weakref.finalize(self, _release, live) if live is not None else None
+        self._out: dict[str, list[Edge]] | None = None
+        self._in: dict[str, list[Edge]] | None = None
+        self._edge_by_id: dict[str, Edge] | None = None
+        self._saved_cache: dict[str, list[SavedValue]] = {}
+
+    # ----------------------------------------------------------------- structure
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    def __repr__(self) -> str:
+        state = "live" if self.is_live else "not live"
+        return (
+            f"<BackwardGraph {len(self.nodes)} nodes, {len(self.edges)} edges, "
+            f"{len(self.roots)} root(s), {len(self.leaves)} leaves, {state}>"
+        )
+
+    def _index(self) -> None:
+        out: dict[str, list[Edge]] = {nid: [] for nid in self.nodes}
+        inc: dict[str, list[Edge]] = {nid: [] for nid in self.nodes}
+        for e in self.edges:
+            out[e.src].append(e)
+            inc[e.dst].append(e)
+        self._out, self._in = out, inc
+        self._edge_by_id = {e.id: e for e in self.edges}
+
+    def out_edges(self, node_id: str) -> list[Edge]:
+        """Edges leaving `node_id`, in output-slot order."""
+        if self._out is None:
+            self._index()
+        return self._out[self._check_id(node_id)]  # type: ignore[index]
+
+    def in_edges(self, node_id: str) -> list[Edge]:
+        """Edges arriving at `node_id` (several may share an input slot: fan-in)."""
+        if self._in is None:
+            self._index()
+        return self._in[self._check_id(node_id)]  # type: ignore[index]
+
+    def edge(self, edge_id: str) -> Edge:
+        """The edge named `"{src}:{output_nr}"`."""
+        if self._edge_by_id is None:
+            self._index()
+        try:
+            return self._edge_by_id[edge_id]  # type: ignore[index]
+        except KeyError:
+            raise KeyError(
+                f"no edge {edge_id!r} in this graph (edge ids read 'src:output_nr')"
+            ) from None
+
+    def _check_id(self, node_id: str) -> str:
+        if node_id not in self.nodes:
+            raise KeyError(f"no node {node_id!r} in this graph (ids look like 'n0', 'n1', ...)")
+        return node_id
+
+    def modules(self) -> dict[str, list[str]]:
+        """Module path -> ids of the nodes attributed to it (from `track()` or parameter owners)."""
+        out: dict[str, list[str]] = {}
+        for n in self.nodes.values():
+            if n.module is not None:
+                out.setdefault(n.module, []).append(n.id)
+        return out
+
+    # ----------------------------------------------------------------- live torch objects
+    @property
+    def is_live(self) -> bool:
+        """True while the graph holds its torch nodes (captured, not closed, not from a dict)."""
+        return self._live is not None and bool(self._live.root_tensors)
+
+    def _require_live(self, what: str) -> _Live:
+        if self._live is None:
+            raise RuntimeError(
+                f"cannot {what}: this graph was rebuilt with from_dict() and holds no torch "
+                "nodes; capture() the tensors again to step or read saved values"
+            )
+        if not self._live.root_tensors:
+            raise RuntimeError(
+                f"cannot {what}: the graph was closed (graph.close() or widget.release()); "
+                "capture() the tensors again"
+            )
+        return self._live
+
+    def fn(self, node_id: str) -> Any:
+        """The live `torch.autograd.graph.Node` behind `node_id`."""
+        live = self._require_live("reach the torch node")
+        return live.fns[self._index_of(node_id)]
+
+    def _index_of(self, node_id: str) -> int:
+        self._check_id(node_id)
+        return int(node_id[1:])
+
+    def id_of(self, obj: Any) -> str | None:
+        """The id of a live autograd node, or None when it is not part of this graph."""
+        live = self._require_live("look up a torch node")
+        i = live.by_fn.get(obj)
+        return None if i is None else f"n{i}"
+
+    def gradient_edge(self, tensor: torch.Tensor) -> tuple[str, int]:
+        """(node id, input slot) through which `tensor`'s gradient flows in this graph."""
+        import torch
+
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
+        if not tensor.requires_grad:
+            raise ValueError("this tensor does not require grad, so it has no gradient edge")
+        edge = torch.autograd.graph.get_gradient_edge(tensor)
+        nid = self.id_of(edge.node)
+        if nid is None:
+            raise ValueError(
+                "this tensor is not part of the captured graph: its gradient node was not "
+                "reached from the captured outputs (was it created after capture, or used "
+                "only outside the graph?)"
+            )
+        return nid, int(edge.output_nr)
+
+    @property
+    def root_tensors(self) -> list:
+        """The captured output tensors (held so the C++ graph stays alive)."""
+        return list(self._require_live("reach the root tensors").root_tensors)
+
+    @property
+    def grad_outputs(self) -> tuple | None:
+        """The `grad_outputs` given to `capture()` (one per root, None where implicit)."""
+        return None if self._live is None else self._live.grad_outputs
+
+    def close(self) -> None:
+        """Release every torch reference root-first (safe for deep graphs). Idempotent."""
+        self._saved_cache.clear()
+        if self._finalizer is not None:
+            self._finalizer()
+
+    # ----------------------------------------------------------------- saved values
+    def saved(self, node_id: str) -> list[SavedValue]:
+        """The values `node_id` saved for backward, read on first request and then cached."""
+        from .saved import read_saved
+
+        self._check_id(node_id)
+        cached = self._saved_cache.get(node_id)
+        if cached is None:
+            cached = read_saved(self, node_id)
+            self._saved_cache[node_id] = cached
+        return list(cached)
+
+    # ----------------------------------------------------------------- conversions
+    def to_networkx(self) -> networkx.MultiDiGraph:
+        """A `networkx.MultiDiGraph`; attributes are the records' fields, edge keys are ids."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        g.add_nodes_from((n.id, asdict(n)) for n in self.nodes.values())
+        g.add_edges_from((e.src, e.dst, e.id, e.as_dict()) for e in self.edges)
+        g.graph["roots"] = list(self.roots)
+        return g
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict of structure and metadata (no tensors); see `from_dict()`."""
+        nodes = []
+        for n in self.nodes.values():
+            d = asdict(n)
+            d["inputs"] = [[list(m.shape), m.dtype, m.device] for m in n.inputs]
+            nodes.append(d)
+        return {
+            "format": DICT_FORMAT,
+            "model_name": self.model_name,
+            "nodes": nodes,
+            "edges": [[e.src, e.output_nr, e.dst, e.input_nr] for e in self.edges],
+            "roots": [[a, b] for a, b in self.roots],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BackwardGraph:
+        """Rebuild a graph (records only, not steppable) from `to_dict()` output."""
+        if not isinstance(d, Mapping) or d.get("format") != DICT_FORMAT:
+            raise ValueError(
+                f"not a BackwardGraph dict: expected format {DICT_FORMAT!r} (from graph.to_dict())"
+            )
+        nodes: dict[str, Node] = {}
+        for nd in d["nodes"]:
+            nd = dict(nd)
+            nd["inputs"] = [TensorMeta(tuple(s), str(t), str(v)) for s, t, v in nd["inputs"]]
+            if nd.get("traceback") is not None:
+                nd["traceback"] = list(nd["traceback"])
+            node = Node(**nd)
+            nodes[node.id] = node
+        edges = [Edge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]]
+        return cls(nodes, edges, [tuple(r) for r in d["roots"]], model_name=d.get("model_name"))
+
+    @classmethod
+    def from_json(cls, s: str) -> BackwardGraph:
+        return cls.from_dict(json.loads(s))
