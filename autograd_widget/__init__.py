@@ -1,7 +1,8 @@
 """autograd_widget: see PyTorch's backward pass, step through it, inspect what every node holds.
 
 Public API (names and meanings fixed in the project's API contract):
-`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `SavedValue`).
+`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `SavedValue`), `Stepper`
+(+ `StepRecord`, `Summary`).
 """
 
 from ._compat import UnsupportedTorchError, check_torch
@@ -11,6 +12,8 @@ check_torch()
 from .capture import capture  # noqa: E402
 from .graph import BackwardGraph, Edge, Node, TensorMeta  # noqa: E402
 from .saved import SavedValue  # noqa: E402
+from .stepper import Stepper, StepRecord  # noqa: E402
+from .summary import Summary  # noqa: E402
 from .track import track  # noqa: E402
 
 __version__ = "0.1.0"
@@ -20,6 +23,9 @@ __all__ = [
     "Edge",
     "Node",
     "SavedValue",
+    "StepRecord",
+    "Stepper",
+    "Summary",
     "TensorMeta",
     "UnsupportedTorchError",
     "capture",

@@ -206,6 +206,8 @@ class BackwardGraph:
         self._in: dict[str, list[Edge]] | None = None
         self._edge_by_id: dict[str, Edge] | None = None
         self._saved_cache: dict[str, list[SavedValue]] = {}
+        self._aliases: Any = None
+        self._storage_owners: dict | None = None
 
     # ----------------------------------------------------------------- structure
     def __len__(self) -> int:
@@ -331,6 +333,8 @@ class BackwardGraph:
     def close(self) -> None:
         """Release every torch reference root-first (safe for deep graphs). Idempotent."""
         self._saved_cache.clear()
+        self._aliases = None
+        self._storage_owners = None
         if self._finalizer is not None:
             self._finalizer()
 
@@ -345,6 +349,41 @@ class BackwardGraph:
             cached = read_saved(self, node_id)
             self._saved_cache[node_id] = cached
         return list(cached)
+
+    def saved_tensor(self, node_id: str, name: str) -> torch.Tensor:
+        """The full value of saved tensor `name` of `node_id` (detached; no copy)."""
+        from .saved import read_saved_tensor
+
+        self._check_id(node_id)
+        return read_saved_tensor(self, node_id, name)
+
+    def saved_memory(self, by: str = "node", *, exclude_leaves: bool = False) -> dict[str, int]:
+        """Bytes held for backward per node id or per module path.
+
+        Each storage referenced by saved values is counted once, at its full storage size, and
+        charged to the first node in the engine's order that saves it. `exclude_leaves=True`
+        leaves out storages owned by leaf tensors (parameters, inputs): activation memory alone.
+        Nodes outside any module are charged to "<outside any module>" with `by="module"`.
+        """
+        from .saved import saved_memory
+        from .stepper import engine_order
+
+        self._require_live("read saved tensors")
+        return saved_memory(self, engine_order(self), by, exclude_leaves=exclude_leaves)
+
+    def _alias_index(self) -> Any:
+        from .saved import AliasIndex
+
+        if self._aliases is None:
+            self._aliases = AliasIndex(self)
+        return self._aliases
+
+    def _saved_storage_owners(self) -> dict:
+        from .saved import storage_owners
+
+        if self._storage_owners is None:
+            self._storage_owners = storage_owners(self)
+        return self._storage_owners
 
     # ----------------------------------------------------------------- conversions
     def to_networkx(self) -> networkx.MultiDiGraph:

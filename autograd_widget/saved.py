@@ -4,14 +4,21 @@ Built-in nodes expose `_saved_<name>` (and `_raw_saved_<name>` for tensors); cus
 expose `saved_tensors` plus whatever the user put on `ctx`; C++ custom Functions expose nothing.
 Reading must never raise into the user's face: a freed graph, an in-place-modified (stale) tensor
 or a packing hook each become a `state` with a note that says what happened and what to do.
+
+Aliasing and memory look at storages (`untyped_storage().data_ptr()`): `_saved_self` can be the very
+input object and `_saved_result` a different object over the output's storage, so object identity
+alone would double-count and miss sharing.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+
+from .summary import Summary
 
 if TYPE_CHECKING:
     from .graph import BackwardGraph
@@ -23,7 +30,9 @@ FREED_NOTE = (
     "freed: backward() already ran on this graph without retain_graph=True, which frees saved "
     "tensors. Capture before calling backward(), or call backward(retain_graph=True)."
 )
+CPP_NOTE = "C++ custom Functions (CppNode) do not expose their saved values to Python"
 _U64 = 2**64
+_VERSION_RE = re.compile(r"is at version (\d+); expected version (\d+)")
 
 # Attributes of custom-Function node objects that are torch's, not the user's ctx attributes.
 _CTX_INTERNAL = frozenset(
@@ -43,18 +52,45 @@ class SavedValue:
     stride: tuple[int, ...] | None = None
     nbytes: int | None = None
     state: SavedState = "ok"
+    #: What else holds this storage: "parameter 0.weight (the very object)", "n4.result", ...
     aliases: list[str] = field(default_factory=list)
-    summary: Any = None
-    #: The value for non-tensors (quirks fixed for display: -100, "unset"), else None.
+    summary: Summary | None = None
+    #: Non-tensors: the value (quirks fixed: -100, "unset"); tensors: the values (all of them up
+    #: to 64 elements, else the first 8), as in `Summary.values`.
     value: Any = None
     note: str | None = None
+    #: For stale tensors: (version when saved, version now).
+    versions: tuple[int, int] | None = None
+    #: Size of the whole storage this tensor views (what it keeps alive), and its identity key.
+    storage_nbytes: int | None = None
+    storage_key: tuple[str, int] | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__slots__ if k != "storage_key"}
+        d["summary"] = self.summary.as_dict() if self.summary is not None else None
+        d["value"] = _json_safe(self.value)
+        return d
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        if v in (float("inf"), float("-inf")):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if isinstance(v, tuple | list):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, bool | int | str) or v is None:
+        return v
+    return repr(v)
 
 
 def _dtype_str(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _display(name: str, v: Any) -> Any:
+def _display(v: Any) -> Any:
     """Fix the known display quirks of non-tensor saved fields."""
     if isinstance(v, bool) or v is None:
         return v
@@ -64,12 +100,28 @@ def _display(name: str, v: Any) -> Any:
     if isinstance(v, tuple) and not v:
         return "unset"
     if isinstance(v, tuple):
-        return tuple(_display(name, x) for x in v)
+        return tuple(_display(x) for x in v)
     return v
 
 
-def _tensor_record(name: str, t: torch.Tensor) -> SavedValue:
-    return SavedValue(
+def storage_key(t: torch.Tensor) -> tuple[str, int] | None:
+    """Identity of the memory a tensor views: (device, storage data pointer)."""
+    try:
+        st = t.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # sparse, meta, nested...
+        return None
+    return (str(t.device), st.data_ptr())
+
+
+def _storage_nbytes(t: torch.Tensor) -> int | None:
+    try:
+        return int(t.untyped_storage().nbytes())
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _tensor_record(name: str, t: torch.Tensor, *, stats: bool = True) -> SavedValue:
+    rec = SavedValue(
         name=name,
         kind="tensor",
         shape=tuple(t.shape),
@@ -77,7 +129,13 @@ def _tensor_record(name: str, t: torch.Tensor) -> SavedValue:
         device=str(t.device),
         stride=tuple(t.stride()) if t.layout == torch.strided else None,
         nbytes=t.numel() * t.element_size(),
+        storage_nbytes=_storage_nbytes(t),
+        storage_key=storage_key(t),
     )
+    if stats and t.layout == torch.strided and not t.is_meta:
+        rec.summary = Summary.of(t.detach())
+        rec.value = rec.summary.values
+    return rec
 
 
 def _value_record(name: str, v: Any) -> SavedValue:
@@ -85,52 +143,77 @@ def _value_record(name: str, v: Any) -> SavedValue:
         return _tensor_record(name, v)
     if v is None:
         return SavedValue(name=name, kind="none", value=None)
-    if isinstance(v, (tuple, list)):
+    if isinstance(v, tuple | list):
         if any(isinstance(x, torch.Tensor) for x in v):
-            rec = SavedValue(name=name, kind="tuple", value=None)
+            rec = SavedValue(name=name, kind="tuple")
             rec.note = f"{len(v)} tensors: " + ", ".join(
                 f"{list(x.shape)} {_dtype_str(x.dtype)}" if isinstance(x, torch.Tensor) else repr(x)
                 for x in v
             )
             return rec
-        return SavedValue(name=name, kind="tuple", value=_display(name, tuple(v)))
-    return SavedValue(name=name, kind="scalar", value=_display(name, v))
+        return SavedValue(name=name, kind="tuple", value=_display(tuple(v)))
+    if isinstance(v, bool | int | float | complex | str):
+        return SavedValue(name=name, kind="scalar", value=_display(v))
+    return SavedValue(name=name, kind="scalar", value=repr(v)[:200])
 
 
-def _error_state(err: RuntimeError) -> tuple[SavedState, str]:
+def _error_state(err: RuntimeError) -> tuple[SavedState, str, tuple[int, int] | None]:
     msg = str(err)
+    first = msg.splitlines()[0] if msg else type(err).__name__
     if "backward through the graph a second time" in msg or "already been freed" in msg:
-        return "freed", FREED_NOTE
+        return "freed", FREED_NOTE, None
     if "modified by an inplace operation" in msg:
-        return "stale", (
-            "stale: modified in place after it was saved; stepping this node raises the "
-            f"engine's error: {msg.splitlines()[0]}"
+        m = _VERSION_RE.search(msg)
+        versions = (int(m.group(2)), int(m.group(1))) if m else None
+        when = f" (saved at version {versions[0]}, now {versions[1]})" if versions else ""
+        note = (
+            f"stale: modified in place after it was saved{when}; stepping this node raises the "
+            f"engine's error: {first.split('. Hint')[0]}"
         )
-    return "freed", msg.splitlines()[0] if msg else type(err).__name__
+        return "stale", note, versions
+    return "freed", first, None
+
+
+def _packed(raw: Any) -> SavedValue | None:
+    """A record for a value packed by `saved_tensors_hooks`, when the hooks are in use."""
+    if raw is None or getattr(raw, "unpack_hook", None) is None:
+        return None
+    data = raw.data
+    if isinstance(data, torch.Tensor):
+        return None  # packed into a tensor (e.g. offloaded): described by the unpacked value
+    rec = SavedValue(name="", kind="tensor", state="packed")
+    rec.value = repr(data)[:200]
+    rec.note = (
+        f"packed by torch.autograd.graph.saved_tensors_hooks: the pack hook returned a "
+        f"{type(data).__name__}, shown as value; the fields describe the unpacked tensor"
+    )
+    return rec
+
+
+def _read_one(fn: Any, short: str) -> SavedValue:
+    raw = getattr(fn, "_raw_saved_" + short, None)
+    try:
+        v = getattr(fn, "_saved_" + short)
+    except RuntimeError as err:
+        state, note, versions = _error_state(err)
+        data = getattr(raw, "data", None) if raw is not None else None
+        if isinstance(data, torch.Tensor):
+            # Metadata of what is there now; statistics of mutated data would mislead.
+            rec = _tensor_record(short, data, stats=False)
+        else:
+            rec = SavedValue(name=short, kind="tensor")
+        rec.state, rec.note, rec.versions = state, note, versions
+        return rec
+    rec = _value_record(short, v)
+    if rec.kind == "tensor":
+        packed = _packed(raw)
+        if packed is not None:
+            rec.state, rec.note, rec.value = "packed", packed.note, packed.value
+    return rec
 
 
 def _names_for(fn: Any) -> list[str]:
     return [a[len("_saved_") :] for a in dir(fn) if a.startswith("_saved_")]
-
-
-def _read_builtin(fn: Any) -> list[SavedValue]:
-    out = []
-    for short in _names_for(fn):
-        try:
-            v = getattr(fn, "_saved_" + short)
-        except RuntimeError as err:
-            state, note = _error_state(err)
-            rec = SavedValue(name=short, kind="tensor", state=state, note=note)
-            raw = getattr(fn, "_raw_saved_" + short, None)
-            data = getattr(raw, "data", None) if raw is not None else None
-            if isinstance(data, torch.Tensor):
-                filled = _tensor_record(short, data)
-                filled.state, filled.note = state, note
-                rec = filled
-            out.append(rec)
-            continue
-        out.append(_value_record(short, v))
-    return out
 
 
 def _read_custom(fn: Any) -> list[SavedValue]:
@@ -138,11 +221,27 @@ def _read_custom(fn: Any) -> list[SavedValue]:
     try:
         tensors = fn.saved_tensors
     except RuntimeError as err:
-        state, note = _error_state(err)
-        out.append(SavedValue(name="saved_tensors", kind="tuple", state=state, note=note))
+        state, note, versions = _error_state(err)
+        raws = getattr(fn, "_raw_saved_tensors", ())
+        for i, raw in enumerate(raws):
+            data = getattr(raw, "data", None)
+            if isinstance(data, torch.Tensor):
+                rec = _tensor_record(f"saved_tensors[{i}]", data, stats=False)
+            else:
+                rec = SavedValue(name=f"saved_tensors[{i}]", kind="tensor")
+            rec.state, rec.note, rec.versions = state, note, versions
+            out.append(rec)
+        if not raws:
+            out.append(SavedValue(name="saved_tensors", kind="tuple", state=state, note=note))
     else:
+        raws = getattr(fn, "_raw_saved_tensors", ())
         for i, t in enumerate(tensors):
-            out.append(_value_record(f"saved_tensors[{i}]", t))
+            rec = _value_record(f"saved_tensors[{i}]", t)
+            if rec.kind == "tensor" and i < len(raws):
+                packed = _packed(raws[i])
+                if packed is not None:
+                    rec.state, rec.note, rec.value = "packed", packed.note, packed.value
+            out.append(rec)
     attrs = getattr(fn, "__dict__", {})
     for k, v in attrs.items():
         if k.startswith("_") or k in _CTX_INTERNAL:
@@ -156,9 +255,145 @@ def read_saved(graph: BackwardGraph, node_id: str) -> list[SavedValue]:
     node = graph.nodes[node_id]
     if node.kind == "accumulate_grad":
         return []
+    if node.kind == "cpp_function":
+        return [SavedValue(name="(not exposed)", kind="none", note=CPP_NOTE)]
+    fn = graph.fn(node_id)
+    recs = _read_custom(fn) if node.kind == "custom_function" else [
+        _read_one(fn, short) for short in _names_for(fn)
+    ]
+    _fill_aliases(graph, node_id, fn, recs)
+    return recs
+
+
+def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Tensor:
+    """The full saved tensor `name` of `node_id` (a detached view: no graph, no copy)."""
+    node = graph.nodes[node_id]
     fn = graph.fn(node_id)
     if node.kind == "custom_function":
-        return _read_custom(fn)
-    if node.kind == "cpp_function":
-        return []
-    return _read_builtin(fn)
+        m = re.fullmatch(r"saved_tensors\[(\d+)\]", name)
+        if m is None:
+            raise KeyError(f"{node_id} ({node.name}) has saved tensors named saved_tensors[i]")
+        try:
+            t = fn.saved_tensors[int(m.group(1))]
+        except RuntimeError as err:
+            raise RuntimeError(f"{node_id}.{name}: {_error_state(err)[1]}") from None
+    else:
+        known = _names_for(fn)  # hasattr() would read the value, and that can raise
+        if name not in known:
+            names = ", ".join(known) or "none"
+            raise KeyError(f"{node_id} ({node.name}) saved no {name!r}; it saved: {names}")
+        try:
+            t = getattr(fn, "_saved_" + name)
+        except RuntimeError as err:
+            raise RuntimeError(f"{node_id}.{name}: {_error_state(err)[1]}") from None
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{node_id}.{name} is a {type(t).__name__}, not a tensor: {t!r}")
+    return t.detach()
+
+
+# ------------------------------------------------------------------------------ aliasing
+class AliasIndex:
+    """Who owns which storage in a graph: leaves (by name), root outputs, saved values."""
+
+    def __init__(self, graph: BackwardGraph) -> None:
+        self.owners: dict[tuple[str, int], list[str]] = {}
+        self.objects: dict[int, str] = {}
+        self.leaf_storages: set[tuple[str, int]] = set()
+        for lid in graph.leaves:
+            var = graph.fn(lid).variable
+            node = graph.nodes[lid]
+            label = f"{'parameter' if node.leaf_kind == 'parameter' else 'input'} {node.leaf_name}"
+            key = storage_key(var)
+            if key is not None:
+                self.owners.setdefault(key, []).append(label)
+                self.leaf_storages.add(key)
+            self.objects[id(var)] = label
+        for k, t in enumerate(graph.root_tensors):
+            key = storage_key(t)
+            rid = graph.roots[k][0]
+            if key is not None:
+                self.owners.setdefault(key, []).append(f"output of {rid} ({graph.nodes[rid].name})")
+
+
+def _fill_aliases(graph: BackwardGraph, node_id: str, fn: Any, recs: list[SavedValue]) -> None:
+    """Name what each saved tensor shares storage with (objects first, then storages)."""
+    if not any(r.storage_key is not None for r in recs):
+        return
+    index = graph._alias_index()
+    for r in recs:
+        if r.storage_key is None:
+            continue
+        names: list[str] = []
+        if r.name.startswith("result"):
+            names.append("this node's output")
+        obj = None
+        if r.state in ("ok", "packed") and not r.name.startswith(("saved_tensors", "ctx.")):
+            try:
+                obj = getattr(fn, "_saved_" + r.name)
+            except RuntimeError:
+                obj = None
+        very = index.objects.get(id(obj)) if obj is not None else None
+        if very is not None:
+            names.append(f"{very} (the very object)")
+        for owner in index.owners.get(r.storage_key, []):
+            if owner != very:
+                names.append(owner)
+        for other, oname in graph._saved_storage_owners().get(r.storage_key, []):
+            if other == node_id and oname == r.name:
+                continue
+            names.append(f"{other}.{oname} ({graph.nodes[other].name})")
+        r.aliases = names
+
+
+def storage_owners(graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str, str]]]:
+    """Storage -> every (node id, saved name) holding it, over the whole graph (cheap reads)."""
+    out: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for nid, node in graph.nodes.items():
+        if node.kind in ("accumulate_grad", "cpp_function"):
+            continue
+        fn = graph.fn(nid)
+        if node.kind == "custom_function":
+            items = [(f"saved_tensors[{i}]", r) for i, r in enumerate(fn._raw_saved_tensors)]
+        else:
+            items = [(s, getattr(fn, "_raw_saved_" + s, None)) for s in _names_for(fn)]
+        for name, raw in items:
+            data = getattr(raw, "data", None) if raw is not None else None
+            if isinstance(data, torch.Tensor):
+                key = storage_key(data)
+                if key is not None:
+                    out.setdefault(key, []).append((nid, name))
+    return out
+
+
+# ------------------------------------------------------------------------------ memory
+def saved_memory(
+    graph: BackwardGraph, order: list[str], by: str = "node", *, exclude_leaves: bool = False
+) -> dict[str, int]:
+    """Bytes held for backward: each storage once, at its full size, charged to its first holder.
+
+    `order` is the engine's execution order (the first node in it that saves a storage pays
+    for it). `exclude_leaves` leaves out storages owned by leaf tensors (parameters, inputs),
+    leaving activation memory alone.
+    """
+    if by not in ("node", "module"):
+        raise ValueError(f"by must be 'node' or 'module', got {by!r}")
+    index = graph._alias_index()
+    seen: set[tuple[str, int]] = set()
+    out: dict[str, int] = {}
+    for nid in order:
+        node = graph.nodes[nid]
+        if node.kind in ("accumulate_grad", "cpp_function"):
+            continue
+        for rec in graph.saved(nid):
+            key = rec.storage_key
+            if key is None or key in seen or rec.storage_nbytes is None:
+                continue
+            seen.add(key)
+            if exclude_leaves and key in index.leaf_storages:
+                continue
+            if by == "node":
+                owner = nid
+            else:
+                owner = node.module if node.module is not None else "<outside any module>"
+            out[owner] = out.get(owner, 0) + rec.storage_nbytes
+    return out

@@ -1,0 +1,1331 @@
+"""The stepper: backward by hand, node by node, exactly as the autograd engine would run it.
+
+A `Stepper` turns a live `BackwardGraph` into a PLAN once: the engine's execution order (Kahn's
+algorithm with a max-heap on `sequence_nr`, AccumulateGrad first as soon as ready, one dependency
+per edge) and routing tables (which slot buffers a step reads, where each output goes, the
+shape/dtype each destination slot expects). Stepping is then a tight loop over the plan that calls
+each node as the engine does (AUTOGRAD_FACTS.md): one slot per `_input_metadata` entry, `None` for
+empty slots, outputs reduced with `sum_to_size` and cast to the destination's metadata,
+AccumulateGrad never called, grad mode off unless `create_graph=True`. Fan-in is summed out of
+place, except into a partial sum the stepper made itself and nobody else references (checked by
+identity and refcount), which gets `add_` like the engine's own input buffers: bitwise the same.
+
+Two engine facts beyond AUTOGRAD_FACTS.md, verified on torch 2.13:
+- a built-in node whose slots all stayed empty returns nothing, so it is not called ("no
+  gradient"); a custom Function in that state IS called by the engine (with zeros, unless it
+  turned materialisation off) and its results flow on, so it is called here too;
+- `ctx.set_materialize_grads(False)` is not readable from Python; we read the flag's byte in the
+  node's C struct, at an offset found once per process on a probe node of our own (see
+  `_calibrate_materialize`). Without it we would pass zeros, then None if the Function raises.
+  Empty slots of non-differentiable outputs get zeros shaped like their (default, 0-d) metadata:
+  the engine uses the real output shape, which Python cannot see; a backward that ignores those
+  gradients (the normal case) sees no difference, one that uses them sees a broadcastable zero.
+
+State = position + slot buffers + edge records. `back()` restores the previous state exactly:
+while tensors are kept, each step logs the slot values it overwrote (a per-step delta); once they
+are not (`keep="summaries"` or past an int budget), `back()` replays the plan from the start, which
+is exact because CPU kernels are deterministic for identical inputs (a replay re-runs custom
+Functions' Python backward too).
+
+The stepper holds no autograd node objects (it fetches them from the graph at call time; see the
+teardown hazard in AUTOGRAD_FACTS.md), writes no `.grad`, bumps no version counter and leaves no
+hook behind: the user's own `backward()` works afterwards with identical results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import heapq
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+import torch
+
+from .graph import BackwardGraph, Edge, Node
+from .summary import Summary, SummaryStore, summarize
+
+__all__ = ["Difference", "StepInfo", "StepRecord", "Stepper"]
+
+Keep = Literal["summaries", "tensors"] | int
+
+# Step kinds in the plan.
+_FUNCTION, _ACCUMULATE, _CUSTOM, _CPP = 0, 1, 2, 3
+_KIND_CODE = {
+    "function": _FUNCTION,
+    "accumulate_grad": _ACCUMULATE,
+    "custom_function": _CUSTOM,
+    "cpp_function": _CPP,
+}
+
+#: Marks an edge whose gradient flowed but was not kept (its summary is in the summary store).
+_FLOWED = object()
+
+_dtypes: dict[str, torch.dtype] = {}
+
+
+def _dtype(name: str) -> torch.dtype:
+    dt = _dtypes.get(name)
+    if dt is None:
+        dt = getattr(torch, name, None)
+        if not isinstance(dt, torch.dtype):
+            raise ValueError(f"unknown dtype {name!r} in the graph's input metadata")
+        _dtypes[name] = dt
+    return dt
+
+
+# --------------------------------------------------------------------------- custom Functions
+# The engine materialises empty slots of a custom Function as zeros unless the Function called
+# `ctx.set_materialize_grads(False)`. That flag has a setter but no getter in Python, so we find
+# its byte in the C struct (THPFunction) once per process by flipping it on a probe node of our
+# own, and read it on user nodes. If the calibration is inconclusive (a future torch), we fall back
+# to: zeros first, and None if the Function raises on zeros.
+_materialize_offset: int | None = None
+_materialize_calibrated = False
+
+
+class _Probe(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return g
+
+
+def _calibrate_materialize() -> int | None:
+    global _materialize_offset, _materialize_calibrated
+    if _materialize_calibrated:
+        return _materialize_offset
+    _materialize_calibrated = True
+    try:
+        with torch.enable_grad():
+            node = _Probe.apply(torch.zeros(1, requires_grad=True)).grad_fn
+        size = torch._C._FunctionBase.__basicsize__
+        head = object.__basicsize__  # refcount + type: may change under us, never the flag
+        before = ctypes.string_at(id(node), size)
+        node.set_materialize_grads(False)
+        after = ctypes.string_at(id(node), size)
+        diff = [i for i in range(head, size) if before[i] != after[i]]
+        if len(diff) == 1 and before[diff[0]] == 1 and after[diff[0]] == 0:
+            node.set_materialize_grads(True)
+            if ctypes.string_at(id(node) + diff[0], 1)[0] == 1:
+                _materialize_offset = diff[0]
+    except Exception:
+        _materialize_offset = None
+    return _materialize_offset
+
+
+def _materializes(fn: Any) -> bool | None:
+    """Whether the engine would pass zeros (True) or None (False) for this node's empty slots."""
+    off = _calibrate_materialize()
+    if off is None:
+        return None
+    flag = ctypes.string_at(id(fn) + off, 1)[0]
+    return bool(flag) if flag in (0, 1) else None
+
+
+@dataclass(frozen=True)
+class _CustomInfo:
+    """How to call one custom Function node and map its results back onto its edges."""
+
+    name: str
+    #: One entry per forward argument (tensor or not): does the engine want its gradient?
+    needs: tuple[bool, ...]
+    #: Output slots (next_functions indices) that lead somewhere, in order.
+    valid: tuple[int, ...]
+    n_outputs: int
+    #: Forward-argument positions known to be non-tensors (a non-None result there is an error).
+    nontensor: frozenset[int]
+    #: True: zeros for empty slots; False: None; None: unknown (zeros, then None on error).
+    materialize: bool | None
+    zeros: tuple[tuple[tuple[int, ...], torch.dtype, torch.device], ...]
+
+
+def _custom_info(fn: Any, node: Node) -> _CustomInfo:
+    needs = tuple(bool(b) for b in fn.needs_input_grad)
+    nexts = fn.next_functions
+    valid = tuple(i for i, (f, _) in enumerate(nexts) if f is not None)
+    n_args, n_tensors = len(needs), len(nexts)
+    n_false = sum(1 for b in needs if not b)
+    if n_args == n_tensors:
+        nontensor: frozenset[int] = frozenset()
+    elif n_false == n_args - n_tensors:
+        nontensor = frozenset(i for i, b in enumerate(needs) if not b)
+    else:
+        nontensor = frozenset()  # ambiguous: cannot tell non-tensors from tensors without grad
+    if sum(needs) != len(valid):
+        raise RuntimeError(
+            f"custom Function node {node.id} ({node.name}) has {sum(needs)} inputs needing grad "
+            f"but {len(valid)} outgoing edges; cannot map its backward results onto its edges"
+        )
+    zeros = tuple((m.shape, _dtype(m.dtype), torch.device(m.device)) for m in node.inputs)
+    return _CustomInfo(node.name, needs, valid, n_tensors, nontensor, _materializes(fn), zeros)
+
+
+def _apply_custom(info: _CustomInfo, fn: Any, args: list) -> tuple:
+    """Call a custom Function node like PyNode::apply does, with its result checks and messages."""
+    if info.materialize is False or all(a is not None for a in args):
+        res = fn.apply(*args)
+    else:
+        filled = [
+            torch.zeros(z[0], dtype=z[1], device=z[2]) if a is None else a
+            for a, z in zip(args, info.zeros)
+        ]
+        if info.materialize:
+            res = fn.apply(*filled)
+        else:
+            try:
+                res = fn.apply(*filled)
+            except Exception:
+                res = fn.apply(*args)
+    if not isinstance(res, tuple):
+        res = (res,)
+    nf = len(info.needs)
+    if len(res) > nf and all(r is None for r in res[nf:]):
+        res = res[:nf]
+    if len(res) != nf:
+        raise RuntimeError(
+            f"function {info.name} returned an incorrect number of gradients (expected {nf}, "
+            f"got {len(res)})"
+        )
+    out: list = [None] * info.n_outputs
+    j = 0
+    for pos, val in enumerate(res):
+        if val is not None:
+            if pos in info.nontensor:
+                raise RuntimeError(
+                    f"function {info.name} returned a gradient different than None at position "
+                    f"{pos + 1}, but the corresponding forward input was not a Variable"
+                )
+            if not isinstance(val, torch.Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(val).__name__})")
+        if info.needs[pos]:
+            out[info.valid[j]] = val
+            j += 1
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- engine checks
+def _expandable(shape: Sequence[int], to: Sequence[int]) -> bool:
+    """at::is_expandable_to: can a tensor of `shape` broadcast to `to`?"""
+    ns, nt = len(shape), len(to)
+    if ns > nt:
+        return False
+    for i in range(1, ns + 1):
+        a, b = shape[ns - i], to[nt - i]
+        if a != b and a != 1:
+            return False
+    return True
+
+
+_COMPLEX_CHECK = (
+    "Expected isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex) to be "
+    "true, but got false.  (Could this error message be improved?  If so, please report an "
+    "enhancement request to PyTorch.)"
+)
+
+
+def _validate(
+    g: torch.Tensor,
+    shape: torch.Size,
+    dtype: torch.dtype,
+    device: torch.device | None,
+    name: str,
+    index: int,
+) -> torch.Tensor:
+    """The engine's validate_outputs for one gradient: reduce to shape, cast dtype and device."""
+    if g.shape != shape:
+        if not _expandable(shape, g.shape):
+            raise RuntimeError(
+                f"Function {name} returned an invalid gradient at index {index} - got "
+                f"{list(g.shape)} but expected shape compatible with {list(shape)}"
+            )
+        g = g.sum_to_size(shape) if len(shape) else g.sum()
+    if g.dtype is not dtype:
+        if g.is_complex() and not dtype.is_complex:
+            raise RuntimeError(_COMPLEX_CHECK)
+        g = g.to(dtype)
+    if device is not None and g.device != device:
+        g = g.to(device)
+    return g
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cycle collector while stepping: every step makes Python objects (tensor
+    wrappers, tuples), and each collection rescans thousands of live tensors: it cost 50%+ of a
+    10k-node run. We create no reference cycles; anything the user's code creates is collected
+    once the collector runs again (same trick as capture())."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+# --------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class _Plan:
+    """Everything about stepping that depends only on the graph's structure (computed once)."""
+
+    order: tuple[str, ...]
+    step_of: dict[str, int]
+    node_of: list[int]
+    kind: list[int]
+    start: list[int]
+    arity: list[int]
+    #: Per step: (output_nr, edge index, destination slot, shape, dtype, device or None).
+    routes: list[tuple]
+    #: Per step: every edge index leaving the node (also the ones that get no gradient).
+    out_edges: list[tuple[int, ...]]
+    #: Per step: the node's slots that receive more than one contribution (summarised as sums).
+    multi: list[tuple[int, ...]]
+    node_start: list[int]
+    n_slots: int
+    edge_ids: list[str]
+    edge_index: dict[str, int]
+    edge_step: list[int]
+    #: Per step: the node's name (for error messages).
+    names: list[str]
+    #: Per slot: the one edge feeding it (and no root seed), else -1.
+    slot_edge: list[int]
+    #: Per slot: number of contributions (incoming edges + root seeds).
+    slot_contrib: list[int]
+    slot_node: list[int]
+    root_slots: list[int]
+    custom: dict[int, _CustomInfo] = field(default_factory=dict)
+
+
+def _build_plan(graph: BackwardGraph, fns: list) -> _Plan:
+    nodes = graph.nodes
+    n = len(nodes)
+    recs: list[Node] = [nodes[f"n{i}"] for i in range(n)]
+    node_start = [0] * n
+    total = 0
+    for i, rec in enumerate(recs):
+        node_start[i] = total
+        total += len(rec.inputs)
+    devices = {m.device for rec in recs for m in rec.inputs}
+    check_device = len(devices) > 1
+
+    edges = graph.edges
+    edge_ids = [e.id for e in edges]
+    out_by_node: list[list[int]] = [[] for _ in range(n)]
+    deps = [0] * n
+    contrib = [0] * total
+    feeder = [-1] * total
+    src_of = [int(e.src[1:]) for e in edges]  # ids are f"n{i}": parse each once
+    dst_of = [int(e.dst[1:]) for e in edges]
+    for ei, e in enumerate(edges):
+        src, dst = src_of[ei], dst_of[ei]
+        out_by_node[src].append(ei)
+        deps[dst] += 1
+        s = node_start[dst] + e.input_nr
+        contrib[s] += 1
+        feeder[s] = ei
+    root_slots = []
+    for nid, onr in graph.roots:
+        i = int(nid[1:])
+        deps[i] += 1
+        s = node_start[i] + onr
+        root_slots.append(s)
+        contrib[s] += 1
+        feeder[s] = -1
+    slot_edge = [feeder[s] if contrib[s] == 1 else -1 for s in range(total)]
+
+    # Kahn with the engine's ready queue: max-heap on sequence_nr (AccumulateGrad = 2**64-1, so
+    # first), FIFO among equals (the engine's own tie order between AccumulateGrads is unspecified).
+    seq = [rec.sequence_nr for rec in recs]
+    heap: list[tuple[int, int, int]] = []
+    tick = 0
+    for nid, _ in graph.roots:  # the engine's GraphRoot runs first and feeds every root edge
+        i = int(nid[1:])
+        deps[i] -= 1
+        if deps[i] == 0:
+            heapq.heappush(heap, (-seq[i], tick, i))
+            tick += 1
+    order_idx: list[int] = []
+    while heap:
+        _, _, i = heapq.heappop(heap)
+        order_idx.append(i)
+        for ei in out_by_node[i]:
+            j = dst_of[ei]
+            deps[j] -= 1
+            if deps[j] == 0:
+                heapq.heappush(heap, (-seq[j], tick, j))
+                tick += 1
+    if len(order_idx) != n:
+        raise RuntimeError(
+            f"cannot order this graph: {n - len(order_idx)} node(s) never became ready (the graph "
+            "records are inconsistent with a DAG reachable from the roots)"
+        )
+
+    metas: dict[tuple, tuple] = {}
+    node_of, kind, start, arity, routes, out_edges, multi = [], [], [], [], [], [], []
+    edge_step = [0] * len(edges)
+    custom: dict[int, _CustomInfo] = {}
+    for k, i in enumerate(order_idx):
+        rec = recs[i]
+        node_of.append(i)
+        code = _KIND_CODE[rec.kind]
+        kind.append(code)
+        a = node_start[i]
+        start.append(a)
+        arity.append(len(rec.inputs))
+        rts = []
+        for ei in out_by_node[i]:
+            e = edges[ei]
+            edge_step[ei] = k
+            dst = dst_of[ei]
+            m = recs[dst].inputs[e.input_nr]
+            target = metas.get(m)
+            if target is None:
+                target = metas[m] = (
+                    torch.Size(m.shape),
+                    _dtype(m.dtype),
+                    torch.device(m.device) if check_device else None,
+                )
+            rts.append((e.output_nr, ei, node_start[dst] + e.input_nr, *target))
+        routes.append(tuple(rts))
+        out_edges.append(tuple(out_by_node[i]))
+        multi.append(tuple(s for s in range(a, a + len(rec.inputs)) if contrib[s] > 1))
+        if code == _CUSTOM:
+            custom[k] = _custom_info(fns[i], rec)
+    order = tuple(f"n{i}" for i in order_idx)
+    return _Plan(
+        order=order,
+        step_of={nid: k for k, nid in enumerate(order)},
+        node_of=node_of,
+        kind=kind,
+        start=start,
+        arity=arity,
+        routes=routes,
+        out_edges=out_edges,
+        multi=multi,
+        node_start=node_start,
+        n_slots=total,
+        edge_ids=edge_ids,
+        edge_index={eid: ei for ei, eid in enumerate(edge_ids)},
+        edge_step=edge_step,
+        names=[recs[i].name for i in order_idx],
+        slot_edge=slot_edge,
+        slot_contrib=contrib,
+        slot_node=[i for i, rec in enumerate(recs) for _ in rec.inputs],
+        root_slots=root_slots,
+        custom=custom,
+    )
+
+
+def _root_seeds(graph: BackwardGraph, plan: _Plan) -> list[tuple[int, torch.Tensor]]:
+    """The root gradients, as torch.autograd.grad makes them (implicit ones for real scalars)."""
+    roots = graph.root_tensors
+    gos = graph.grad_outputs or (None,) * len(roots)
+    seeds = []
+    for j, (t, go, s) in enumerate(zip(roots, gos, plan.root_slots)):
+        if go is None:
+            if t.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs (output {j} has "
+                    f"shape {list(t.shape)}); pass grad_outputs= to capture() for it"
+                )
+            if not t.dtype.is_floating_point:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got "
+                    f"{t.dtype} (output {j}); pass grad_outputs= to capture() for it"
+                )
+            go = torch.ones_like(t, memory_format=torch.preserve_format)
+        i = plan.slot_node[s]
+        m = graph.nodes[f"n{i}"].inputs[s - plan.node_start[i]]
+        seeds.append((s, _validate(go, torch.Size(m.shape), _dtype(m.dtype), None, "GraphRoot", j)))
+    return seeds
+
+
+# --------------------------------------------------------------------------- records
+GradView = torch.Tensor | Summary | None
+
+
+@dataclass(frozen=True, repr=False)
+class StepRecord:
+    """One step of the plan: what node ran, what it received and what it sent along each edge.
+
+    `inputs` has one entry per input slot, `outputs` one per outgoing edge id. Values are tensors
+    when available (always in the record `step()` returns; in `history` only when kept), else the
+    `Summary` kept in their place; None means no gradient. `called` is False for AccumulateGrad
+    (it receives, never runs) and for built-in nodes whose slots all stayed empty ("no gradient").
+    A failed step has `error` set (the engine's message, with the node) and did not advance.
+    """
+
+    index: int
+    node: Node
+    inputs: tuple[GradView, ...]
+    outputs: dict[str, GradView]
+    seconds: float
+    error: str | None = None
+    called: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def no_gradient(self) -> bool:
+        """True for a node that was not called because every slot stayed empty."""
+        return self.error is None and not self.called and self.node.kind != "accumulate_grad"
+
+    def __repr__(self) -> str:
+        what = (
+            "error"
+            if self.error
+            else (
+                "called"
+                if self.called
+                else ("accumulated" if self.node.kind == "accumulate_grad" else "no gradient")
+            )
+        )
+        return (
+            f"<StepRecord {self.index}: {self.node.id} {self.node.name} {what}, "
+            f"{self.seconds * 1e3:.3f} ms>"
+        )
+
+
+class StepInfo(NamedTuple):
+    """The cheap facts of one step done (no tensors, no summaries): for views that redraw often."""
+
+    index: int
+    node: str
+    called: bool
+    no_gradient: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One place where manual stepping and the engine disagree (see `compare_with_engine`)."""
+
+    #: "slot": what a node received in one input slot; "leaf": a leaf's gradient;
+    #: "manual_error": manual stepping failed where the engine did not.
+    kind: Literal["slot", "leaf", "manual_error"]
+    node: str
+    name: str
+    slot: int | None
+    #: Largest |engine - manual|; None when one side has no gradient (or shapes differ).
+    max_abs_diff: float | None
+    engine: Summary | None
+    manual: Summary | None
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        from .summary import _json_float
+
+        return {
+            "kind": self.kind,
+            "node": self.node,
+            "name": self.name,
+            "slot": self.slot,
+            "max_abs_diff": _json_float(self.max_abs_diff),
+            "engine": None if self.engine is None else self.engine.as_dict(),
+            "manual": None if self.manual is None else self.manual.as_dict(),
+            "note": self.note,
+        }
+
+
+class _History(Sequence):
+    """A read-only sequence view of the executed steps' records (built on access)."""
+
+    def __init__(self, stepper: Stepper) -> None:
+        self._s = stepper
+
+    def __len__(self) -> int:
+        return self._s.position
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._s.record(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return self._s.record(i)
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        for k in range(len(self)):
+            yield self._s.record(k)
+
+
+# --------------------------------------------------------------------------- the stepper
+class Stepper:
+    """Run a captured graph's backward by hand, one engine step at a time (see the module doc).
+
+    `keep`: "summaries" (default) keeps a `Summary` per edge gradient and frees the tensors as the
+    engine would; "tensors" keeps every edge gradient (and makes `back()` O(1)); an int is a byte
+    budget: tensors until it is used up, summaries after. Leaf gradients are always kept.
+    `create_graph=True` runs the nodes with grad mode on, so the gradients carry their own graph
+    (capture it and step it again: double backward).
+    """
+
+    def __init__(
+        self, graph: BackwardGraph, *, create_graph: bool = False, keep: Keep = "summaries"
+    ) -> None:
+        if not isinstance(graph, BackwardGraph):
+            raise TypeError(
+                f"Stepper needs a BackwardGraph from aw.capture(...), got {type(graph).__name__}"
+            )
+        if isinstance(keep, bool) or not (
+            keep in ("summaries", "tensors") or (isinstance(keep, int) and keep >= 0)
+        ):
+            raise ValueError(
+                f"keep must be 'summaries', 'tensors' or a byte budget (int >= 0), got {keep!r}"
+            )
+        live = graph._require_live("step this graph")
+        self.graph = graph
+        self.create_graph = bool(create_graph)
+        self.keep: Keep = keep
+        self._keep_all = keep == "tensors"
+        self._budget: int | None = keep if isinstance(keep, int) else None
+        with _gc_paused():
+            self._plan = _build_plan(graph, live.fns)
+        self._seeds = _root_seeds(graph, self._plan)
+        self._store = SummaryStore()
+        self._breaks: set[str] = set()
+        self._break_preds: list[Callable[[Node], bool]] = []
+        self._break_steps: list[int] = []
+        self._break_set: frozenset[int] = frozenset()
+        self._closed = False
+        self._seconds: list[float] = []
+        self._nograd: set[int] = set()
+        self._failure: StepRecord | None = None
+        self._listeners: list[Callable[[Stepper], None]] = []
+        self._batch_depth = 0
+        self._dirty = False
+        self._reset_state()
+
+    # ----------------------------------------------------------------- listeners
+    def add_listener(self, fn: Callable[[Stepper], None]) -> None:
+        """Call `fn(stepper)` after every change of state (step, back, run, reset): how a view
+        stays in sync when the stepper is driven from Python. Exceptions propagate."""
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Callable[[Stepper], None]) -> None:
+        self._listeners = [f for f in self._listeners if f is not fn]
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Stepper]:
+        """Group many moves into one notification, sent when the outermost batch exits."""
+        self._batch_depth += 1
+        try:
+            yield self
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0 and self._dirty:
+                self._notify()
+
+    def _notify(self) -> None:
+        if self._batch_depth:
+            self._dirty = True
+            return
+        self._dirty = False
+        for fn in list(self._listeners):
+            fn(self)
+
+    # ----------------------------------------------------------------- state
+    def _reset_state(self) -> None:
+        """Position 0: slots hold the root seeds; no edge has flowed; no undo log."""
+        plan = self._plan
+        slots: list = [None] * plan.n_slots
+        for s, seed in self._seeds:
+            slots[s] = seed if slots[s] is None else slots[s] + seed
+        self._slots = slots
+        self._edge_val: list = [None] * len(plan.edge_ids)
+        # Undo log of the kept steps (a prefix of the steps done): for step k, entries
+        # _u_slot/_u_old[_u_mark[k]:] of what each slot held before the step wrote it.
+        self._u_slot: list[int] = []
+        self._u_old: list = []
+        self._u_mark: list[int] = []
+        self._u_used: list[int] = []
+        self._used = 0
+        self._pos = 0
+        self._cache: dict[int, torch.Tensor] = {}
+        # slot -> the partial sum the stepper made for it (identity-checked before an in-place
+        # add: after a rollback or back() the slot may hold someone else's tensor again)
+        self._owned: dict[int, torch.Tensor] = {}
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Stepper was closed; create a new one from a live graph")
+
+    @property
+    def order(self) -> list[str]:
+        """Node ids in the engine's execution order: one entry per step."""
+        return list(self._plan.order)
+
+    @property
+    def position(self) -> int:
+        """Number of steps done (0..len(order))."""
+        return self._pos
+
+    @property
+    def done(self) -> bool:
+        return self._pos == len(self._plan.order)
+
+    @property
+    def next_node(self) -> str | None:
+        """Id of the node the next `step()` runs, None when done."""
+        return None if self.done else self._plan.order[self._pos]
+
+    @property
+    def failure(self) -> StepRecord | None:
+        """The record of the step that just failed (cleared by any successful move)."""
+        return self._failure
+
+    @property
+    def last_error(self) -> tuple[str, str] | None:
+        """(node id, error message) of the step that just failed, else None."""
+        f = self._failure
+        return None if f is None else (f.node.id, f.error or "")
+
+    @property
+    def at_breakpoint(self) -> bool:
+        """True when the next node to run is a breakpoint (where `run()` stops)."""
+        return not self.done and self._pos in self._break_set
+
+    @property
+    def history(self) -> Sequence[StepRecord]:
+        """Records of the steps done so far, in order (built on access)."""
+        return _History(self)
+
+    def step_index(self, node_id: str) -> int:
+        """The step at which `node_id` runs."""
+        try:
+            return self._plan.step_of[node_id]
+        except KeyError:
+            raise KeyError(
+                f"no node {node_id!r} in this graph (ids look like 'n0', 'n1', ...)"
+            ) from None
+
+    def _consumed(self, k: int) -> bool:
+        """Step k ran and, not being kept, freed its input slots (AccumulateGrad never does)."""
+        return k < self._pos and k >= len(self._u_mark) and self._plan.kind[k] != _ACCUMULATE
+
+    # ----------------------------------------------------------------- the loop
+    def _advance(
+        self,
+        stop: int,
+        *,
+        replay: bool = False,
+        capture: bool = False,
+        retain: frozenset[int] = frozenset(),
+    ) -> StepRecord | None:
+        """Execute steps position..stop-1 and return the failure record, if a node raised.
+
+        `capture`: return the record of the (single) step done, with its tensors.
+        `replay`: rebuild state only (records and summaries of these steps already exist).
+        `retain`: slots not to free even when tensors are not kept (for `grad()`).
+        """
+        plan = self._plan
+        fns = self.graph._require_live("step this graph").fns
+        slots, ev = self._slots, self._edge_val
+        u_slot, u_old, u_mark, u_used = self._u_slot, self._u_old, self._u_mark, self._u_used
+        secs, nograd = self._seconds, self._nograd
+        node_of, kinds, starts, arities = plan.node_of, plan.kind, plan.start, plan.arity
+        routes, out_edges, multi, custom = plan.routes, plan.out_edges, plan.multi, plan.custom
+        keep_all, budget, used = self._keep_all, self._budget, self._used
+        store_add = self._store.add
+        n_edges = len(plan.edge_ids)
+        flowed = _FLOWED
+        inplace = not self.create_graph
+        refcount = sys.getrefcount
+        owned = self._owned
+        perf = time.perf_counter
+        k = self._pos
+        result: StepRecord | None = None
+        grad_ctx = torch.enable_grad() if self.create_graph else torch.no_grad()
+        t0 = perf()
+        with grad_ctx:
+            while k < stop:
+                kind = kinds[k]
+                kept = keep_all or (budget is not None and used < budget)
+                m0 = len(u_slot)
+                try:
+                    if kind != _ACCUMULATE:
+                        a = starts[k]
+                        n = arities[k]
+                        if n == 1:
+                            g0 = slots[a]
+                            if kind == _FUNCTION:
+                                out = None if g0 is None else fns[node_of[k]](g0)
+                            elif kind == _CUSTOM:
+                                out = _apply_custom(custom[k], fns[node_of[k]], [g0])
+                            else:
+                                out = fns[node_of[k]](g0)
+                        else:
+                            args = slots[a : a + n]
+                            if kind == _FUNCTION:
+                                # Identity tests only: `list.count(None)` calls Tensor.__eq__.
+                                out = (
+                                    None if all(x is None for x in args) else fns[node_of[k]](*args)
+                                )
+                            elif kind == _CUSTOM:
+                                out = _apply_custom(custom[k], fns[node_of[k]], args)
+                            else:
+                                out = fns[node_of[k]](*args)
+                        if out is None:
+                            if not replay:
+                                nograd.add(k)
+                        else:
+                            if type(out) is not tuple:
+                                out = (out,)
+                            rts = routes[k]
+                            last = rts[-1] if rts else None
+                            for r in rts:
+                                onr, ei, s, shape, dtype, dev = r
+                                g = out[onr]
+                                if g is None:
+                                    continue
+                                if g.dtype is not dtype or dev is not None or g.shape != shape:
+                                    g = _validate(g, shape, dtype, dev, plan.names[k], onr)
+                                old = slots[s]
+                                if old is None:
+                                    u_slot.append(s)
+                                    u_old.append(None)
+                                    slots[s] = g
+                                elif (
+                                    r is last
+                                    and not kept
+                                    and inplace
+                                    and owned.get(s) is old
+                                    and refcount(old) == 4
+                                ):
+                                    # Our own partial sum that nobody else references (refs:
+                                    # slots, owned, `old`, getrefcount's argument), and the step's
+                                    # last write (nothing after it can fail and need a rollback):
+                                    # add in place like the engine does (same bits as old + g).
+                                    old.add_(g)
+                                else:
+                                    u_slot.append(s)
+                                    u_old.append(old)
+                                    slots[s] = owned[s] = old + g
+                                ev[ei] = g
+                except BaseException as exc:
+                    for j in range(len(u_slot) - 1, m0 - 1, -1):
+                        slots[u_slot[j]] = u_old[j]
+                        owned.pop(u_slot[j], None)
+                    del u_slot[m0:], u_old[m0:]
+                    for ei in out_edges[k]:
+                        ev[ei] = None
+                    nograd.discard(k)
+                    if not isinstance(exc, Exception):
+                        raise
+                    result = self._failed(k, exc, perf() - t0)
+                    break
+                if capture:
+                    result = self._captured(k, perf() - t0)
+                if kept:
+                    u_mark.append(m0)
+                    u_used.append(used)
+                    if budget is not None:
+                        for ei in out_edges[k]:
+                            g = ev[ei]
+                            if g is not None:
+                                used += g.nbytes
+                        for j in range(m0, len(u_slot)):
+                            if u_old[j] is not None:  # a new partial sum, kept for back()
+                                used += slots[u_slot[j]].nbytes
+                else:
+                    del u_slot[m0:], u_old[m0:]
+                    for ei in out_edges[k]:
+                        g = ev[ei]
+                        if g is not None:
+                            ev[ei] = flowed
+                            if not replay:
+                                store_add(ei, g)
+                    if kind != _ACCUMULATE:
+                        if not replay:
+                            for s in multi[k]:
+                                v = slots[s]
+                                if v is not None:
+                                    store_add(n_edges + s, v)
+                        for s in range(a, a + n):
+                            owned.pop(s, None)
+                            if s not in retain:
+                                slots[s] = None
+                if not replay:
+                    t1 = perf()
+                    secs.append(t1 - t0)
+                    t0 = t1
+                k += 1
+        self._pos = k
+        self._used = used
+        return result
+
+    def _failed(self, k: int, exc: BaseException, seconds: float) -> StepRecord:
+        plan = self._plan
+        nid = plan.order[k]
+        node = self.graph.nodes[nid]
+        a, n = plan.start[k], plan.arity[k]
+        return StepRecord(
+            k,
+            node,
+            tuple(self._slots[a : a + n]),
+            {},
+            seconds,
+            f"{type(exc).__name__} in {nid} ({node.name}): {exc}",
+            plan.kind[k] != _ACCUMULATE,
+        )
+
+    def _captured(self, k: int, seconds: float) -> StepRecord:
+        """The record of step k just done, with its tensors (before any are freed)."""
+        plan = self._plan
+        a, n = plan.start[k], plan.arity[k]
+        outs = {plan.edge_ids[ei]: self._edge_val[ei] for ei in plan.out_edges[k]}
+        called = plan.kind[k] != _ACCUMULATE and k not in self._nograd
+        return StepRecord(
+            k,
+            self.graph.nodes[plan.order[k]],
+            tuple(self._slots[a : a + n]),
+            outs,
+            seconds,
+            None,
+            called,
+        )
+
+    def _rebuild(self, stop: int, retain: frozenset[int] = frozenset()) -> None:
+        """Replay from the start to `stop` (state only: records and summaries stay)."""
+        self._reset_state()
+        with _gc_paused():
+            failure = self._advance(stop, replay=True, retain=retain)
+        if failure is not None:  # only if the graph changed under us (e.g. an in-place op)
+            raise RuntimeError(
+                f"replaying the steps already done failed, the graph changed since they ran: "
+                f"{failure.error}"
+            )
+
+    # ----------------------------------------------------------------- moving
+    def step(self) -> StepRecord | None:
+        """Run the next step. Returns its record (with the tensors it received and produced),
+        a record with `error` set if the node raised (position unchanged), or None when done."""
+        self._check_open()
+        if self.done:
+            return None
+        with _gc_paused():
+            rec = self._advance(self._pos + 1, capture=True)
+        self._store.release_recent()
+        self._failure = rec if rec is not None and rec.error else None
+        self._notify()
+        return rec
+
+    def run(self, until: str | None = None) -> StepRecord | None:
+        """Run to the end, or up to AND including node `until`.
+
+        Stops early BEFORE a breakpoint node (a run that starts on one executes it first, so
+        repeated `run()` calls move from breakpoint to breakpoint) and AT a failing node (its
+        record, with `error`, is returned and `failure` set). Returns the last record, or None
+        when nothing ran. Summaries of the small gradients are computed before returning.
+        """
+        self._check_open()
+        stop = len(self._plan.order)
+        if until is not None:
+            k = self.step_index(until)
+            if k < self._pos:
+                raise ValueError(
+                    f"node {until!r} already ran (step {k}, position {self._pos}); call back() "
+                    "or reset() to run up to it again"
+                )
+            stop = k + 1
+        for b in self._break_steps:
+            if self._pos < b < stop:
+                stop = b
+                break
+        if self._pos >= stop:
+            return None
+        with _gc_paused():
+            failure = self._advance(stop)
+            self._store.release_recent()
+            self._store.flush()
+        self._failure = failure
+        self._notify()
+        if failure is not None:
+            return failure
+        return self.record(self._pos - 1)
+
+    def back(self) -> None:
+        """Undo the last step exactly: a logged delta while tensors are kept, else a replay."""
+        self._check_open()
+        self._failure = None
+        if self._pos == 0:
+            return
+        k = self._pos - 1
+        if k < len(self._u_mark):
+            m0 = self._u_mark.pop()
+            self._used = self._u_used.pop()
+            slots, u_slot, u_old = self._slots, self._u_slot, self._u_old
+            for j in range(len(u_slot) - 1, m0 - 1, -1):
+                slots[u_slot[j]] = u_old[j]
+                self._owned.pop(u_slot[j], None)
+            del u_slot[m0:], u_old[m0:]
+            self._pos = k
+        else:
+            self._rebuild(k)
+        plan = self._plan
+        n_edges = len(plan.edge_ids)
+        for ei in plan.out_edges[k]:
+            self._edge_val[ei] = None
+        self._store.discard([*plan.out_edges[k], *(n_edges + s for s in plan.multi[k])])
+        del self._seconds[k:]
+        self._nograd.discard(k)
+        self._cache.clear()
+        self._notify()
+
+    def reset(self) -> None:
+        """Back to position 0 (root gradients seeded, nothing run)."""
+        self._check_open()
+        self._store.clear()
+        self._seconds.clear()
+        self._nograd.clear()
+        self._failure = None
+        self._reset_state()
+        self._notify()
+
+    # ----------------------------------------------------------------- breakpoints
+    def break_at(self, target: str | Callable[[Node], bool]) -> list[str]:
+        """Stop `run()` before node `target` (an id) or before every node for which
+        `target(node_record)` is true. Returns the node ids that now break, in step order."""
+        if callable(target):
+            self._break_preds.append(target)
+        else:
+            self.step_index(target)  # validates the id
+            self._breaks.add(target)
+        self._update_breaks()
+        return self.breakpoints
+
+    def clear_breakpoints(self, target: str | Callable[[Node], bool] | None = None) -> None:
+        """Remove one breakpoint (the id or the callable given to `break_at`), or all of them."""
+        if target is None:
+            self._breaks.clear()
+            self._break_preds.clear()
+        elif callable(target):
+            self._break_preds = [p for p in self._break_preds if p is not target]
+        else:
+            self._breaks.discard(target)
+        self._update_breaks()
+
+    @property
+    def breakpoints(self) -> list[str]:
+        """Node ids `run()` stops before, in step order."""
+        return [self._plan.order[k] for k in self._break_steps]
+
+    def _update_breaks(self) -> None:
+        nodes, order = self.graph.nodes, self._plan.order
+        steps = {self._plan.step_of[b] for b in self._breaks}
+        for pred in self._break_preds:
+            steps.update(k for k, nid in enumerate(order) if pred(nodes[nid]))
+        self._break_steps = sorted(steps)
+        self._break_set = frozenset(steps)
+
+    # ----------------------------------------------------------------- inspection
+    def _edge(self, edge_or_id: Edge | str) -> int:
+        eid = edge_or_id.id if isinstance(edge_or_id, Edge) else edge_or_id
+        ei = self._plan.edge_index.get(eid) if isinstance(eid, str) else None
+        if ei is None:
+            raise KeyError(f"no edge {edge_or_id!r} in this graph (edge ids read 'src:output_nr')")
+        return ei
+
+    def edge_grad(self, edge_or_id: Edge | str) -> torch.Tensor | None:
+        """The gradient that flowed along an edge, or None (not flowed yet, none, or not kept)."""
+        v = self._edge_val[self._edge(edge_or_id)]
+        return v if isinstance(v, torch.Tensor) else None
+
+    def edge_summary(self, edge_or_id: Edge | str) -> Summary | None:
+        """The `Summary` of an edge's gradient; None before it flowed (or when none flowed)."""
+        return self._summary_of(self._edge(edge_or_id))
+
+    def _summary_of(self, ei: int) -> Summary | None:
+        v = self._edge_val[ei]
+        if v is None:
+            return None
+        s = self._store.get(ei)
+        if s is None and isinstance(v, torch.Tensor):
+            s = Summary.of(v)
+            self._store.put(ei, s)
+        return s
+
+    def edge_summaries(self) -> dict[str, Summary]:
+        """Summaries of every edge whose gradient has flowed (missing ones in one batch)."""
+        store, ev = self._store, self._edge_val
+        store.flush()
+        missing = [ei for ei, v in enumerate(ev) if isinstance(v, torch.Tensor) and ei not in store]
+        for ei, s in zip(missing, summarize(ev[ei] for ei in missing)):
+            store.put(ei, s)
+        ids = self._plan.edge_ids
+        return {ids[ei]: store.get(ei) for ei, v in enumerate(ev) if v is not None}  # type: ignore[misc]
+
+    def _slot_view(self, s: int) -> GradView:
+        v = self._slots[s]
+        if v is not None:
+            return v
+        plan = self._plan
+        if not self._consumed(plan.step_of[f"n{plan.slot_node[s]}"]):
+            return None  # not freed: the slot really is empty
+        ei = plan.slot_edge[s]
+        if ei >= 0:
+            return self._summary_of(ei)
+        if plan.slot_contrib[s] == 1:  # fed only by a root seed, which is always kept
+            return next(t for rs, t in self._seeds if rs == s)
+        return self._store.get(len(plan.edge_ids) + s)
+
+    def record(self, index: int) -> StepRecord:
+        """The record of step `index` (< position): tensors where kept, else summaries."""
+        if not 0 <= index < self._pos:
+            raise IndexError(f"step {index} has not run (position {self._pos})")
+        plan = self._plan
+        a, n = plan.start[index], plan.arity[index]
+        inputs = tuple(self._slot_view(s) for s in range(a, a + n))
+        outputs: dict[str, GradView] = {}
+        for ei in plan.out_edges[index]:
+            v = self._edge_val[ei]
+            outputs[plan.edge_ids[ei]] = (
+                v if v is None or isinstance(v, torch.Tensor) else self._summary_of(ei)
+            )
+        called = plan.kind[index] != _ACCUMULATE and index not in self._nograd
+        return StepRecord(
+            index,
+            self.graph.nodes[plan.order[index]],
+            inputs,
+            outputs,
+            self._seconds[index],
+            None,
+            called,
+        )
+
+    def step_info(self, index: int) -> StepInfo:
+        """Node, called/no-gradient and time of step `index` (< position), without tensors."""
+        if not 0 <= index < self._pos:
+            raise IndexError(f"step {index} has not run (position {self._pos})")
+        plan = self._plan
+        acc = plan.kind[index] == _ACCUMULATE
+        nograd = index in self._nograd
+        return StepInfo(
+            index, plan.order[index], not acc and not nograd, nograd, self._seconds[index]
+        )
+
+    def waiting(self, node_id: str) -> list[Summary | None]:
+        """Per input slot of `node_id`, a summary of the gradient it holds: what has arrived so
+        far for a node still to run, what it received for one that ran; None where empty."""
+        plan = self._plan
+        i = int(self.graph._check_id(node_id)[1:])
+        a = plan.node_start[i]
+        out: list[Summary | None] = []
+        for s in range(a, a + len(self.graph.nodes[node_id].inputs)):
+            v = self._slot_view(s)
+            out.append(Summary.of(v) if isinstance(v, torch.Tensor) else v)
+        return out
+
+    def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
+        """The gradient computed so far for a captured tensor: a leaf (what its AccumulateGrad
+        received), or a non-leaf through its gradient edge (the sum arriving in that slot).
+        Replays from the start when that slot's tensor was freed (`keep="summaries"`)."""
+        self._check_open()
+        nid, slot = self.graph.gradient_edge(tensor)
+        s = self._plan.node_start[int(nid[1:])] + slot
+        v = self._slots[s]
+        if v is not None or not self._consumed(self._plan.step_of[nid]):
+            return v
+        cached = self._cache.get(s)
+        if cached is None:
+            self._rebuild(self._pos, retain=frozenset({s}))
+            cached = self._slots[s]
+            self._slots[s] = None  # back to the engine-like memory profile
+            if cached is not None:
+                self._cache[s] = cached
+        return cached
+
+    def first_nonfinite(self) -> tuple[Edge, Summary] | None:
+        """The first edge, in execution order, whose gradient holds a NaN or an Inf."""
+        self.edge_summaries()
+        plan = self._plan
+        for k in range(self._pos):
+            for ei in plan.out_edges[k]:
+                if self._edge_val[ei] is None:
+                    continue
+                s = self._summary_of(ei)
+                if s is not None and not s.finite:
+                    return self.graph.edge(plan.edge_ids[ei]), s
+        return None
+
+    # ----------------------------------------------------------------- the engine, for real
+    def compare_with_engine(
+        self,
+        *,
+        rtol: float | None = None,
+        atol: float | None = None,
+        tensors: Sequence[torch.Tensor] = (),
+    ) -> list[Difference]:
+        """Run the real engine once and list where it disagrees with manual stepping.
+
+        One `torch.autograd.grad(roots, leaves, grad_outputs, retain_graph=True)` with a
+        temporary pre-hook on every node recording what it receives per input slot (the sum per
+        slot, after tensor hooks), removed afterwards, also on error. Manual values come from a
+        separate full pass, so this stepper's position is untouched. Hooks that change gradients
+        (a x10 tensor hook on a non-leaf shows in that slot and downstream; one on a leaf shows in
+        the leaf's gradient) are exactly what this finds. `.grad` of leaves is never written; a
+        non-leaf with `retain_grad()` gets its `.grad` restored if it is an output or listed in
+        `tensors`. Tolerances default to torch.testing's for the dtype. If the engine itself
+        raises (e.g. a saved tensor was modified in place), its error propagates, hooks removed.
+        """
+        self._check_open()
+        graph = self.graph
+        live = graph._require_live("compare with the engine")
+        fns = live.fns
+        plan = self._plan
+        got: dict[int, tuple] = {}
+        handles = []
+
+        def hook_for(i: int) -> Callable:
+            def hook(grads: tuple) -> None:
+                got[i] = tuple(None if g is None else g.detach().clone() for g in grads)
+
+            return hook
+
+        roots = graph.root_tensors
+        watch = [t for t in [*roots, *tensors] if t.retains_grad]
+        saved_grads = [t.grad for t in watch]
+        leaf_ids = list(graph.leaves)
+        leaves = [fns[int(nid[1:])].variable for nid in leaf_ids]
+        try:
+            for i, fn in enumerate(fns):
+                if plan.kind[plan.step_of[f"n{i}"]] != _ACCUMULATE:
+                    handles.append(fn.register_prehook(hook_for(i)))
+            engine = torch.autograd.grad(
+                roots,
+                leaves,
+                grad_outputs=list(graph.grad_outputs or [None] * len(roots)),
+                retain_graph=True,
+                allow_unused=True,
+            )
+        finally:
+            for h in handles:
+                h.remove()
+            for t, g in zip(watch, saved_grads):
+                t.grad = g
+        del leaves
+
+        shadow = Stepper(graph, keep="tensors")
+        try:
+            failed = shadow.run()
+            diffs: list[Difference] = []
+            if failed is not None and failed.error:
+                nid = failed.node.id
+                diffs.append(
+                    Difference(
+                        "manual_error", nid, failed.node.name, None, None, None, None, failed.error
+                    )
+                )
+            for k in range(shadow.position):
+                i = plan.node_of[k]
+                nid = plan.order[k]
+                if plan.kind[k] == _ACCUMULATE or i not in got:
+                    continue
+                a = plan.start[k]
+                for slot, ev in enumerate(got[i]):
+                    d = _differ(ev, shadow._slots[a + slot], rtol, atol)
+                    if d is not None:
+                        diffs.append(
+                            Difference(
+                                "slot", nid, graph.nodes[nid].name, slot, d[0], d[1], d[2], d[3]
+                            )
+                        )
+            for nid, ev in zip(leaf_ids, engine):
+                k = plan.step_of[nid]
+                if k >= shadow.position:
+                    continue
+                d = _differ(ev, shadow._slots[plan.start[k]], rtol, atol)
+                if d is not None:
+                    diffs.append(
+                        Difference(
+                            "leaf",
+                            nid,
+                            graph.nodes[nid].leaf_name or "leaf",
+                            0,
+                            d[0],
+                            d[1],
+                            d[2],
+                            d[3],
+                        )
+                    )
+            diffs.sort(key=lambda d: plan.step_of[d.node])
+            return diffs
+        finally:
+            shadow.close()
+
+    # ----------------------------------------------------------------- cleanup
+    def close(self) -> None:
+        """Drop every tensor this stepper holds (the graph stays open; it is the caller's)."""
+        self._closed = True
+        self._store.clear()
+        self._slots = []
+        self._edge_val = []
+        self._u_slot, self._u_old, self._u_mark, self._u_used = [], [], [], []
+        self._seeds = []
+        self._cache = {}
+        self._owned = {}
+        self._failure = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"step {self._pos}/{len(self._plan.order)}"
+        return f"<Stepper {state}, keep={self.keep!r}, create_graph={self.create_graph}>"
+
+
+def _tolerances(dtype: torch.dtype) -> tuple[float, float]:
+    if dtype in (torch.float64, torch.complex128):
+        return 1e-7, 1e-7
+    if dtype in (torch.float16, torch.bfloat16):
+        return 1e-3, 1e-5
+    return 1.3e-6, 1e-5
+
+
+def _differ(
+    engine: torch.Tensor | None, manual: torch.Tensor | None, rtol: float | None, atol: float | None
+) -> tuple[float | None, Summary | None, Summary | None, str] | None:
+    if engine is None and manual is None:
+        return None
+    if engine is None or manual is None:
+        note = (
+            "the engine had no gradient here"
+            if engine is None
+            else "manual stepping had no gradient here"
+        )
+        return (
+            None,
+            None if engine is None else Summary.of(engine),
+            None if manual is None else Summary.of(manual),
+            note,
+        )
+    manual = manual.detach()
+    if engine.shape != manual.shape:
+        return (
+            None,
+            Summary.of(engine),
+            Summary.of(manual),
+            f"shapes differ: engine {list(engine.shape)}, manual {list(manual.shape)}",
+        )
+    r, a = _tolerances(engine.dtype)
+    r = r if rtol is None else rtol
+    a = a if atol is None else atol
+    e, m = engine, manual.to(engine.dtype)
+    if torch.allclose(e, m, rtol=r, atol=a, equal_nan=True):
+        return None
+    diff = (e - m).abs()
+    worst = float(diff.nan_to_num(nan=math.inf).max()) if diff.numel() else 0.0
+    return worst, Summary.of(engine), Summary.of(manual), ""
+
+
+def engine_order(graph: BackwardGraph) -> list[str]:
+    """Node ids in the order the autograd engine would execute them (the steps of a Stepper)."""
+    live = graph._require_live("compute the engine's order")
+    return list(_build_plan(graph, live.fns).order)
