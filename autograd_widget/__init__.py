@@ -2,7 +2,7 @@
 
 Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `SavedValue`), `Stepper`
-(+ `StepRecord`, `Summary`).
+(+ `StepRecord`, `Summary`), `explore` / `AutogradWidget`.
 """
 
 from ._compat import UnsupportedTorchError, check_torch
@@ -15,10 +15,12 @@ from .saved import SavedValue  # noqa: E402
 from .stepper import Stepper, StepRecord  # noqa: E402
 from .summary import Summary  # noqa: E402
 from .track import track  # noqa: E402
+from .widget import AutogradWidget, explore  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutogradWidget",
     "BackwardGraph",
     "Edge",
     "Node",
@@ -29,5 +31,6 @@ __all__ = [
     "TensorMeta",
     "UnsupportedTorchError",
     "capture",
+    "explore",
     "track",
 ]

@@ -1,0 +1,84 @@
+/**
+ * All message I/O of a view goes through a backend: commands out, inspect requests answered by
+ * replies, warnings in. The kernel backend speaks the widget's custom messages; a standalone
+ * export can supply another object with the same shape (replaying a recorded run) and the view
+ * does not change.
+ *
+ * @typedef {object} Backend
+ * @property {(cmd: { type: string, [k: string]: unknown }) => void} command send a command
+ * @property {(target: { node: number } | { edge: number }) => Promise<any>} inspect the reply's `data`
+ * @property {(cb: (message: string) => void) => () => void} onWarning returns unsubscribe
+ * @property {boolean} live true when a kernel answers (false: a recording)
+ * @property {() => void} dispose
+ */
+
+/** How long an inspect request waits for its reply. */
+export const INSPECT_TIMEOUT_MS = 10000;
+
+/**
+ * The backend over an anywidget model: `model.send` out, `msg:custom` in.
+ * Request ids start at a random offset, so replies meant for another view of the same widget
+ * (every view receives every custom message) are never mistaken for ours.
+ * @param {{ send(msg: any, callbacks?: any, buffers?: any): void, on(ev: string, cb: Function): void,
+ *   off(ev: string, cb: Function): void }} model
+ * @param {{ timeoutMs?: number }} [opts]
+ * @returns {Backend}
+ */
+export function kernelBackend(model, opts = {}) {
+  const timeoutMs = opts.timeoutMs ?? INSPECT_TIMEOUT_MS;
+  let next = 1 + Math.floor(Math.random() * 1e9);
+  /** @type {Map<number, { resolve: (v: any) => void, reject: (e: Error) => void, timer: any }>} */
+  const pending = new Map();
+  /** @type {Set<(m: string) => void>} */
+  const warned = new Set();
+  let disposed = false;
+
+  /** @param {any} msg */
+  const onMsg = (msg) => {
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.type === 'reply') {
+      const p = pending.get(Number(msg.request));
+      if (!p) return;
+      pending.delete(Number(msg.request));
+      clearTimeout(p.timer);
+      if (msg.error) p.reject(new Error(String(msg.error)));
+      else p.resolve(msg.data ?? null);
+    } else if (msg.type === 'warning') {
+      for (const cb of warned) cb(String(msg.message ?? ''));
+    }
+  };
+  model.on('msg:custom', onMsg);
+
+  return {
+    live: true,
+    command(cmd) {
+      if (!disposed) model.send(cmd);
+    },
+    inspect(target) {
+      if (disposed) return Promise.reject(new Error('view closed'));
+      const request = next++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.delete(request);
+          reject(new Error('no reply from the kernel'));
+        }, timeoutMs);
+        pending.set(request, { resolve, reject, timer });
+        model.send({ type: 'inspect', request, ...target });
+      });
+    },
+    onWarning(cb) {
+      warned.add(cb);
+      return () => warned.delete(cb);
+    },
+    dispose() {
+      disposed = true;
+      model.off('msg:custom', onMsg);
+      for (const p of pending.values()) {
+        clearTimeout(p.timer);
+        p.reject(new Error('view closed'));
+      }
+      pending.clear();
+      warned.clear();
+    },
+  };
+}

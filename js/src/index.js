@@ -1,0 +1,20 @@
+// The anywidget front-end of AutogradWidget: `render` draws one view of the widget's synced state.
+// Python owns every autograd fact; this module owns pixels and gestures (see view.js).
+import './widget.css';
+import { kernelBackend } from './backend.js';
+import { createView } from './view.js';
+
+/**
+ * @param {{ model: import('./view.js').Model & { send(msg: any): void }, el: HTMLElement }} ctx
+ * @returns {() => void} cleanup, called by anywidget when the view is removed
+ */
+function render({ model, el }) {
+  const backend = kernelBackend(model);
+  const destroy = createView({ model, el, backend });
+  return () => {
+    destroy();
+    backend.dispose();
+  };
+}
+
+export default { render };

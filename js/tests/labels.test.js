@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { decodeGraph, decodeState } from '../src/model.js';
+import {
+  edgeLabel,
+  edgeRows,
+  escapeHtml,
+  nodeLabel,
+  nodeRows,
+  replyRows,
+  shapeText,
+  summaryText,
+  valuesText,
+  visibleIndices,
+  waitingRows,
+} from '../src/labels.js';
+import { zGraph, zState } from './fixtures.js';
+
+const g = decodeGraph(zGraph());
+
+describe('edge labels', () => {
+  it('reads 4 and 1 on the edges into x and y once they flowed', () => {
+    const s = decodeState(zState(4), g);
+    expect(edgeLabel(s, 2)).toBe('4'); // Pow -> x
+    expect(edgeLabel(s, 1)).toBe('1'); // Add -> y
+    expect(edgeLabel(decodeState(zState(0), g), 2)).toBe('');
+  });
+  it('formats several values and non-finite ones', () => {
+    expect(valuesText([1, -0.5, NaN, Infinity])).toBe('[1, -0.5, NaN, inf]');
+    expect(valuesText([])).toBe('');
+    const raw = zState(4, { binary: false });
+    raw.edge_flag = [2, 1, 1];
+    raw.edge_values = { 0: ['nan'], 1: [1, 2, 3, 4, 5] };
+    const s = decodeState(raw, g);
+    expect(edgeLabel(s, 0)).toBe('NaN');
+    expect(edgeLabel(s, 1)).toBe(''); // too many values for a label
+  });
+});
+
+describe('node labels and rows', () => {
+  it('shows leaf names with their shapes, escaped', () => {
+    expect(nodeLabel(g, 0)).toBe('Add');
+    expect(nodeLabel(g, 2)).toContain('x<br>');
+    expect(nodeLabel(g, 2)).toContain('[]');
+    expect(escapeHtml('<a&b>')).toBe('&lt;a&amp;b&gt;');
+    const named = decodeGraph({ ...zGraph(), nodes: { ...zGraph().nodes, label: ['Add', 'Pow', 'input 0 []', 'y'] } });
+    expect(nodeLabel(named, 2)).toBe('input 0 []');
+    expect(shapeText([3, 4])).toBe('[3, 4]');
+  });
+  it('lists kind, module and slots', () => {
+    const rows = nodeRows(g, 0);
+    expect(rows[0]).toEqual(['kind', 'function (root)']);
+    expect(rows).toContainEqual(['slot 0', '[] float32 cpu']);
+  });
+  it('describes an edge before and after it flowed', () => {
+    expect(edgeRows(g, decodeState(zState(0), g), 2)).toContainEqual(['state', 'not flowed yet']);
+    const rows = edgeRows(g, decodeState(zState(4), g), 2);
+    expect(rows[0]).toEqual(['from', 'PowBackward0 (output 0)']);
+    expect(rows).toContainEqual(['‖g‖', '4']);
+    expect(rows).toContainEqual(['values', '4']);
+  });
+  it('lists the waiting slots', () => {
+    expect(waitingRows([{ slot: 0, shape: [3], dtype: 'float32', norm: 2, values: [1, 1, 1.41] }, null])).toEqual([
+      ['slot 0', '[3] float32 · ‖g‖ 2 · = [1, 1, 1.41]'],
+      ['slot 1', 'empty (no gradient)'],
+    ]);
+  });
+});
+
+describe('summaries and inspect replies', () => {
+  it('summarises a tensor in one line', () => {
+    const t = summaryText({ shape: [3], dtype: 'float32', norm: 2, min: -1, max: 'inf', mean: 0.5, nan: 0, inf: 1, values: [1, 2, 'inf'] });
+    expect(t).toBe('[3] float32 · ‖g‖ 2 · min -1 max inf · mean 0.5 · ⚠ 1 inf · values [1, 2, inf]');
+    expect(summaryText(null)).toBe('no gradient');
+  });
+  it('turns a node reply into rows, whatever fields it has', () => {
+    const rows = replyRows({
+      id: 'n1',
+      name: 'PowBackward0',
+      inputs: [[[], 'float32', 'cpu']],
+      sequence_nr: 3,
+      incoming: [{ shape: [], dtype: 'float32', norm: 1, values: [1] }, null],
+      outgoing: { 'n1:0': { shape: [], dtype: 'float32', norm: 4 }, 'zz': null },
+      error: null,
+      extra: { a: 1 },
+      listed: [{ slot: 2, name: 'q', summary: null }],
+    }, g);
+    expect(rows).toEqual([
+      ['sequence nr', '3'],
+      ['in 0', '[] float32 · ‖g‖ 1 · values 1'],
+      ['in 1', 'empty'],
+      ['out → x', '[] float32 · ‖g‖ 4'],
+      ['out → zz', 'not flowed'],
+      ['extra', '{"a":1}'],
+      ['listed 2', '→ q no gradient'],
+    ]);
+    expect(replyRows(null)).toEqual([]);
+  });
+  it('turns an edge reply into a gradient row', () => {
+    const rows = replyRows({ id: 'n1:0', src: { id: 'n1' }, dst: { id: 'n2' }, summary: null });
+    expect(rows).toEqual([['grad', 'no gradient']]);
+  });
+});
+
+describe('visibleIndices', () => {
+  const xs = [0, 1, 2, 10];
+  const ys = [0, 0, 0, 0];
+  it('keeps the points in view', () => {
+    expect(visibleIndices(xs, ys, [0, 1, 2, 3], [-0.5, 2.5, -1, 1], 10)).toEqual([0, 1, 2]);
+    expect(visibleIndices(xs, ys, [3, 0], [2.5, -0.5, 1, -1], 10)).toEqual([0]); // reversed range
+  });
+  it('shows none when more than max are in view', () => {
+    expect(visibleIndices(xs, ys, [0, 1, 2, 3], [-1, 11, -1, 1], 3)).toEqual([]);
+  });
+});

@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { decodeGraph, decodeState } from '../src/model.js';
+import {
+  FAILED_COLOR,
+  KIND_STYLE,
+  NEXT_COLOR,
+  N_BINS,
+  binOf,
+  binWidth,
+  bucketEdges,
+  decadeTicks,
+  discreteColorscale,
+  gatherPaths,
+  kindKey,
+  makeTheme,
+  mixColor,
+  nodeStyles,
+  parseColor,
+  scaleRange,
+} from '../src/style.js';
+import { zGraph, zState } from './fixtures.js';
+
+const g = decodeGraph(zGraph());
+const theme = makeTheme();
+
+describe('colour bins', () => {
+  it('spreads a log range over N_BINS bins', () => {
+    const r = [-3, 1];
+    expect(binOf(1e-3, r)).toBe(0);
+    expect(binOf(1e-4, r)).toBe(0);
+    expect(binOf(0, r)).toBe(0);
+    expect(binOf(10, r)).toBe(N_BINS - 1);
+    expect(binOf(1e3, r)).toBe(N_BINS - 1);
+    expect(binOf(10 ** -1, r)).toBe(4); // half way
+    expect(binOf(10 ** -2.4, r)).toBe(1);
+  });
+  it('widens a zero-width range around its value', () => {
+    expect(scaleRange([0, 0])).toEqual([-0.5, 0.5]);
+    expect(scaleRange(null)).toBeNull();
+    expect(binOf(1, scaleRange([0, 0]))).toBe(N_BINS / 2);
+  });
+  it('draws larger norms thicker', () => {
+    expect(binWidth(N_BINS - 1)).toBeGreaterThan(binWidth(0));
+  });
+  it('builds a stepwise colorscale of the bins', () => {
+    const cs = discreteColorscale(['#a', '#b']);
+    expect(cs).toEqual([[0, '#a'], [0.5, '#a'], [0.5, '#b'], [1, '#b']]);
+    expect(theme.bins).toHaveLength(N_BINS);
+    expect(makeTheme({ dark: true }).bins).not.toEqual(theme.bins);
+  });
+  it('ticks whole decades, or the ends of a narrow range', () => {
+    expect(decadeTicks([-3.2, 0.5], (v) => String(v)).tickvals).toEqual([-3, -2, -1, 0]);
+    const narrow = decadeTicks([0, Math.log10(4)], (v) => v.toFixed(1));
+    expect(narrow.tickvals).toHaveLength(3);
+    expect(narrow.ticktext[0]).toBe('1.0');
+    expect(narrow.ticktext[2]).toBe('4.0');
+    expect(decadeTicks([-20, 20], String).tickvals.length).toBeLessThanOrEqual(8);
+  });
+});
+
+describe('colours', () => {
+  it('parses and mixes CSS colours', () => {
+    expect(parseColor('#fff')).toEqual([255, 255, 255]);
+    expect(parseColor('#102030')).toEqual([16, 32, 48]);
+    expect(parseColor('rgb(1, 2, 3)')).toEqual([1, 2, 3]);
+    expect(parseColor('rgba(1 2 3 / 0.5)')).toEqual([1, 2, 3]);
+    expect(parseColor('white')).toBeNull();
+    expect(mixColor('#000000', '#ffffff', 0.5)).toBe('#808080');
+    expect(mixColor('#000000', 'white', 0.5)).toBe('#000000');
+  });
+});
+
+describe('bucketEdges', () => {
+  it('leaves every edge grey before the first step', () => {
+    const b = bucketEdges(g, decodeState(zState(0), g));
+    expect(b.idle).toEqual([0, 1, 2]);
+    expect(b.bins.flat()).toEqual([]);
+    expect(b.fresh).toEqual([]);
+  });
+  it('bins flowed edges by norm, the smallest first, and marks the fresh ones', () => {
+    const b = bucketEdges(g, decodeState(zState(3), g));
+    expect(b.idle).toEqual([]);
+    expect(b.bins[0]).toEqual([0, 1]);
+    expect(b.bins[N_BINS - 1]).toEqual([2]);
+    expect(b.fresh).toEqual([2]); // Pow ran last: its edge into x lights up
+  });
+  it('routes NaN/inf and None edges to their own traces', () => {
+    const raw = zState(3, { binary: false });
+    raw.edge_flag = [2, 3, 1];
+    const b = bucketEdges(g, decodeState(raw, g));
+    expect(b.nonfinite).toEqual([0]);
+    expect(b.noGrad).toEqual([1]);
+    expect(b.bins.flat()).toEqual([2]);
+  });
+});
+
+describe('gatherPaths', () => {
+  it('concatenates polylines keeping their NaN gaps', () => {
+    const { x, y } = gatherPaths(g, [2, 0]);
+    expect(Array.from(x)).toEqual([0, 0, NaN, 0.5, 0, NaN]);
+    expect(Array.from(y)).toEqual([-1, -2, NaN, 0, -1, NaN]);
+    expect(gatherPaths(g, []).x.length).toBe(0);
+  });
+});
+
+describe('nodeStyles', () => {
+  it('colours by kind and marks the root', () => {
+    expect(kindKey(g, 0)).toBe('root');
+    expect(kindKey(g, 1)).toBe('function');
+    expect(kindKey(g, 2)).toBe('input');
+    const s = nodeStyles(g, decodeState(zState(4), g), theme); // all done: plain kind colours
+    expect(s.color).toEqual([KIND_STYLE.root.color, KIND_STYLE.function.color, KIND_STYLE.input.color, KIND_STYLE.input.color]);
+    expect(s.symbol[0]).toBe('diamond');
+  });
+  it('shows pending faded, next outlined, done solid', () => {
+    const s = nodeStyles(g, decodeState(zState(1), g), theme);
+    // done: Add; next: y (3); pending: Pow, x
+    expect(s.opacity[0]).toBe(1);
+    expect(s.lineColor[3]).toBe(NEXT_COLOR);
+    expect(s.sizeScale[3]).toBeGreaterThan(1);
+    expect(s.color[1]).toBe(mixColor(KIND_STYLE.function.color, theme.background, 0.55));
+    expect(s.color[1]).not.toBe(KIND_STYLE.function.color);
+    expect(s.color[2]).not.toBe(KIND_STYLE.input.color);
+  });
+  it('shows failed red and no-gradient hollow', () => {
+    const raw = zState(1, { binary: false });
+    raw.node_state = [2, 4, 0, 3];
+    const s = nodeStyles(g, decodeState(raw, g), theme);
+    expect(s.color[3]).toBe(FAILED_COLOR);
+    expect(s.symbol[1]).toBe('circle-open');
+  });
+});

@@ -1,0 +1,456 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+// plotly cannot run in jsdom (no layout, no WebGL): record what the view asks of it instead.
+const calls = vi.hoisted(() => []);
+vi.mock('../src/plotly.js', () => {
+  const record = (name) => (gd, ...args) => {
+    calls.push({ name, gd, args });
+    if (name === 'newPlot' || name === 'react') {
+      gd.data = args[0];
+      gd.layout = args[1];
+      if (!gd._handlers) {
+        gd._handlers = new Map();
+        gd.on = (ev, cb) => gd._handlers.set(ev, cb);
+        gd.removeListener = (ev) => gd._handlers.delete(ev);
+        gd.emit = (ev, data) => gd._handlers.get(ev)?.(data);
+      }
+    }
+    if (name === 'relayout') {
+      for (const [k, v] of Object.entries(args[0])) {
+        const [axis, attr] = k.split('.');
+        if (attr === 'range') gd.layout[axis].range = v;
+      }
+    }
+    return Promise.resolve(gd);
+  };
+  return {
+    default: {
+      newPlot: record('newPlot'),
+      react: record('react'),
+      restyle: record('restyle'),
+      relayout: record('relayout'),
+      purge: record('purge'),
+    },
+  };
+});
+
+import widget from '../src/index.js';
+import { createView, PLAY_STALL_MS } from '../src/view.js';
+import { T, fitRange } from '../src/figure.js';
+import { decodeGraph } from '../src/model.js';
+import { FakeModel, zGraph, zState } from './fixtures.js';
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+const byName = (name) => calls.filter((c) => c.name === name);
+
+/** @returns {{ model: FakeModel, el: HTMLElement, cleanup: () => void, button: (n: string) => HTMLButtonElement }} */
+function mount(position = 0, extra = {}) {
+  const model = new FakeModel({ _graph: zGraph(), _state: zState(position), ...extra });
+  const el = document.createElement('div');
+  document.body.append(el);
+  const cleanup = widget.render({ model, el });
+  const button = (name) => [...el.querySelectorAll('button')].find((b) => b.textContent === name);
+  return { model, el, cleanup, button };
+}
+
+beforeEach(() => {
+  calls.length = 0;
+  document.body.innerHTML = '';
+  // Draw synchronously in tests (the view coalesces redraws per animation frame in browsers).
+  window.requestAnimationFrame = undefined;
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('render', () => {
+  it('draws the graph once, with every trace, and the toolbar with the contract names', async () => {
+    const { el, cleanup } = mount();
+    await flush();
+    expect(byName('newPlot')).toHaveLength(1);
+    const [data, layout, config] = byName('newPlot')[0].args;
+    expect(data).toHaveLength(T.nodeLabels + 1);
+    expect(data[T.nodes].type).toBe('scatter'); // small graph: svg
+    expect(Array.from(data[T.nodes].x)).toEqual([0.5, 0, 0, 1]);
+    expect(data[T.nodeLabels].text[0]).toBe('Add');
+    // jsdom has no layout: the view assumes 800 px wide and the trait's height less the chrome
+    expect(layout.xaxis.range).toEqual(fitRange(decodeGraph(zGraph()), { width: 800, height: 390 }).x);
+    expect(config.displaylogo).toBe(false);
+    expect(config.showSendToCloud).toBe(false); // no upload button
+    expect(config.plotlyServerURL).toBe('');
+    const uids = data.map((t) => t.uid);
+    expect(new Set(uids).size).toBe(uids.length);
+    expect(data[T.edgeLabels].uid).toBe('agw-edge-labels');
+    const names = [...el.querySelectorAll('button')].map((b) => b.textContent);
+    expect(names).toEqual(['Step', 'Back', 'Run to node', 'Run to end', 'Reset', 'Play', 'Fit']);
+    expect(el.querySelector('input[type=range]').getAttribute('aria-label')).toMatch(/Speed/);
+    const status = el.querySelector('.agw-status');
+    expect(status.getAttribute('aria-live')).toBe('polite');
+    expect(status.textContent).toBe('step 0 / 4 — next AddBackward0');
+    cleanup();
+    expect(byName('purge')).toHaveLength(1);
+    expect(el.children).toHaveLength(0);
+  });
+
+  it('uses WebGL traces above the node threshold', async () => {
+    const n = 2500;
+    const g = {
+      version: 1, orientation: 'LR', bounds: [0, 1, -n, 0],
+      nodes: { count: n, id: Array.from({ length: n }, (_, i) => `n${i}`), x: new Float32Array(n), y: Float32Array.from({ length: n }, (_, i) => -i) },
+      edges: { count: 0 },
+    };
+    const { cleanup } = mount(0, { _graph: g, _state: { seq: 1, status: 'step 0 / 0' } });
+    const data = byName('newPlot')[0].args[0];
+    expect(data[T.nodes].type).toBe('scattergl');
+    expect(data[T.idle].type).toBe('scattergl');
+    expect(data[T.edgeLabels].type).toBe('scatter'); // text needs svg
+    expect(data[T.nodeLabels].text).toEqual([]); // 2500 labels do not fit
+    cleanup();
+  });
+
+  it('sets the height from the trait and follows changes', () => {
+    const { model, el, cleanup } = mount(0, { height: 420 });
+    const root = el.querySelector('.agw-root');
+    expect(root.style.height).toBe('420px');
+    model.push('height', 700);
+    expect(root.style.height).toBe('700px');
+    cleanup();
+  });
+});
+
+describe('buttons send commands', () => {
+  it.each([
+    ['Step', { type: 'step' }],
+    ['Run to end', { type: 'run', chunk_ms: 100 }],
+  ])('%s', (name, msg) => {
+    const { model, button, cleanup } = mount(0);
+    button(name).click();
+    expect(model.sent).toEqual([msg]);
+    cleanup();
+  });
+
+  it('Back and Reset once something was done', () => {
+    const { model, button, cleanup } = mount(2);
+    button('Back').click();
+    button('Reset').click();
+    expect(model.sent).toEqual([{ type: 'back' }, { type: 'reset' }]);
+    cleanup();
+  });
+
+  it('disables what cannot be done', () => {
+    const { model, button, cleanup } = mount(0);
+    expect(button('Back').disabled).toBe(true);
+    expect(button('Reset').disabled).toBe(true);
+    expect(button('Run to node').disabled).toBe(true);
+    expect(button('Step').disabled).toBe(false);
+    button('Back').click(); // disabled: no message
+    model.push('_state', zState(4));
+    expect(button('Step').disabled).toBe(true);
+    expect(button('Run to end').disabled).toBe(true);
+    expect(button('Play').disabled).toBe(true);
+    expect(button('Back').disabled).toBe(false);
+    expect(model.sent).toEqual([]);
+    cleanup();
+  });
+
+  it('Run to node runs to the selected node', () => {
+    const { model, button, cleanup } = mount(0, { selected: 'n1' });
+    expect(button('Run to node').disabled).toBe(false);
+    button('Run to node').click();
+    expect(model.sent).toEqual([{ type: 'run_to', node: 1 }]);
+    cleanup();
+  });
+});
+
+describe('a new _state', () => {
+  it('updates only styles: one restyle, no new plot, status verbatim', async () => {
+    const { model, el, cleanup } = mount(0);
+    await flush();
+    calls.length = 0;
+    model.push('_state', zState(3));
+    expect(byName('newPlot')).toHaveLength(0);
+    expect(byName('react')).toHaveLength(0);
+    expect(byName('restyle')).toHaveLength(1);
+    const [update, traces] = byName('restyle')[0].args;
+    expect(traces).toContain(T.nodes);
+    expect(traces).toContain(T.edgeLabels);
+    // the edge labels now read 1, 1 and 4
+    const k = traces.indexOf(T.edgeLabels);
+    expect(update.text[k]).toEqual(['1', '1', '4']);
+    // x is patched for edge traces only, never the node positions
+    expect(update.x[traces.indexOf(T.nodes)]).toBeUndefined();
+    expect(el.querySelector('.agw-status').textContent).toBe('step 3 / 4 — next AccumulateGrad');
+    expect(el.querySelector('.agw-progress-bar').style.width).toBe('75%');
+    cleanup();
+  });
+
+  it('shows the gradients waiting at the next node', () => {
+    const { el, cleanup } = mount(2);
+    const panel = el.querySelector('.agw-waiting');
+    expect(panel.hidden).toBe(false);
+    expect(panel.textContent).toContain('Next: PowBackward0');
+    expect(panel.textContent).toContain('slot 0');
+    expect(panel.textContent).toContain('‖g‖ 1');
+    cleanup();
+  });
+
+  it('shows a failure and stays usable', () => {
+    const { model, el, button, cleanup } = mount(1);
+    const st = zState(1, { seq: 9, error: { node: 3, message: 'one of the variables needed for gradient computation has been modified by an inplace operation' } });
+    st.status = 'step 1 / 4 — AccumulateGrad failed: one of the variables…';
+    model.push('_state', st);
+    const alert = el.querySelector('.agw-alert');
+    expect(alert.hidden).toBe(false);
+    expect(alert.textContent).toContain('AccumulateGrad failed: one of the variables needed');
+    expect(button('Back').disabled).toBe(false);
+    expect(button('Reset').disabled).toBe(false);
+    model.push('_state', zState(0, { seq: 10 }));
+    expect(alert.hidden).toBe(true);
+    cleanup();
+  });
+
+  it('shows the notice (a graph freed by backward) and warnings', () => {
+    const st = zState(0);
+    st.notice = 'This graph was freed by backward()';
+    const { model, el, cleanup } = mount(0, { _state: st });
+    expect(el.querySelector('.agw-notice').textContent).toContain('freed by backward()');
+    model.receive({ type: 'warning', message: 'already at the start: nothing to undo' });
+    expect(el.querySelector('.agw-alert').textContent).toContain('nothing to undo');
+    cleanup();
+  });
+
+  it('a new _graph redraws from scratch and refits', async () => {
+    const { model, cleanup } = mount(0);
+    await flush();
+    calls.length = 0;
+    const g = zGraph();
+    g.orientation = 'LR';
+    model.push('_graph', g);
+    expect(byName('react')).toHaveLength(1);
+    expect(byName('react')[0].args[0][T.nodeLabels].textposition).toBe('top center');
+    cleanup();
+  });
+});
+
+describe('layout direction', () => {
+  it('sets the orientation trait when the model has one', () => {
+    const { model, el, cleanup } = mount(0, { orientation: 'TB' });
+    const select = el.querySelector('select.agw-direction');
+    expect(select.value).toBe('TB');
+    select.value = 'LR';
+    select.dispatchEvent(new Event('change'));
+    expect(model.get('orientation')).toBe('LR');
+    expect(model.saved).toBe(1);
+    cleanup();
+  });
+  it('is absent without the trait', () => {
+    const { el, cleanup } = mount(0);
+    expect(el.querySelector('select.agw-direction')).toBeNull();
+    cleanup();
+  });
+});
+
+describe('selection', () => {
+  it('a click on a node sets `selected`', async () => {
+    const { model, el, button, cleanup } = mount(0);
+    await flush();
+    const gd = el.querySelector('.agw-plot');
+    gd.emit('plotly_click', { points: [{ curveNumber: T.nodes, pointNumber: 2 }] });
+    expect(model.get('selected')).toBe('n2');
+    expect(model.saved).toBe(1);
+    expect(button('Run to node').disabled).toBe(false);
+    // a click on an edge marker selects nothing
+    gd.emit('plotly_click', { points: [{ curveNumber: T.edgeHit, pointNumber: 0 }] });
+    expect(model.get('selected')).toBe('n2');
+    cleanup();
+  });
+
+  it('an external change highlights the node', async () => {
+    const { model, cleanup } = mount(0);
+    await flush();
+    calls.length = 0;
+    model.push('selected', 'n3');
+    const [update, traces] = byName('restyle')[0].args;
+    const k = traces.indexOf(T.ring);
+    expect(update.x[k]).toEqual([1]);
+    expect(update.y[k]).toEqual([-1]);
+    model.push('selected', null);
+    const [u2, t2] = byName('restyle')[1].args;
+    expect(u2.x[t2.indexOf(T.ring)]).toEqual([]);
+    cleanup();
+  });
+});
+
+describe('Play / Pause', () => {
+  it('steps at the chosen speed until Pause', async () => {
+    vi.useFakeTimers();
+    const { model, el, button, cleanup } = mount(0);
+    const speed = el.querySelector('input[type=range]');
+    speed.value = '10';
+    speed.dispatchEvent(new Event('input'));
+    button('Play').click();
+    expect(button('Pause')).toBeTruthy();
+    expect(button('Pause').getAttribute('aria-pressed')).toBe('true');
+    expect(model.sent).toEqual([{ type: 'step' }]);
+    expect(button('Step').disabled).toBe(true);
+    model.push('_state', zState(1)); // the step's answer
+    vi.advanceTimersByTime(99);
+    expect(model.sent).toHaveLength(1);
+    vi.advanceTimersByTime(2);
+    expect(model.sent).toEqual([{ type: 'step' }, { type: 'step' }]);
+    model.push('_state', zState(2));
+    button('Pause').click();
+    vi.advanceTimersByTime(1000);
+    expect(model.sent).toEqual([{ type: 'step' }, { type: 'step' }, { type: 'pause' }]);
+    expect(button('Play')).toBeTruthy();
+    cleanup();
+  });
+
+  it('stops by itself at the end, on an error, a warning or a stall', () => {
+    vi.useFakeTimers();
+    const { model, button, cleanup } = mount(0);
+    button('Play').click();
+    model.push('_state', zState(4));
+    expect(button('Play')).toBeTruthy();
+    model.push('_state', zState(0, { seq: 5 }));
+    button('Play').click();
+    model.receive({ type: 'warning', message: 'nope' });
+    expect(button('Play')).toBeTruthy();
+    button('Play').click();
+    vi.advanceTimersByTime(PLAY_STALL_MS + 1);
+    expect(button('Play')).toBeTruthy();
+    cleanup();
+  });
+
+  it('Run to end asks for chunks while the kernel says running', () => {
+    const { model, button, cleanup } = mount(0);
+    button('Run to end').click();
+    expect(button('Pause')).toBeTruthy();
+    model.push('_state', zState(2, { running: true }));
+    expect(model.sent).toEqual([{ type: 'run', chunk_ms: 100 }, { type: 'run', chunk_ms: 100 }]);
+    model.push('_state', zState(4, { running: false }));
+    expect(model.sent).toHaveLength(2);
+    expect(button('Play')).toBeTruthy();
+    cleanup();
+  });
+
+  it('Pause during Run to end stops asking', () => {
+    const { model, button, cleanup } = mount(0);
+    button('Run to end').click();
+    button('Pause').click();
+    model.push('_state', zState(2, { running: false }));
+    expect(model.sent).toEqual([{ type: 'run', chunk_ms: 100 }, { type: 'pause' }]);
+    cleanup();
+  });
+});
+
+describe('keyboard', () => {
+  const key = (target, k) => target.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true, cancelable: true }));
+
+  it('arrows step and go back, space plays and pauses', () => {
+    vi.useFakeTimers();
+    const { model, el, cleanup } = mount(1);
+    const root = el.querySelector('.agw-root');
+    key(root, 'ArrowRight');
+    key(root, 'ArrowLeft');
+    expect(model.sent).toEqual([{ type: 'step' }, { type: 'back' }]);
+    key(root, ' ');
+    expect(model.sent.at(-1)).toEqual({ type: 'step' });
+    key(root, ' ');
+    expect(model.sent.at(-1)).toEqual({ type: 'pause' });
+    cleanup();
+  });
+
+  it('leaves keys alone in the slider and space on buttons', () => {
+    const { model, el, cleanup } = mount(1);
+    key(el.querySelector('input[type=range]'), 'ArrowRight');
+    key(el.querySelector('button'), ' ');
+    expect(model.sent).toEqual([]);
+    key(el.querySelector('button'), 'ArrowRight');
+    expect(model.sent).toEqual([{ type: 'step' }]);
+    cleanup();
+  });
+});
+
+describe('zoom, fit, hover', () => {
+  it('Fit restores the whole graph', async () => {
+    const { el, button, cleanup } = mount(0);
+    await flush();
+    const gd = el.querySelector('.agw-plot');
+    gd.layout.xaxis.range = [0, 0.2];
+    gd.layout.yaxis.range = [-0.2, 0];
+    gd.emit('plotly_relayout', {});
+    calls.length = 0;
+    button('Fit').click();
+    await flush();
+    const [relayout] = byName('relayout');
+    const fit = fitRange(decodeGraph(zGraph()), { width: 800, height: 390 });
+    expect(relayout.args[0]).toEqual({ 'xaxis.range': fit.x, 'yaxis.range': fit.y });
+    expect(byName('restyle')).toHaveLength(1); // labels and sizes for the new zoom
+    cleanup();
+  });
+
+  it('hovering a node shows its card, then the inspect reply', async () => {
+    const { model, el, cleanup } = mount(4);
+    await flush();
+    const gd = el.querySelector('.agw-plot');
+    gd.emit('plotly_hover', { points: [{ curveNumber: T.nodes, pointNumber: 1 }], event: { clientX: 50, clientY: 60 } });
+    const card = el.querySelector('.agw-card');
+    expect(card.hidden).toBe(false);
+    expect(card.textContent).toContain('PowBackward0');
+    expect(card.textContent).toContain('[] float32 cpu');
+    const req = model.sent.find((m) => m.type === 'inspect');
+    expect(req).toMatchObject({ node: 1 });
+    model.receive({
+      type: 'reply', request: req.request,
+      data: { id: 'n1', name: 'PowBackward0', kind: 'function', sequence_nr: 1, inputs: [[[], 'float32', 'cpu']],
+        incoming: [{ shape: [], dtype: 'float32', norm: 1, values: [1] }],
+        outgoing: { 'n1:0': { shape: [], dtype: 'float32', norm: 4, values: [4] } }, error: null },
+    });
+    await flush();
+    expect(card.textContent).toContain('‖g‖ 4');
+    expect(card.textContent).toContain('→ x');
+    gd.emit('plotly_unhover', {});
+    expect(card.hidden).toBe(true);
+    cleanup();
+  });
+
+  it('hovering an edge shows its card', async () => {
+    const { model, el, cleanup } = mount(4);
+    await flush();
+    const gd = el.querySelector('.agw-plot');
+    gd.emit('plotly_hover', { points: [{ curveNumber: T.edgeHit, pointNumber: 2 }], event: { clientX: 5, clientY: 6 } });
+    const card = el.querySelector('.agw-card');
+    expect(card.textContent).toContain('Pow → x');
+    const req = model.sent.find((m) => m.type === 'inspect');
+    expect(req).toMatchObject({ edge: 2 });
+    model.receive({ type: 'reply', request: req.request, data: { id: 'n1:0', src: {}, dst: {}, summary: { shape: [], dtype: 'float32', norm: 4, min: 4, max: 4, mean: 4, std: 0, nan: 0, inf: 0, values: [4] } } });
+    await flush();
+    expect(card.textContent).toContain('min 4 max 4');
+    cleanup();
+  });
+});
+
+describe('cleanup', () => {
+  it('removes every listener', () => {
+    const { model, cleanup } = mount(0);
+    cleanup();
+    for (const ev of ['change:_graph', 'change:_state', 'change:selected', 'change:height', 'msg:custom']) {
+      expect(model.listeners(ev)).toBe(0);
+    }
+  });
+
+  it('a second view of the same model works on its own', () => {
+    const model = new FakeModel({ _graph: zGraph(), _state: zState(0) });
+    const a = document.createElement('div');
+    const b = document.createElement('div');
+    document.body.append(a, b);
+    const ca = createView({ model, el: a, backend: { live: true, command: (c) => model.send(c), inspect: () => Promise.resolve(null), onWarning: () => () => {}, dispose() {} } });
+    const cb = widget.render({ model, el: b });
+    model.push('_state', zState(2));
+    expect(a.querySelector('.agw-status').textContent).toBe(b.querySelector('.agw-status').textContent);
+    ca();
+    cb();
+  });
+});

@@ -1,0 +1,411 @@
+"""The widget in a real JupyterLab (and Notebook 7), driven like a user: clicks, keys, the mouse.
+
+One server per session (conftest), a fresh page and kernel per test. Every test also asserts
+that the page logged no console error and made no request outside 127.0.0.1 (the `page`
+fixture), and leaves a screenshot under tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import ARTIFACTS, NOTEBOOK7_KNOWN_ERRORS
+from .labtools import open_notebook, run_cell, widget_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+expect.set_options(timeout=20_000)
+
+Z_CELL = """\
+import torch
+import autograd_widget as aw
+x = torch.tensor(2.0, requires_grad=True)
+y = torch.tensor(3.0, requires_grad=True)
+z = x**2 + y
+w = aw.explore(z, params={"x": x, "y": y}, height=440)
+w"""
+
+MLP_CELL = """\
+import torch, torch.nn as nn, torch.nn.functional as F
+import autograd_widget as aw
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3))
+inputs, target = torch.randn(5, 4), torch.tensor([0, 2, 1, 0, 1])
+loss = F.cross_entropy(model(inputs), target)
+w = aw.explore(loss, model=model, height=560)
+w"""
+
+# The engine's order for z = x**2 + y (API.md): the status line names the node about to run.
+Z_STATUS = [
+    "step 0 / 4 — AddBackward0",
+    "step 1 / 4 — AccumulateGrad",
+    "step 2 / 4 — PowBackward0",
+    "step 3 / 4 — AccumulateGrad",
+    "step 4 / 4 — done",
+]
+
+# JS run in the page: the plotly div of the widget, and trace data by uid (see js/src/figure.js).
+PLOT = "root => root.querySelector('.agw-plot')"
+RANGES = """root => {
+  const gd = root.querySelector('.agw-plot');
+  return [gd.layout.xaxis.range.map(Number), gd.layout.yaxis.range.map(Number)];
+}"""
+# Page coordinates of the point of trace `uid` whose text (or index) matches.
+POINT_AT = """([root, uid, text, index]) => {
+  const gd = root.querySelector('.agw-plot');
+  const trace = gd.data.find((t) => t.uid === uid);
+  let i = index;
+  const first = (t) => t.replace(/<[^>]*>/g, ' ').split(' ')[0];
+  if (text !== null) i = Array.from(trace.text).findIndex((t) => first(t) === text);
+  if (i < 0) return null;
+  const fl = gd._fullLayout;
+  const box = gd.getBoundingClientRect();
+  return {
+    x: box.left + fl._size.l + fl.xaxis.l2p(Number(trace.x[i])),
+    y: box.top + fl._size.t + fl.yaxis.l2p(Number(trace.y[i])),
+  };
+}"""
+
+
+def button(root, name: str):
+    return root.get_by_role("button", name=name, exact=True)
+
+
+def status(root):
+    return root.locator(".agw-status")
+
+
+def edge_labels(root) -> list[str]:
+    """The gradient values written on the edges, as the page shows them."""
+    return sorted(root.locator(".traceagw-edge-labels text").all_text_contents())
+
+
+def position_of(root) -> int:
+    m = re.match(r"step (\d+) /", status(root).inner_text())
+    assert m, status(root).inner_text()
+    return int(m.group(1))
+
+
+def point(page, root, uid: str, text: str | None = None, index: int = -1) -> dict:
+    """Where (page pixels) the point of trace `uid` with that label (or index) is drawn."""
+    root.scroll_into_view_if_needed()
+    p = page.evaluate(POINT_AT, [root.element_handle(), uid, text, index])
+    assert p is not None, f"no point {text!r} in {uid}"
+    return p
+
+
+def save(root, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    root.screenshot(path=str(ARTIFACTS / name))
+
+
+def test_step_back_values_and_python_side(page, lab_server):
+    open_notebook(
+        page,
+        lab_server,
+        "z_steps.ipynb",
+        [
+            Z_CELL,
+            'print("position", w.stepper.position)',
+            'w.stepper.step()\nprint("position", w.stepper.position)',
+        ],
+    )
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    expect(status(root)).to_have_text(Z_STATUS[0])
+    assert edge_labels(root) == [], "nothing has flowed yet"
+    expect(button(root, "Back")).to_be_disabled()
+    expect(button(root, "Run to node")).to_be_disabled()
+    for k in range(1, 5):
+        button(root, "Step").click()
+        expect(status(root)).to_have_text(Z_STATUS[k])
+    # dx = 2x = 4 into x, dy = 1 into y (and 1 from Add into Pow), written in the page.
+    assert edge_labels(root) == ["1", "1", "4"]
+    expect(button(root, "Step")).to_be_disabled()
+    save(root, "widget_z_done.png")
+
+    button(root, "Back").click()
+    expect(status(root)).to_have_text(Z_STATUS[3])
+    assert edge_labels(root) == ["1", "1", "4"], "x's gradient came from Pow, still done"
+    button(root, "Back").click()
+    expect(status(root)).to_have_text(Z_STATUS[2])
+    expect(root.locator(".traceagw-edge-labels text")).to_have_count(2)
+    assert edge_labels(root) == ["1", "1"], "undoing Pow takes its gradient off the edge"
+    expect(root.locator(".agw-waiting")).to_contain_text("Next: PowBackward0")
+
+    # The kernel agrees with the clicks: 4 steps, 2 backs.
+    assert "position 2" in run_cell(page, 1)
+    # Stepping from Python updates the drawing.
+    assert "position 3" in run_cell(page, 2)
+    expect(status(root)).to_have_text(Z_STATUS[3])
+    expect(root.locator(".traceagw-edge-labels text")).to_have_count(3)
+    assert edge_labels(root) == ["1", "1", "4"]
+    page.page_log.assert_clean()
+
+
+def test_second_view_and_reload_show_the_current_step(page, lab_server):
+    """The state lives in the kernel's traits: a second view and a reloaded page agree."""
+    open_notebook(page, lab_server, "z_views.ipynb", [Z_CELL, "w"])
+    run_cell(page, 0)
+    first = widget_in(page, 0)
+    button(first, "Step").click()
+    expect(status(first)).to_have_text(Z_STATUS[1])
+    run_cell(page, 1)
+    second = widget_in(page, 1)
+    expect(status(second)).to_have_text(Z_STATUS[1])
+    button(second, "Step").click()
+    expect(status(first)).to_have_text(Z_STATUS[2])
+    expect(status(second)).to_have_text(Z_STATUS[2])
+    button(first, "Step").click()
+    expect(status(second)).to_have_text(Z_STATUS[3])
+    assert edge_labels(first) == edge_labels(second) == ["1", "1", "4"]
+
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=20_000
+    )
+    page.reload()
+    for i in (0, 1):
+        root = widget_in(page, i)
+        expect(status(root)).to_have_text(Z_STATUS[3])
+    assert edge_labels(widget_in(page, 0)) == ["1", "1", "4"]
+    page.page_log.assert_clean()
+
+
+def test_play_pause_and_keyboard(page, lab_server):
+    open_notebook(
+        page,
+        lab_server,
+        "mlp_play.ipynb",
+        [MLP_CELL, 'print("position", w.stepper.position)'],
+    )
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    total = int(re.search(r"/ (\d+)", status(root).inner_text()).group(1))
+    assert total > 8
+    # Slow enough to pause half way.
+    root.locator("input[type=range]").evaluate(
+        "(el) => { el.value = '6'; el.dispatchEvent(new Event('input', { bubbles: true })); }"
+    )
+    expect(root.locator(".agw-speed-value")).to_have_text("6/s")
+    button(root, "Play").click()
+    expect(button(root, "Pause")).to_be_visible()
+    expect(button(root, "Step")).to_be_disabled()
+    page.wait_for_function(
+        "root => /step ([3-9]|\\d\\d+) \\//.test(root.querySelector('.agw-status').textContent)",
+        arg=root.element_handle(),
+    )
+    button(root, "Pause").click()
+    expect(button(root, "Play")).to_be_visible()
+    page.wait_for_timeout(200)  # a step already on its way may still land
+    paused_at = position_of(root)
+    page.wait_for_timeout(800)
+    assert position_of(root) == paused_at, "Pause stopped the stepping"
+    assert 3 <= paused_at < total
+    assert f"position {paused_at}" in run_cell(page, 1)
+
+    # Keyboard, with the widget focused: right steps, left goes back, space plays/pauses.
+    root.locator(".agw-main").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")
+    expect(status(root)).to_contain_text(f"step {paused_at + 1} /")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    expect(status(root)).to_contain_text(f"step {paused_at - 1} /")
+    page.keyboard.press("Space")
+    expect(button(root, "Pause")).to_be_visible()
+    page.keyboard.press("Space")
+    expect(button(root, "Play")).to_be_visible()
+    # Run to end goes in chunks and finishes.
+    button(root, "Run to end").click()
+    expect(status(root)).to_have_text(f"step {total} / {total} — done")
+    expect(button(root, "Play")).to_be_disabled()
+    page.page_log.assert_clean()
+
+
+def test_zoom_fit_hover_select(page, lab_server):
+    open_notebook(page, lab_server, "z_view.ipynb", [Z_CELL, "print('selected', w.selected)"])
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    button(root, "Run to end").click()
+    expect(status(root)).to_have_text(Z_STATUS[4])
+
+    # plotly's own toolbar: zoom and pan, a PNG download, nothing that uploads the figure.
+    root.locator(".agw-plot").hover()
+    titles = root.locator(".modebar-btn").evaluate_all(
+        "els => els.map((e) => e.getAttribute('data-title'))"
+    )
+    assert "Zoom in" in titles and "Pan" in titles, titles
+    assert not any("share" in t.lower() or "cloud" in t.lower() for t in titles), titles
+
+    # Zoom with the wheel, then Fit brings the whole graph back.
+    fit = page.evaluate(RANGES, root.element_handle())
+    box = root.locator(".agw-plot").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for _ in range(5):  # plotly zooms by at most ~10% per wheel event
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(50)
+    narrower = 0.9 * (fit[0][1] - fit[0][0])
+    page.wait_for_function(
+        f"root => {{ const [x] = ({RANGES})(root); return x[1] - x[0] < {narrower}; }}",
+        arg=root.element_handle(),
+    )
+    button(root, "Fit").click()
+    page.wait_for_function(
+        f"([root, x]) => Math.abs(({RANGES})(root)[0][0] - x) < 1e-6",
+        arg=[root.element_handle(), fit[0][0]],
+    )
+    xr, yr = page.evaluate(RANGES, root.element_handle())
+    assert xr == pytest.approx(fit[0]) and yr == pytest.approx(fit[1])
+
+    # Hover a node: a card with its name and slots, then the kernel's gradient summary.
+    p = point(page, root, "agw-node-labels", text="Pow")
+    page.mouse.move(p["x"], p["y"])
+    card = root.locator(".agw-card")
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("PowBackward0")
+    expect(card).to_contain_text("[] float32 cpu")
+    expect(card).to_contain_text("out → x")
+    expect(card).to_contain_text("‖g‖ 4")
+    save(root, "widget_hover.png")
+    page.mouse.move(box["x"] + 2, box["y"] + box["height"] - 2)
+    expect(card).to_be_hidden()
+
+    # Click selects (the kernel sees it); "Run to node" needs a selection.
+    expect(button(root, "Run to node")).to_be_disabled()
+    p = point(page, root, "agw-node-labels", text="x")
+    page.mouse.click(p["x"], p["y"])
+    expect(button(root, "Run to node")).to_be_enabled()
+    out = run_cell(page, 1)
+    assert re.search(r"selected \S+", out) and "None" not in out, out
+    button(root, "Reset").click()
+    expect(status(root)).to_have_text(Z_STATUS[0])
+    button(root, "Run to node").click()
+    expect(status(root)).to_have_text(Z_STATUS[4])  # x's AccumulateGrad is the last step
+
+    # Left to right: Python lays the graph out again, the step stays.
+    root.get_by_label("Layout direction").select_option("LR")
+    page.wait_for_function(
+        "root => root.querySelector('.agw-plot').data.find((t) => t.uid === 'agw-node-labels')"
+        ".textposition === 'top center'",
+        arg=root.element_handle(),
+    )
+    expect(status(root)).to_have_text(Z_STATUS[4])
+    assert edge_labels(root) == ["1", "1", "4"]
+    save(root, "widget_lr.png")
+    page.page_log.assert_clean()
+
+
+def test_failing_node_is_shown_and_the_widget_stays_usable(page, lab_server):
+    cell = """\
+import torch
+import autograd_widget as aw
+x = torch.randn(3, requires_grad=True)
+y = x.exp()   # exp saves its result...
+y.add_(1)     # ...which this modifies in place: backward through exp must fail
+w = aw.explore(y.sum(), height=420)
+w"""
+    cells = [cell, "print('position', w.stepper.position)"]
+    open_notebook(page, lab_server, "failing.ipynb", cells)
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    button(root, "Run to end").click()
+    alert = root.locator(".agw-alert")
+    expect(alert).to_be_visible()
+    expect(alert).to_contain_text("ExpBackward0 failed")
+    expect(alert).to_contain_text("inplace")
+    expect(status(root)).to_contain_text("ExpBackward0 failed")
+    expect(button(root, "Play")).to_be_visible()
+    # the failed node is drawn red
+    fill = root.locator(".traceagw-nodes path.point").evaluate_all(
+        "els => els.map((e) => getComputedStyle(e).fill)"
+    )
+    assert "rgb(225, 87, 89)" in fill, fill
+    save(root, "widget_failed.png")
+    stuck = position_of(root)
+    assert f"position {stuck}" in run_cell(page, 1)
+    # Still usable: back, then reset.
+    button(root, "Back").click()
+    expect(status(root)).to_contain_text(f"step {stuck - 1} /")
+    expect(alert).to_be_hidden()
+    button(root, "Reset").click()
+    expect(status(root)).to_contain_text("step 0 /")
+    page.page_log.assert_clean()
+
+
+def test_graph_freed_by_backward_says_so(page, lab_server):
+    cell = """\
+import torch
+import autograd_widget as aw
+x = torch.randn(3, requires_grad=True)
+loss = x.exp().sum()
+loss.backward()   # frees the saved tensors
+w = aw.explore(loss, height=380)
+w"""
+    open_notebook(page, lab_server, "freed.ipynb", [cell])
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    notice = root.locator(".agw-notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("freed by backward()")
+    button(root, "Run to end").click()
+    expect(root.locator(".agw-alert")).to_contain_text("failed")
+    expect(status(root)).to_contain_text("failed")
+    save(root, "widget_freed.png")
+    page.page_log.assert_clean()
+
+
+def test_readme_screenshot_light_and_dark(page, lab_server):
+    """An MLP stopped half way: coloured edges, the next node and its waiting gradients. The
+    light screenshot is the README's; the dark one checks the widget follows the theme."""
+    open_notebook(page, lab_server, "readme.ipynb", [MLP_CELL])
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    p = point(page, root, "agw-node-labels", text="Tanh", index=-1)
+    page.mouse.click(p["x"], p["y"])
+    button(root, "Run to node").click()
+    expect(status(root)).not_to_contain_text("step 0 /")
+    page.mouse.move(0, 0)
+    root.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    save(root, "widget.png")
+    paper = f"root => ({PLOT})(root)._fullLayout.paper_bgcolor"
+    bg = page.evaluate(paper, root.element_handle())
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+        "{ theme: 'JupyterLab Dark' })"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_function(
+        f"([root, bg]) => ({PLOT})(root)._fullLayout.paper_bgcolor !== bg",
+        arg=[root.element_handle(), bg],
+    )
+    dark_bg = page.evaluate(paper, root.element_handle())
+    rgb = [int(v) for v in re.findall(r"\d+", dark_bg)[:3]]
+    assert sum(rgb) < 3 * 80, f"dark theme, dark plot: {dark_bg}"
+    page.wait_for_timeout(300)
+    save(root, "widget_dark.png")
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+        "{ theme: 'JupyterLab Light' })"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
+    page.page_log.assert_clean()
+
+
+def test_notebook7_shows_the_same_widget(page, lab_server):
+    page.page_log.allowed += NOTEBOOK7_KNOWN_ERRORS
+    open_notebook(page, lab_server, "nb7.ipynb", [Z_CELL], app="notebook")
+    assert "/notebooks/" in page.url
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    expect(status(root)).to_have_text(Z_STATUS[0])
+    button(root, "Step").click()
+    expect(status(root)).to_have_text(Z_STATUS[1])
+    button(root, "Run to end").click()
+    expect(status(root)).to_have_text(Z_STATUS[4])
+    assert edge_labels(root) == ["1", "1", "4"]
+    save(root, "widget_notebook7.png")
+    page.page_log.assert_clean()
