@@ -145,17 +145,39 @@ def test_random_programs_match_the_engine(spec: Spec, keep: str | int) -> None:
     graph.close()
 
 
+def assert_same_state(a: object, b: object, path: str = "state") -> None:
+    """Equal, except summary statistics may differ in the last bits: a small tensor's statistics
+    are reduced in a batch with others of its shape, and a batch of another size can round
+    differently. Gradients (the tensors) must match bit for bit."""
+    if isinstance(a, tuple) and a[:1] == ("tensor",):
+        assert isinstance(b, tuple) and b[:3] == a[:3], (path, a[:3], b[:3])
+        same = all(x == y or (x != x and y != y) for x, y in zip(a[3], b[3]))
+        assert same and len(a[3]) == len(b[3]), (path, "tensor values differ")
+        return
+    if isinstance(a, float) and isinstance(b, float):
+        assert a == b or (a != a and b != b) or math.isclose(a, b, rel_tol=1e-12), (path, a, b)
+        return
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        assert len(a) == len(b), (path, a, b)
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_state(x, y, f"{path}[{i}]")
+        return
+    assert a == b, (path, a, b)
+
+
 def _state(stepper: Stepper) -> tuple:
     """Everything stepping can change, comparable with ==."""
 
     def tensor_key(t: torch.Tensor | None) -> object:
-        return None if t is None else (tuple(t.shape), t.dtype, t.detach().flatten().tolist())
+        if t is None:
+            return None
+        return ("tensor", tuple(t.shape), t.dtype, t.detach().flatten().tolist())
 
     def summary_key(s: object) -> object:
         if s is None:
             return None
         d = s.as_dict()  # type: ignore[attr-defined]
-        return tuple((k, repr(v)) for k, v in d.items())
+        return tuple((k, v) for k, v in d.items())
 
     plan = stepper._plan
     return (
@@ -188,10 +210,10 @@ def test_back_restores_the_exact_state(spec: Spec, keep: str | int, data: st.Dat
     fresh = Stepper(graph, keep=keep)
     for _ in range(k - j):
         fresh.step()
-    assert _state(stepper) == _state(fresh)
+    assert_same_state(_state(stepper), _state(fresh))
     for _ in range(j):
         stepper.step()
-    assert _state(stepper) == before
+    assert_same_state(_state(stepper), before)
     stepper.run()
     for leaf in prog.leaves:
         if _reachable(graph, leaf):
