@@ -1,8 +1,10 @@
 # The two commands of the README. Everything they need is installed by .ci/setup.
 .PHONY: tour test setup
 
-tour:  ## open notebooks/01_tour.ipynb in JupyterLab
-	bash .ci/tour
+# make tour            -> JupyterLab on notebooks/01_tour.ipynb
+# make tour HTML=x.html -> the tour's graph as a standalone, offline HTML file (no browser needed)
+tour:
+	bash .ci/tour $(if $(HTML),--html $(HTML))
 
 test:  ## lint + the full test suite
 	bash .ci/test

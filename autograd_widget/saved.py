@@ -54,6 +54,8 @@ class SavedValue:
     state: SavedState = "ok"
     #: What else holds this storage: "parameter 0.weight (the very object)", "n4.result", ...
     aliases: list[str] = field(default_factory=list)
+    #: Ids of the nodes behind `aliases` (leaves' AccumulateGrad, other savers), for highlighting.
+    alias_ids: list[str] = field(default_factory=list)
     summary: Summary | None = None
     #: Non-tensors: the value (quirks fixed: -100, "unset"); tensors: the values (all of them up
     #: to 64 elements, else the first 8), as in `Summary.values`.
@@ -174,23 +176,36 @@ def _error_state(err: RuntimeError) -> tuple[SavedState, str, tuple[int, int] | 
     return "freed", first, None
 
 
-def _packed(raw: Any) -> SavedValue | None:
-    """A record for a value packed by `saved_tensors_hooks`, when the hooks are in use."""
+def _mark_packed(rec: SavedValue, raw: Any) -> None:
+    """Mark a value held packed by `saved_tensors_hooks`: what is held is the packed form.
+
+    The record's shape/dtype/statistics describe the unpacked tensor (what backward will see);
+    memory and aliasing follow the packed form, which is what the node keeps alive. The unpacked
+    tensor is a temporary: its storage is freed (and its address reused) right away.
+    """
     if raw is None or getattr(raw, "unpack_hook", None) is None:
-        return None
+        return
     data = raw.data
+    rec.state = "packed"
     if isinstance(data, torch.Tensor):
-        return None  # packed into a tensor (e.g. offloaded): described by the unpacked value
-    rec = SavedValue(name="", kind="tensor", state="packed")
-    rec.value = repr(data)[:200]
-    rec.note = (
-        f"packed by torch.autograd.graph.saved_tensors_hooks: the pack hook returned a "
-        f"{type(data).__name__}, shown as value; the fields describe the unpacked tensor"
-    )
-    return rec
+        rec.storage_key = storage_key(data)
+        rec.storage_nbytes = _storage_nbytes(data)
+        rec.note = (
+            "packed by torch.autograd.graph.saved_tensors_hooks into a tensor "
+            f"{list(data.shape)} {_dtype_str(data.dtype)} on {data.device}; the fields "
+            "describe the unpacked tensor, memory counts the packed one"
+        )
+    else:
+        rec.storage_key = None
+        rec.storage_nbytes = None
+        rec.value = repr(data)[:200]
+        rec.note = (
+            f"packed by torch.autograd.graph.saved_tensors_hooks: the pack hook returned a "
+            f"{type(data).__name__}, shown as value; the fields describe the unpacked tensor"
+        )
 
 
-def _read_one(fn: Any, short: str) -> SavedValue:
+def _read_one(fn: Any, short: str, objects: dict[str, Any]) -> SavedValue:
     raw = getattr(fn, "_raw_saved_" + short, None)
     try:
         v = getattr(fn, "_saved_" + short)
@@ -206,9 +221,8 @@ def _read_one(fn: Any, short: str) -> SavedValue:
         return rec
     rec = _value_record(short, v)
     if rec.kind == "tensor":
-        packed = _packed(raw)
-        if packed is not None:
-            rec.state, rec.note, rec.value = "packed", packed.note, packed.value
+        objects[short] = v  # for identity checks, without unpacking (a hook call) again
+        _mark_packed(rec, raw)
     return rec
 
 
@@ -238,9 +252,7 @@ def _read_custom(fn: Any) -> list[SavedValue]:
         for i, t in enumerate(tensors):
             rec = _value_record(f"saved_tensors[{i}]", t)
             if rec.kind == "tensor" and i < len(raws):
-                packed = _packed(raws[i])
-                if packed is not None:
-                    rec.state, rec.note, rec.value = "packed", packed.note, packed.value
+                _mark_packed(rec, raws[i])
             out.append(rec)
     attrs = getattr(fn, "__dict__", {})
     for k, v in attrs.items():
@@ -258,10 +270,11 @@ def read_saved(graph: BackwardGraph, node_id: str) -> list[SavedValue]:
     if node.kind == "cpp_function":
         return [SavedValue(name="(not exposed)", kind="none", note=CPP_NOTE)]
     fn = graph.fn(node_id)
+    objects: dict[str, Any] = {}
     recs = _read_custom(fn) if node.kind == "custom_function" else [
-        _read_one(fn, short) for short in _names_for(fn)
+        _read_one(fn, short, objects) for short in _names_for(fn)
     ]
-    _fill_aliases(graph, node_id, fn, recs)
+    _fill_aliases(graph, node_id, objects, recs)
     return recs
 
 
@@ -296,26 +309,32 @@ class AliasIndex:
     """Who owns which storage in a graph: leaves (by name), root outputs, saved values."""
 
     def __init__(self, graph: BackwardGraph) -> None:
-        self.owners: dict[tuple[str, int], list[str]] = {}
-        self.objects: dict[int, str] = {}
+        self.owners: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        self.objects: dict[int, tuple[str, str]] = {}
         self.leaf_storages: set[tuple[str, int]] = set()
         for lid in graph.leaves:
             var = graph.fn(lid).variable
             node = graph.nodes[lid]
-            label = f"{'parameter' if node.leaf_kind == 'parameter' else 'input'} {node.leaf_name}"
+            name = node.leaf_name or lid
+            kind = "parameter" if node.leaf_kind == "parameter" else "input"
+            # Default names already say what they are ("input 0 [3]", "param 1 [2, 2]").
+            label = name if name.startswith(("input ", "param ")) else f"{kind} {name}"
             key = storage_key(var)
             if key is not None:
-                self.owners.setdefault(key, []).append(label)
+                self.owners.setdefault(key, []).append((label, lid))
                 self.leaf_storages.add(key)
-            self.objects[id(var)] = label
+            self.objects[id(var)] = (label, lid)
         for k, t in enumerate(graph.root_tensors):
             key = storage_key(t)
             rid = graph.roots[k][0]
             if key is not None:
-                self.owners.setdefault(key, []).append(f"output of {rid} ({graph.nodes[rid].name})")
+                label = f"output of {rid} ({graph.nodes[rid].name})"
+                self.owners.setdefault(key, []).append((label, rid))
 
 
-def _fill_aliases(graph: BackwardGraph, node_id: str, fn: Any, recs: list[SavedValue]) -> None:
+def _fill_aliases(
+    graph: BackwardGraph, node_id: str, objects: dict[str, Any], recs: list[SavedValue]
+) -> None:
     """Name what each saved tensor shares storage with (objects first, then storages)."""
     if not any(r.storage_key is not None for r in recs):
         return
@@ -324,25 +343,27 @@ def _fill_aliases(graph: BackwardGraph, node_id: str, fn: Any, recs: list[SavedV
         if r.storage_key is None:
             continue
         names: list[str] = []
+        ids: list[str] = []
         if r.name.startswith("result"):
-            names.append("this node's output")
-        obj = None
-        if r.state in ("ok", "packed") and not r.name.startswith(("saved_tensors", "ctx.")):
-            try:
-                obj = getattr(fn, "_saved_" + r.name)
-            except RuntimeError:
-                obj = None
+            names.append("the forward op's output")
+        obj = objects.get(r.name) if r.state == "ok" else None
         very = index.objects.get(id(obj)) if obj is not None else None
         if very is not None:
-            names.append(f"{very} (the very object)")
+            names.append(f"{very[0]} (the very object)")
+            ids.append(very[1])
         for owner in index.owners.get(r.storage_key, []):
             if owner != very:
-                names.append(owner)
+                names.append(owner[0])
+                if owner[1] != node_id:
+                    ids.append(owner[1])
         for other, oname in graph._saved_storage_owners().get(r.storage_key, []):
             if other == node_id and oname == r.name:
                 continue
             names.append(f"{other}.{oname} ({graph.nodes[other].name})")
+            if other != node_id:
+                ids.append(other)
         r.aliases = names
+        r.alias_ids = list(dict.fromkeys(ids))
 
 
 def storage_owners(graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str, str]]]:
@@ -396,4 +417,29 @@ def saved_memory(
             else:
                 owner = node.module if node.module is not None else "<outside any module>"
             out[owner] = out.get(owner, 0) + rec.storage_nbytes
+    return out
+
+
+def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
+    """Nodes whose saved tensors are not usable, before any step: id -> "stale" | "freed".
+
+    Reads each saved tensor attribute once (no statistics); graphs above `limit` nodes are
+    skipped (the inspector still reports per node on request).
+    """
+    out: dict[str, str] = {}
+    if len(graph.nodes) > limit:
+        return out
+    for nid, node in graph.nodes.items():
+        if node.kind in ("accumulate_grad", "cpp_function"):
+            continue
+        fn = graph.fn(nid)
+        try:
+            if node.kind == "custom_function":
+                fn.saved_tensors  # noqa: B018 - reading is the check
+            else:
+                for short in _names_for(fn):
+                    if getattr(fn, "_raw_saved_" + short, None) is not None:
+                        getattr(fn, "_saved_" + short)
+        except RuntimeError as err:
+            out[nid] = _error_state(err)[0]
     return out

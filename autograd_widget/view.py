@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .groups import VisibleGraph, module_paths, visible_graph
 from .layout import Layout, layered_layout
 
 if TYPE_CHECKING:
@@ -65,25 +66,42 @@ def _json_number(v: float) -> float | str:
     return v
 
 
-def compute_layout(graph: BackwardGraph, orientation: str = "TB") -> Layout:
-    """Layered layout of the graph's nodes, roots on top (TB) or left (LR)."""
+def compute_layout(
+    graph: BackwardGraph, orientation: str = "TB", visible: VisibleGraph | None = None
+) -> Layout:
+    """Layered layout of the visible items, roots on top (TB) or left (LR)."""
+    vis = visible if visible is not None else visible_graph(graph)
     index = {nid: i for i, nid in enumerate(graph.nodes)}
-    src = np.fromiter((index[e.src] for e in graph.edges), np.int64, len(graph.edges))
-    dst = np.fromiter((index[e.dst] for e in graph.edges), np.int64, len(graph.edges))
-    roots = sorted({index[r] for r, _ in graph.roots})
-    return layered_layout(len(index), src, dst, roots=roots, orientation=orientation)
+    roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
+    return layered_layout(
+        vis.n_items, vis.edge_src, vis.edge_dst, roots=roots, orientation=orientation
+    )
 
 
-def graph_payload(graph: BackwardGraph, layout: Layout) -> dict[str, Any]:
-    """The `_graph` trait: everything static about the drawing, once."""
+def group_label(path: str, model_name: str | None) -> str:
+    return path if path else (model_name or "model")
+
+
+SAVED_OK, SAVED_STALE, SAVED_FREED = 0, 1, 2
+_SAVED_CODES = {"stale": SAVED_STALE, "freed": SAVED_FREED}
+
+
+def graph_payload(
+    graph: BackwardGraph,
+    layout: Layout,
+    visible: VisibleGraph | None = None,
+    validity: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The `_graph` trait: everything static about the drawing of the visible graph, once.
+
+    `validity` (from `saved.node_validity`) marks nodes whose saved tensors are stale or freed,
+    so the drawing shows which nodes will fail before any step.
+    """
+    vis = visible if visible is not None else visible_graph(graph)
+    validity = validity or {}
     nodes = list(graph.nodes.values())
-    index = {n.id: i for i, n in enumerate(nodes)}
     edges = graph.edges
-    e_count = len(edges)
-    src = np.fromiter((index[e.src] for e in edges), np.int32, e_count)
-    dst = np.fromiter((index[e.dst] for e in edges), np.int32, e_count)
-    out_nr = np.fromiter((e.output_nr for e in edges), np.int32, e_count)
-    in_nr = np.fromiter((e.input_nr for e in edges), np.int32, e_count)
+    e_count = len(vis.edge_real)
     ptr = np.asarray(layout.edge_ptr, np.int32)
     # Label anchor: the middle point of each polyline (its first segment's middle for 2 points).
     ex, ey = np.asarray(layout.edge_x), np.asarray(layout.edge_y)
@@ -97,41 +115,83 @@ def graph_payload(graph: BackwardGraph, layout: Layout) -> dict[str, Any]:
         mid_x = mid_y = np.zeros(0, np.float32)
     x, y = np.asarray(layout.x, np.float32), np.asarray(layout.y, np.float32)
     bounds = [0.0, 0.0, 0.0, 0.0]
-    if len(nodes):
+    if vis.n_items:
         bounds = [float(x.min()), float(x.max()), float(y.min()), float(y.max())]
-    root = np.zeros(len(nodes), np.uint8)
-    for r, _ in graph.roots:
-        root[index[r]] = 1
-    leaf_shape = []
-    for n in nodes:
+    root_ids = {r for r, _ in graph.roots}
+    ids, labels, names, kinds, modules, shapes, inputs = [], [], [], [], [], [], []
+    root = np.zeros(vis.n_items, np.uint8)
+    members = np.zeros(vis.n_items, np.int32)
+    saved_state = np.zeros(vis.n_items, np.uint8)
+    for j in range(vis.n_items):
+        r = int(vis.item_real[j])
+        if r < 0:
+            path = vis.item_group[j] or ""
+            mem = vis.item_members[j]
+            if validity and mem is not None:
+                saved_state[j] = max(
+                    (_SAVED_CODES.get(validity.get(nodes[int(i)].id, ""), 0) for i in mem),
+                    default=0,
+                )
+            members[j] = 0 if mem is None else len(mem)
+            ids.append(f"group:{path}")
+            labels.append(group_label(path, graph.model_name))
+            names.append(f"{group_label(path, graph.model_name)} ({members[j]} nodes)")
+            kinds.append("group")
+            modules.append(path)
+            shapes.append("")
+            inputs.append([])
+            if mem is not None and any(nodes[int(i)].id in root_ids for i in mem):
+                root[j] = 1
+            continue
+        n = nodes[r]
+        saved_state[j] = _SAVED_CODES.get(validity.get(n.id, ""), 0)
+        ids.append(n.id)
+        labels.append(short_label(n))
+        names.append(n.name)
+        kinds.append(display_kind(n))
+        modules.append(n.module)
         if n.kind == "accumulate_grad" and n.inputs:
-            leaf_shape.append(str(list(n.inputs[0].shape)))
+            shapes.append(str(list(n.inputs[0].shape)))
         else:
-            leaf_shape.append("")
+            shapes.append("")
+        inputs.append([[list(m.shape), m.dtype, m.device] for m in n.inputs])
+        root[j] = n.id in root_ids
+    real_edges = vis.edge_real
     return {
         "version": 1,
         "orientation": layout.orientation,
         "bounds": bounds,
+        "collapsed": sorted(vis.collapsed),
+        "show_plumbing": vis.show_plumbing,
+        "real_count": len(nodes),
+        "hidden": int((vis.real_item < 0).sum()),
+        "groups": module_paths(graph),
         "nodes": {
-            "count": len(nodes),
-            "id": [n.id for n in nodes],
-            "label": [short_label(n) for n in nodes],
-            "name": [n.name for n in nodes],
-            "kind": [display_kind(n) for n in nodes],
+            "count": vis.n_items,
+            "id": ids,
+            "label": labels,
+            "name": names,
+            "kind": kinds,
             "root": _buf(root),
-            "module": [n.module for n in nodes],
-            "shape": leaf_shape,
-            "inputs": [[[list(m.shape), m.dtype, m.device] for m in n.inputs] for n in nodes],
+            "module": modules,
+            "shape": shapes,
+            "inputs": inputs,
+            "members": _buf(members),
+            "saved_state": _buf(saved_state),
+            "real": _buf(vis.item_real.astype(np.int32)),
             "x": _buf(x),
             "y": _buf(y),
         },
         "edges": {
             "count": e_count,
-            "id": [e.id for e in edges],
-            "src": _buf(src),
-            "dst": _buf(dst),
-            "output_nr": _buf(out_nr),
-            "input_nr": _buf(in_nr),
+            "id": [edges[int(k)].id for k in real_edges],
+            "src": _buf(vis.edge_src.astype(np.int32)),
+            "dst": _buf(vis.edge_dst.astype(np.int32)),
+            "output_nr": _buf(np.fromiter((edges[int(k)].output_nr for k in real_edges),
+                                          np.int32, e_count)),
+            "input_nr": _buf(np.fromiter((edges[int(k)].input_nr for k in real_edges),
+                                         np.int32, e_count)),
+            "real": _buf(real_edges.astype(np.int32)),
             "path_x": _buf(np.asarray(layout.edge_x, np.float32)),
             "path_y": _buf(np.asarray(layout.edge_y, np.float32)),
             "path_ptr": _buf(ptr),
@@ -166,7 +226,9 @@ class StateView:
     done or undone since the previous call, so a step on a 10k-node graph costs a few entries.
     """
 
-    def __init__(self, graph: BackwardGraph, stepper: Stepper) -> None:
+    def __init__(
+        self, graph: BackwardGraph, stepper: Stepper, visible: VisibleGraph | None = None
+    ) -> None:
         self.graph = graph
         self.stepper = stepper
         self.node_ids = list(graph.nodes)
@@ -184,6 +246,18 @@ class StateView:
         self._next = -1
         self._error: dict[str, Any] | None = None
         self.seq = 0
+        self.set_visible(visible if visible is not None else visible_graph(graph))
+
+    def set_visible(self, visible: VisibleGraph) -> None:
+        """Map state onto a new set of visible items (after a fold, unfold or plumbing toggle)."""
+        self.visible = visible
+        by_real: dict[int, list[int]] = {}
+        for j, k in enumerate(visible.edge_real.tolist()):
+            by_real.setdefault(k, []).append(j)
+        self._vis_edges_of_real = by_real
+        boxes = [j for j in range(visible.n_items) if visible.item_real[j] < 0]
+        self._boxes = boxes
+        self._box_members = [visible.item_members[j] for j in boxes]
 
     def _clear_step(self, k: int) -> None:
         i = self.node_index[self.stepper.order[k]]
@@ -235,6 +309,41 @@ class StateView:
         self.seq += 1
         return self.payload()
 
+    def _item(self, real: int) -> int:
+        return -1 if real < 0 else int(self.visible.real_item[real])
+
+    def visible_arrays(self) -> dict[str, Any]:
+        """Node and edge state per VISIBLE item/edge, as numpy arrays (boxes aggregated)."""
+        vis = self.visible
+        real = vis.item_real
+        node_state = np.zeros(vis.n_items, np.uint8)
+        progress = np.zeros(vis.n_items, np.float32)
+        is_real = real >= 0
+        node_state[is_real] = self.node_state[real[is_real]]
+        finished = (self.node_state == DONE) | (self.node_state == NO_GRADIENT)
+        progress[is_real] = finished[real[is_real]]
+        for j, mem in zip(self._boxes, self._box_members):
+            st_m = self.node_state[mem]
+            done = int(finished[mem].sum())
+            progress[j] = done / len(mem) if len(mem) else 1.0
+            if (st_m == FAILED).any():
+                node_state[j] = FAILED
+            elif (st_m == NEXT).any():
+                node_state[j] = NEXT
+            elif done == len(mem):
+                node_state[j] = DONE
+        edge_values: dict[str, list] = {}
+        for k, vals in self.edge_values.items():
+            for j in self._vis_edges_of_real.get(int(k), ()):
+                edge_values[str(j)] = vals
+        return {
+            "node_state": node_state,
+            "progress": progress,
+            "edge_norm": self.edge_norm[vis.edge_real],
+            "edge_flag": self.edge_flag[vis.edge_real],
+            "edge_values": edge_values,
+        }
+
     def payload(self, running: bool = False) -> dict[str, Any]:
         st = self.stepper
         pos, total = st.position, len(st.order)
@@ -258,22 +367,31 @@ class StateView:
                         "values": [_json_number(v) for v in s.values] if small else None,
                     }
                 )
+        arrays = self.visible_arrays()
+        error = None
+        if self._error is not None:
+            error = dict(self._error)
+            error["node"] = self._item(self._error["node"])
+            error["id"] = self.node_ids[self._error["node"]]
+        last = self.node_index[st.order[pos - 1]] if pos > 0 else -1
         return {
             "seq": self.seq,
             "position": pos,
             "total": total,
             "done": pos >= total,
             "running": running,
-            "next": self._next,
-            "last": self.node_index[st.order[pos - 1]] if pos > 0 else -1,
-            "node_state": _buf(self.node_state),
-            "edge_norm": _buf(self.edge_norm),
-            "edge_flag": _buf(self.edge_flag),
-            "edge_values": dict(self.edge_values),
+            "next": self._item(self._next),
+            "next_id": self.node_ids[self._next] if self._next >= 0 else None,
+            "last": self._item(last),
+            "node_state": _buf(arrays["node_state"]),
+            "progress": _buf(arrays["progress"]),
+            "edge_norm": _buf(arrays["edge_norm"]),
+            "edge_flag": _buf(arrays["edge_flag"]),
+            "edge_values": arrays["edge_values"],
             "norm_range": norm_range,
             "waiting": waiting,
             "status": status_line(self.graph, st),
-            "error": self._error,
+            "error": error,
         }
 
 
@@ -286,10 +404,17 @@ def status_line(graph: BackwardGraph, stepper: Stepper) -> str:
     pos, total = stepper.position, len(stepper.order)
     err = stepper.last_error
     if err is not None and pos < total and err[0] == stepper.order[pos]:
-        return f"step {pos} / {total} — {graph.nodes[err[0]].name} failed: {err[1]}"
+        return f"step {pos} / {total} — {node_title(graph.nodes[err[0]])} failed: {err[1]}"
     if pos >= total:
         return f"step {pos} / {total} — done"
-    return f"step {pos} / {total} — {graph.nodes[stepper.order[pos]].name}"
+    return f"step {pos} / {total} — {node_title(graph.nodes[stepper.order[pos]])}"
+
+
+def node_title(node: Any) -> str:
+    """A node's name, with the leaf's name for AccumulateGrad ("AccumulateGrad (x)")."""
+    if node.kind == "accumulate_grad" and node.leaf_name:
+        return f"{node.name} ({node.leaf_name})"
+    return node.name
 
 
 # ------------------------------------------------------------------------------- static figure
@@ -304,96 +429,117 @@ KIND_COLORS = {
 ROOT_COLOR = "#76b7b2"
 NORM_BINS = ["#0d0887", "#46039f", "#7201a8", "#9c179e", "#bd3786", "#d8576b", "#ed7953", "#fb9f3a"]
 NONFINITE_COLOR = "#ff1f1f"
+GROUP_COLOR = "#6c757d"
 
 
-def to_figure(graph: BackwardGraph, layout: Layout, state: StateView | None) -> go.Figure:
-    """A plotly figure of the graph in its current state (nodes by kind, edges by grad norm)."""
+def to_figure(payload: dict[str, Any], arrays: dict[str, Any] | None, title: str = "") -> go.Figure:
+    """A plotly figure of the visible graph (`graph_payload`) in a state (`visible_arrays`)."""
     import plotly.graph_objects as go
 
-    nodes = list(graph.nodes.values())
-    x, y = np.asarray(layout.x, np.float64), np.asarray(layout.y, np.float64)
-    ex, ey = np.asarray(layout.edge_x, np.float64), np.asarray(layout.edge_y, np.float64)
-    ptr = np.asarray(layout.edge_ptr)
+    nodes, edges = payload["nodes"], payload["edges"]
+    n_items, n_edges = nodes["count"], edges["count"]
+
+    def arr(buf: Any, dtype: Any) -> np.ndarray:
+        return np.frombuffer(bytes(buf), dtype=dtype)
+
+    x, y = arr(nodes["x"], np.float32).astype(float), arr(nodes["y"], np.float32).astype(float)
+    ex = arr(edges["path_x"], np.float32).astype(float)
+    ey = arr(edges["path_y"], np.float32).astype(float)
+    ptr = arr(edges["path_ptr"], np.int32)
+    if arrays is None:
+        arrays = {
+            "node_state": np.zeros(n_items, np.uint8),
+            "progress": np.zeros(n_items, np.float32),
+            "edge_norm": np.full(n_edges, np.nan, np.float32),
+            "edge_flag": np.zeros(n_edges, np.uint8),
+            "edge_values": {},
+        }
+    flag, norm = arrays["edge_flag"], arrays["edge_norm"].astype(float)
     traces: list[Any] = []
-    flag = state.edge_flag if state is not None else np.zeros(len(graph.edges), np.uint8)
-    norm = state.edge_norm if state is not None else np.full(len(graph.edges), np.nan)
-    flowed = np.flatnonzero(flag == FLOWED)
-    logn = np.log10(np.where(norm[flowed] > 0, norm[flowed], np.nan)) if len(flowed) else None
 
     def segs(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(idx) == 0:
             return np.zeros(0), np.zeros(0)
-        parts = [np.arange(ptr[i], ptr[i + 1]) for i in idx]
-        sel = np.concatenate(parts)
+        sel = np.concatenate([np.arange(ptr[i], ptr[i + 1]) for i in idx])
         return ex[sel], ey[sel]
 
     gx, gy = segs(np.flatnonzero(flag != FLOWED))
-    traces.append(
-        go.Scatter(x=gx, y=gy, mode="lines", line={"color": "#bbbbbb", "width": 1},
-                   hoverinfo="skip", name="no gradient yet", showlegend=False)
-    )
+    traces.append(go.Scatter(x=gx, y=gy, mode="lines", line={"color": "#bbbbbb", "width": 1},
+                             hoverinfo="skip", name="no gradient yet", showlegend=False))
     bad = np.flatnonzero(flag == NONFINITE)
     if len(bad):
         bx, by = segs(bad)
-        traces.append(go.Scatter(x=bx, y=by, mode="lines",
-                                 line={"color": NONFINITE_COLOR, "width": 3, "dash": "dash"},
-                                 name="NaN/Inf gradient"))
-    if logn is not None and len(flowed):
+        traces.append(go.Scatter(x=bx, y=by, mode="lines", name="NaN/Inf gradient",
+                                 line={"color": NONFINITE_COLOR, "width": 3, "dash": "dash"}))
+    flowed = np.flatnonzero(flag == FLOWED)
+    if len(flowed):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logn = np.log10(np.where(norm[flowed] > 0, norm[flowed], np.nan))
         finite = np.isfinite(logn)
         lo = float(np.nanmin(logn)) if finite.any() else 0.0
         hi = float(np.nanmax(logn)) if finite.any() else 1.0
         bins = len(NORM_BINS)
-        colors = NORM_BINS
-        scale = [[i / (bins - 1), c] for i, c in enumerate(colors)]
         span = hi - lo if hi > lo else 1.0
-        which = np.where(finite, np.clip(((logn - lo) / span * (bins - 1)).round(), 0, bins - 1), 0)
+        which = np.where(
+            finite, np.clip(((logn - lo) / span * (bins - 1)).round(), 0, bins - 1), 0
+        )
         for b in range(bins):
             idx = flowed[which == b]
-            if len(idx) == 0:
-                continue
-            bx, by = segs(idx)
-            traces.append(go.Scatter(x=bx, y=by, mode="lines", hoverinfo="skip",
-                                     line={"color": colors[b], "width": 2.5}, showlegend=False))
+            if len(idx):
+                bx, by = segs(idx)
+                traces.append(go.Scatter(x=bx, y=by, mode="lines", hoverinfo="skip",
+                                         line={"color": NORM_BINS[b], "width": 2.5},
+                                         showlegend=False))
+        scale = [[i / (bins - 1), c] for i, c in enumerate(NORM_BINS)]
         traces.append(go.Scatter(
             x=[None], y=[None], mode="markers", hoverinfo="skip", showlegend=False,
             marker={"colorscale": scale, "cmin": lo, "cmax": hi, "color": [lo],
                     "colorbar": {"title": {"text": "log10 ‖grad‖"}}},
         ))
-    node_state = state.node_state if state is not None else np.zeros(len(nodes), np.uint8)
     line_colors = {PENDING: "#9aa5b1", NEXT: "#f5b700", DONE: "#222222", FAILED: "#e15759",
                    NO_GRADIENT: "#9aa5b1"}
-    roots = {r for r, _ in graph.roots}
+    root = arr(nodes["root"], np.uint8)
+    kinds = nodes["kind"]
+    symbols, colors, texts = [], [], []
+    for j in range(n_items):
+        if kinds[j] == "group":
+            symbols.append("square-open")
+            colors.append(GROUP_COLOR)
+        elif root[j]:
+            symbols.append("diamond")
+            colors.append(ROOT_COLOR)
+        else:
+            symbols.append("square" if kinds[j] in ("parameter", "input") else "circle")
+            colors.append(KIND_COLORS[kinds[j]])
+        label = nodes["label"][j]
+        if kinds[j] == "group":
+            label = f"{label} ({int(arrays['progress'][j] * 100)}%)"
+        elif nodes["shape"][j]:
+            label = f"{label} {nodes['shape'][j]}"
+        texts.append(label)
     traces.append(go.Scatter(
-        x=x, y=y, mode="markers+text",
-        text=[short_label(n) for n in nodes], textposition="middle right",
-        marker={"size": 16,
-                "symbol": [
-                    "diamond" if n.id in roots else
-                    "square" if n.kind == "accumulate_grad" else "circle"
-                    for n in nodes
-                ],
-                "color": [
-                    ROOT_COLOR if n.id in roots else KIND_COLORS[display_kind(n)] for n in nodes
-                ],
-                "line": {"width": 2, "color": [line_colors[int(s)] for s in node_state]}},
-        hovertext=[f"{n.name}<br>{n.id}" + (f"<br>{n.module}" if n.module else "") for n in nodes],
+        x=x, y=y, mode="markers+text", text=texts, textposition="middle right",
+        marker={"size": [24 if k == "group" else 14 for k in kinds], "symbol": symbols,
+                "color": colors,
+                "line": {"width": 2,
+                         "color": [line_colors[int(s)] for s in arrays["node_state"]]}},
+        hovertext=[f"{nodes['name'][j]}<br>{nodes['id'][j]}" for j in range(n_items)],
         hoverinfo="text", showlegend=False,
     ))
-    if state is not None and state.edge_values:
-        ids = [int(k) for k in state.edge_values]
-        mids_x, mids_y, texts = [], [], []
-        for e in ids:
-            seg_x, seg_y = ex[ptr[e]:ptr[e + 1] - 1], ey[ptr[e]:ptr[e + 1] - 1]
-            mids_x.append(float(seg_x.mean()))
-            mids_y.append(float(seg_y.mean()))
-            texts.append(", ".join(_fmt(v) for v in state.edge_values[str(e)]))
-        traces.append(go.Scatter(x=mids_x, y=mids_y, mode="text", text=texts, hoverinfo="skip",
-                                 textfont={"color": "#1d3557"}, showlegend=False))
+    if arrays["edge_values"]:
+        mids_x = arr(edges["mid_x"], np.float32)
+        mids_y = arr(edges["mid_y"], np.float32)
+        ks = [int(k) for k in arrays["edge_values"]]
+        traces.append(go.Scatter(
+            x=[float(mids_x[k]) for k in ks], y=[float(mids_y[k]) for k in ks], mode="text",
+            text=[", ".join(_fmt(v) for v in arrays["edge_values"][str(k)]) for k in ks],
+            hoverinfo="skip", textfont={"color": "#1d3557"}, showlegend=False,
+        ))
     fig = go.Figure(traces)
     fig.update_layout(
         xaxis={"visible": False}, yaxis={"visible": False, "scaleanchor": "x"},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10}, plot_bgcolor="white",
-        title={"text": status_line(graph, state.stepper) if state is not None else ""},
+        margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="white",
+        title={"text": title},
     )
     return fig
 

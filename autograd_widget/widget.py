@@ -26,9 +26,10 @@ from typing import Any
 import anywidget
 import traitlets
 
-from . import view
+from . import groups, view
 from .capture import capture
 from .graph import BackwardGraph
+from .saved import node_validity
 from .stepper import Stepper
 
 log = logging.getLogger("autograd_widget")
@@ -73,8 +74,12 @@ class AutogradWidget(anywidget.AnyWidget):
     _graph = traitlets.Dict().tag(sync=True)
     _state = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    #: The selected edge id ("src:output_nr"), e.g. after "First NaN/Inf".
+    selected_edge = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     height = traitlets.Int(600).tag(sync=True)
     orientation = traitlets.Unicode("TB").tag(sync=True)
+    #: Show pure plumbing nodes (views, reshapes, transposes, expands); False contracts them.
+    show_plumbing = traitlets.Bool(True).tag(sync=True)
 
     def __init__(
         self,
@@ -106,13 +111,16 @@ class AutogradWidget(anywidget.AnyWidget):
             graph = capture(graph_or_outputs, grad_outputs, model=model, params=params)
         super().__init__(height=height, orientation=orientation)
         self.graph = graph
-        self.collapse = collapse
+        self.collapse_mode = collapse
         self.stepper = Stepper(graph, create_graph=create_graph, keep=keep)
         self._released = False
         self._running = False
-        self._layout = view.compute_layout(graph, orientation)
-        self._view = view.StateView(graph, self.stepper)
-        self._graph = view.graph_payload(graph, self._layout)
+        self._collapsed: set[str] = groups.default_collapsed(graph, collapse)
+        self._visible = groups.visible_graph(graph, self._collapsed, self.show_plumbing)
+        self._layout = view.compute_layout(graph, orientation, self._visible)
+        self._view = view.StateView(graph, self.stepper, self._visible)
+        self._validity = node_validity(graph)
+        self._graph = view.graph_payload(graph, self._layout, self._visible, self._validity)
         self._notice = _freed_notice(graph)
         self._refresh()
         self.stepper.add_listener(self._on_stepper_change)
@@ -144,24 +152,96 @@ class AutogradWidget(anywidget.AnyWidget):
             raise traitlets.TraitError("orientation must be 'TB' or 'LR'")
         return proposal["value"]
 
-    @traitlets.observe("orientation")
+    @traitlets.observe("orientation", "show_plumbing")
     def _relayout(self, change: dict) -> None:
         if not hasattr(self, "_layout") or change["old"] == change["new"]:
             return
-        self._layout = view.compute_layout(self.graph, change["new"])
-        self._graph = view.graph_payload(self.graph, self._layout)
+        self._rebuild_view()
+
+    def _rebuild_view(self) -> None:
+        """New visible graph (folds, plumbing) and layout; the step state is mapped onto it."""
+        self._visible = groups.visible_graph(self.graph, self._collapsed, self.show_plumbing)
+        self._layout = view.compute_layout(self.graph, self.orientation, self._visible)
+        self._view.set_visible(self._visible)
+        with self.hold_sync():
+            self._graph = view.graph_payload(
+                self.graph, self._layout, self._visible, self._validity
+            )
+            state = dict(self._state)
+            state.update(self._view.payload(running=self._running))
+            state["running"] = self._running and not state["done"]
+            state["notice"] = self._notice
+            self._state = state
+
+    # ------------------------------------------------------------------ folds
+    @property
+    def collapsed(self) -> list[str]:
+        """Module paths currently folded into boxes."""
+        return sorted(self._collapsed)
+
+    @property
+    def modules(self) -> list[str]:
+        """Every module path that can be folded."""
+        return groups.module_paths(self.graph)
+
+    def collapse(self, module: str) -> None:
+        """Fold every node of `module` (and its submodules) into one box."""
+        if module not in groups.module_paths(self.graph):
+            raise ValueError(
+                f"no module {module!r} in this graph; modules: {', '.join(self.modules) or 'none'} "
+                "(capture under aw.track(model) or with model= to get module paths)"
+            )
+        self._collapsed = {c for c in self._collapsed if not groups.in_group(c, module)}
+        self._collapsed.add(module)
+        self._rebuild_view()
+
+    def expand(self, module: str | None = None) -> None:
+        """Unfold `module` into its children (its submodules stay folded), or everything."""
+        if module is None:
+            self._collapsed = set()
+        else:
+            if module not in self._collapsed:
+                raise ValueError(f"{module!r} is not collapsed; collapsed: {self.collapsed}")
+            self._collapsed.discard(module)
+            prefix = f"{module}." if module else ""
+            for path in groups.module_paths(self.graph):
+                rest = path[len(prefix):] if path.startswith(prefix) else None
+                if path != module and rest is not None and "." not in rest:
+                    self._collapsed.add(path)
+        self._rebuild_view()
+
+    def reveal(self, node_id: str) -> None:
+        """Make `node_id` visible: unfold the boxes holding it, show plumbing if it is some."""
+        self.graph._check_id(node_id)
+        node = self.graph.nodes[node_id]
+        changed = False
+        for c in sorted(self._collapsed):
+            if groups.in_group(node.module, c):
+                self._collapsed.discard(c)
+                changed = True
+        if not self.show_plumbing and groups.is_plumbing(node.name):
+            self.show_plumbing = True  # rebuilds
+        if changed:
+            self._rebuild_view()
 
     # ------------------------------------------------------------------ messages
     def _warn(self, message: str) -> None:
         log.warning("autograd_widget: %s", message)
         self.send({"type": "warning", "message": message})
 
-    def _node_arg(self, msg: dict, key: str = "node") -> str | None:
+    def _item_arg(self, msg: dict, key: str = "node") -> int | None:
         idx = msg.get(key)
         if isinstance(idx, bool) or not isinstance(idx, int):
             return None
-        ids = self._view.node_ids
-        return ids[idx] if 0 <= idx < len(ids) else None
+        return idx if 0 <= idx < self._visible.n_items else None
+
+    def _node_arg(self, msg: dict, key: str = "node") -> str | None:
+        """The real node id behind a visible item index (None for a box or a bad index)."""
+        j = self._item_arg(msg, key)
+        if j is None:
+            return None
+        r = int(self._visible.item_real[j])
+        return self._view.node_ids[r] if r >= 0 else None
 
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
@@ -199,9 +279,20 @@ class AutogradWidget(anywidget.AnyWidget):
         self.stepper.reset()
 
     def _msg_run_to(self, msg: dict) -> None:
+        j = self._item_arg(msg)
+        if j is not None and self._visible.item_real[j] < 0:
+            # A module box: run until every node inside it has run.
+            members = self._visible.item_members[j]
+            ids = {self._view.node_ids[int(i)] for i in members}
+            steps = [k for k, nid in enumerate(self.stepper.order) if nid in ids]
+            if not steps or steps[-1] < self.stepper.position:
+                self._warn("every node of this module has already run")
+                return
+            self.stepper.run(until=self.stepper.order[steps[-1]])
+            return
         node = self._node_arg(msg)
         if node is None:
-            self._warn(f"run_to needs a node index in 0..{len(self.graph.nodes) - 1}")
+            self._warn(f"run_to needs a node index in 0..{self._visible.n_items - 1}")
             return
         if node not in self.stepper.order[self.stepper.position :]:
             self._warn(f"{node} has already run or never runs: nothing to run to")
@@ -233,14 +324,136 @@ class AutogradWidget(anywidget.AnyWidget):
         self._refresh(running=False)
 
     def _msg_select(self, msg: dict) -> None:
+        if "id" in msg:  # a real node id, e.g. from search: reveal it first
+            nid = msg.get("id")
+            if not isinstance(nid, str) or nid not in self.graph.nodes:
+                self._warn(f"select: no node {str(nid)[:40]!r}")
+                return
+            self.reveal(nid)
+            self.selected = nid
+            return
         if msg.get("node") is None:
             self.selected = None
             return
         node = self._node_arg(msg)
         if node is None:
-            self._warn("select needs a node index or null")
+            self._warn("select needs a node index (not a module box) or null")
             return
         self.selected = node
+
+    def _msg_select_edge(self, msg: dict) -> None:
+        eid = msg.get("edge")
+        if eid is None:
+            self.selected_edge = None
+            return
+        if isinstance(eid, bool) or not isinstance(eid, int) or not (
+            0 <= eid < len(self._visible.edge_real)
+        ):
+            self._warn("select_edge needs a visible edge index or null")
+            return
+        self.selected_edge = self.graph.edges[int(self._visible.edge_real[eid])].id
+
+    def _msg_expand(self, msg: dict) -> None:
+        group = msg.get("group")
+        if not isinstance(group, str) or group not in self._collapsed:
+            self._warn(f"expand: {str(group)[:60]!r} is not a collapsed module")
+            return
+        self.expand(group)
+
+    def _msg_collapse(self, msg: dict) -> None:
+        group = msg.get("group")
+        if group is None and "node" in msg:
+            node = self._node_arg(msg)
+            group = self.graph.nodes[node].module if node is not None else None
+        if not isinstance(group, str) or group not in groups.module_paths(self.graph):
+            self._warn(f"collapse: {str(group)[:60]!r} is not a module of this graph")
+            return
+        self.collapse(group)
+
+    def _msg_plumbing(self, msg: dict) -> None:
+        show = msg.get("show")
+        if not isinstance(show, bool):
+            self._warn("plumbing needs show: true or false")
+            return
+        self.show_plumbing = show
+
+    def _msg_search(self, msg: dict) -> None:
+        req, query = msg.get("request"), msg.get("query")
+        if isinstance(req, bool) or not isinstance(req, int) or not isinstance(query, str):
+            self._warn("search needs an integer request id and a query string")
+            return
+        matches = []
+        for nid in groups.search(self.graph, query[:200]):
+            n = self.graph.nodes[nid]
+            r = self._view.node_index[nid]
+            matches.append({
+                "id": nid, "name": n.name, "label": view.short_label(n), "module": n.module,
+                "leaf_name": n.leaf_name, "item": int(self._visible.real_item[r]),
+            })
+        self.send({"type": "reply", "request": req, "data": {"matches": matches}})
+
+    def _msg_memory(self, msg: dict) -> None:
+        req = msg.get("request")
+        exclude = msg.get("exclude_leaves", False)
+        if isinstance(req, bool) or not isinstance(req, int) or not isinstance(exclude, bool):
+            self._warn("memory needs an integer request id (and exclude_leaves: bool)")
+            return
+        self.send({"type": "reply", "request": req, "data": self.memory(exclude_leaves=exclude)})
+
+    def memory(self, *, exclude_leaves: bool = False, top: int = 10) -> dict[str, Any]:
+        """Saved bytes per visible item (boxes sum their members), the total and top holders."""
+        per_node = self.graph.saved_memory(exclude_leaves=exclude_leaves)
+        items = [0] * self._visible.n_items
+        for nid, nbytes in per_node.items():
+            j = int(self._visible.real_item[self._view.node_index[nid]])
+            if j >= 0:
+                items[j] += nbytes
+        holders = sorted(per_node.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        return {
+            "total": sum(per_node.values()),
+            "exclude_leaves": exclude_leaves,
+            "items": items,
+            "top": [
+                {
+                    "id": nid,
+                    "name": self.graph.nodes[nid].name,
+                    "module": self.graph.nodes[nid].module,
+                    "bytes": nbytes,
+                    "item": int(self._visible.real_item[self._view.node_index[nid]]),
+                }
+                for nid, nbytes in holders
+            ],
+            "by_module": self.graph.saved_memory(by="module", exclude_leaves=exclude_leaves),
+        }
+
+    def _msg_first_nonfinite(self, msg: dict) -> None:
+        req = msg.get("request")
+        if isinstance(req, bool) or not isinstance(req, int):
+            self._warn("first_nonfinite needs an integer request id")
+            return
+        found = self.stepper.first_nonfinite()
+        if found is None:
+            data: dict[str, Any] = {
+                "edge": None,
+                "message": "no NaN/Inf gradient so far"
+                + ("" if self.stepper.done else " (run further: only flowed edges count)"),
+            }
+        else:
+            edge, summary = found
+            self.reveal(edge.src)
+            self.reveal(edge.dst)
+            real = self.graph.edges.index(edge)
+            vis_edges = [int(j) for j in (self._visible.edge_real == real).nonzero()[0]]
+            self.selected_edge = edge.id
+            self.selected = edge.dst
+            data = {
+                "edge": vis_edges[0] if vis_edges else None,
+                "id": edge.id,
+                "src": self.graph.nodes[edge.src].name,
+                "dst": self.graph.nodes[edge.dst].name,
+                "summary": view.summary_payload(summary),
+            }
+        self.send({"type": "reply", "request": req, "data": data})
 
     def _msg_inspect(self, msg: dict) -> None:
         req = msg.get("request")
@@ -249,17 +462,27 @@ class AutogradWidget(anywidget.AnyWidget):
             return
         if "edge" in msg:
             idx = msg.get("edge")
-            edges = self.graph.edges
-            if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(edges):
+            vis_edges = self._visible.edge_real
+            if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(vis_edges):
                 self._warn(f"inspect: no edge index {idx!r}")
                 return
-            data = self._inspect_edge(edges[idx].id)
+            data = self._inspect_edge(self.graph.edges[int(vis_edges[idx])].id)
+        elif "id" in msg:
+            nid = msg.get("id")
+            if not isinstance(nid, str) or nid not in self.graph.nodes:
+                self._warn(f"inspect: no node {str(nid)[:40]!r}")
+                return
+            data = self._inspect_node(nid)
         else:
-            node = self._node_arg(msg)
-            if node is None:
+            j = self._item_arg(msg)
+            if j is None:
                 self._warn(f"inspect: no node index {msg.get('node')!r}")
                 return
-            data = self._inspect_node(node)
+            r = int(self._visible.item_real[j])
+            if r < 0:
+                data = self._inspect_group(j)
+            else:
+                data = self._inspect_node(self._view.node_ids[r])
         self.send({"type": "reply", "request": req, "data": data})
 
     # ------------------------------------------------------------------ inspection
@@ -275,12 +498,49 @@ class AutogradWidget(anywidget.AnyWidget):
             "summary": view.summary_payload(summary),
         }
 
+    def _inspect_group(self, item: int) -> dict[str, Any]:
+        path = self._visible.item_group[item] or ""
+        members = [self._view.node_ids[int(i)] for i in self._visible.item_members[item]]
+        arrays = self._view.visible_arrays()
+        names: dict[str, int] = {}
+        for nid in members:
+            nm = self.graph.nodes[nid].name
+            names[nm] = names.get(nm, 0) + 1
+        return {
+            "group": path,
+            "label": view.group_label(path, self.graph.model_name),
+            "kind": "group",
+            "members": len(members),
+            "progress": float(arrays["progress"][item]),
+            "ops": sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))[:12],
+            "leaves": [
+                self.graph.nodes[nid].leaf_name
+                for nid in members if self.graph.nodes[nid].kind == "accumulate_grad"
+            ][:50],
+        }
+
     def _inspect_node(self, node_id: str) -> dict[str, Any]:
         n = self.graph.nodes[node_id]
         st = self.stepper
         err = st.last_error
         incoming = [] if self._released else st.waiting(node_id)
+        saved: list[dict[str, Any]] = []
+        saved_error = None
+        if not self._released:
+            try:
+                saved = [v.as_dict() for v in self.graph.saved(node_id)]
+            except Exception as e:  # introspection must never break the inspector
+                saved_error = f"{type(e).__name__}: {e}"
         return {
+            "traceback": n.traceback,
+            "saved": saved,
+            "saved_error": saved_error,
+            "hooks": [] if self._released else _hooks(self.graph, node_id),
+            "in_edges": [
+                {"id": e.id, "src": e.src, "name": self.graph.nodes[e.src].name,
+                 "input_nr": e.input_nr}
+                for e in self.graph.in_edges(node_id)
+            ],
             "id": n.id,
             "name": n.name,
             "label": view.short_label(n),
@@ -300,7 +560,18 @@ class AutogradWidget(anywidget.AnyWidget):
     # ------------------------------------------------------------------ public
     def to_figure(self) -> Any:
         """A plotly `go.Figure` of the current state (for `fig.show()`, `write_html`, ...)."""
-        return view.to_figure(self.graph, self._layout, self._view)
+        return view.to_figure(
+            self._graph, self._view.visible_arrays(), view.status_line(self.graph, self.stepper)
+        )
+
+    def save_html(self, path: Any) -> Any:
+        """Write the whole step-through (recorded by a separate stepper from step 0 to the end;
+        this widget's stepper is not moved) as one self-contained, offline HTML file."""
+        from .export import save_html
+
+        if self._released:
+            raise RuntimeError("this widget was released: explore() the tensors again to export")
+        return save_html(self, path)
 
     def release(self) -> None:
         """Drop every torch reference (graph, stepper, kept tensors); the drawing stays."""
@@ -322,6 +593,13 @@ class AutogradWidget(anywidget.AnyWidget):
 
 
 _HANDLERS = {
+    "expand": AutogradWidget._msg_expand,
+    "collapse": AutogradWidget._msg_collapse,
+    "plumbing": AutogradWidget._msg_plumbing,
+    "search": AutogradWidget._msg_search,
+    "first_nonfinite": AutogradWidget._msg_first_nonfinite,
+    "memory": AutogradWidget._msg_memory,
+    "select_edge": AutogradWidget._msg_select_edge,
     "step": AutogradWidget._msg_step,
     "back": AutogradWidget._msg_back,
     "reset": AutogradWidget._msg_reset,
@@ -331,6 +609,43 @@ _HANDLERS = {
     "select": AutogradWidget._msg_select,
     "inspect": AutogradWidget._msg_inspect,
 }
+
+
+NODE_HOOKS_NOTE = (
+    "Hooks registered on this node (node.register_hook / register_prehook) or on the non-leaf "
+    "tensors it produced cannot be listed from the graph; compare_with_engine() reveals any "
+    "that change gradients."
+)
+
+
+def _hook_names(d: Any) -> list[str]:
+    out = []
+    for h in (d or {}).values():
+        name = getattr(h, "__qualname__", None) or type(h).__name__
+        out.append(str(name))
+    return out
+
+
+def _hooks(graph: BackwardGraph, node_id: str) -> list[dict[str, Any]]:
+    """Listable hooks: tensor hooks of the leaf behind an AccumulateGrad, and of root tensors."""
+    out: list[dict[str, Any]] = []
+    node = graph.nodes[node_id]
+    if node.kind == "accumulate_grad":
+        var = graph.fn(node_id).variable
+        for name in _hook_names(getattr(var, "_backward_hooks", None)):
+            out.append({"on": node.leaf_name, "kind": "tensor hook", "fn": name})
+        for name in _hook_names(getattr(var, "_post_accumulate_grad_hooks", None)):
+            out.append({"on": node.leaf_name, "kind": "post-accumulate-grad hook", "fn": name})
+    for (rid, _), t in zip(graph.roots, graph.root_tensors):
+        if rid != node_id:
+            continue
+        for name in _hook_names(getattr(t, "_backward_hooks", None)):
+            out.append({"on": "output", "kind": "tensor hook", "fn": name})
+        if getattr(t, "retains_grad", False):
+            out.append({"on": "output", "kind": "retain_grad", "fn": "retain_grad"})
+    if node.kind != "accumulate_grad":
+        out.append({"on": node.name, "kind": "note", "fn": NODE_HOOKS_NOTE})
+    return out
 
 
 def _freed_notice(graph: BackwardGraph) -> str | None:

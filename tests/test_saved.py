@@ -34,7 +34,7 @@ def test_exp_result_is_another_object_on_the_same_storage():
     g = aw.capture(y * 3, torch.ones(4))
     exp = node(g, "ExpBackward0")
     rec = saved(g, "ExpBackward0")["result"]
-    assert "this node's output" in rec.aliases
+    assert "the forward op's output" in rec.aliases
     t = g.saved_tensor(exp.id, "result")
     assert t is not y
     assert t.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
@@ -211,3 +211,25 @@ def test_memory_counts_shared_storage_once():
     assert sum(per_node.values()) == 12000
     mul = next(n.id for n in g.nodes.values() if n.name == "MulBackward0")
     assert per_node[mul] == 8000, "Mul runs first in engine order: it pays for both"
+
+
+def test_pack_hook_returning_a_tensor_counts_the_packed_storage_and_unpacks_once():
+    unpacks = []
+
+    def pack(t):
+        return t.to(torch.float16)
+
+    def unpack(t):
+        unpacks.append(t.shape)
+        return t.to(torch.float32)
+
+    x = torch.randn(1000, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        q = (x.sin().cos().tanh().exp() * x).sum()
+    g = aw.capture(q, params={"x": x})
+    recs = [s for n in g.nodes for s in g.saved(n) if s.kind == "tensor"]
+    assert len(recs) == 6 and all(s.state == "packed" for s in recs)
+    assert all("float16" in s.note for s in recs)
+    assert len(unpacks) == 6, "each packed value is unpacked once, not again for aliasing"
+    # Six distinct half-precision copies held: 6 x 2000 bytes (the float32 temporaries are gone).
+    assert sum(g.saved_memory().values()) == 6 * 2000

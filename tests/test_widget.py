@@ -89,7 +89,7 @@ def test_stepping_from_python_updates_the_state(zw):
     s = zw._state
     assert s["seq"] > seq
     assert s["position"] == 1
-    assert s["status"] == "step 1 / 4 — AccumulateGrad"
+    assert s["status"] == "step 1 / 4 — AccumulateGrad (y)"
     states = arr(s["node_state"], np.uint8)
     assert states[0] == view.DONE
     e_y = edge_index(zw, "Add", "y")
@@ -128,7 +128,7 @@ def test_step_back_reset_run_to_select_messages(zw):
     assert zw.stepper.position == 0
     pow_idx = zw._graph["nodes"]["label"].index("Pow")
     send(zw, {"type": "run_to", "node": pow_idx})
-    assert zw.stepper.position == 3 and zw._state["status"] == "step 3 / 4 — AccumulateGrad"
+    assert zw.stepper.position == 3 and zw._state["status"] == "step 3 / 4 — AccumulateGrad (x)"
     send(zw, {"type": "select", "node": pow_idx})
     assert zw.selected == "n1"
     send(zw, {"type": "select", "node": None})

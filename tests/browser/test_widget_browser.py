@@ -41,9 +41,9 @@ w"""
 # The engine's order for z = x**2 + y (API.md): the status line names the node about to run.
 Z_STATUS = [
     "step 0 / 4 — AddBackward0",
-    "step 1 / 4 — AccumulateGrad",
+    "step 1 / 4 — AccumulateGrad (y)",
     "step 2 / 4 — PowBackward0",
-    "step 3 / 4 — AccumulateGrad",
+    "step 3 / 4 — AccumulateGrad (x)",
     "step 4 / 4 — done",
 ]
 

@@ -1,0 +1,47 @@
+"""`python -m autograd_widget demo --html PATH`: the tour's graph as a standalone HTML file.
+
+The headless counterpart of the tour notebook: it builds the tour's MLP, captures its backward
+graph, records the whole step-through and writes one offline HTML page (no kernel needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _tour_widget(orientation: str):
+    import torch
+
+    import autograd_widget as aw
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8), torch.nn.ReLU(),
+        torch.nn.Linear(8, 3),
+    )
+    inputs, target = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    with aw.track(model):
+        logits = model(inputs)
+    loss = torch.nn.functional.cross_entropy(logits, target)
+    return aw.explore(loss, model=model, collapse="none", orientation=orientation)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograd_widget")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="write the tour's graph as a standalone HTML file")
+    demo.add_argument("--html", required=True, metavar="PATH", help="where to write the page")
+    demo.add_argument("--orientation", choices=("TB", "LR"), default="TB")
+    args = parser.parse_args(argv)
+    widget = _tour_widget(args.orientation)
+    try:
+        path = widget.save_html(args.html)
+    finally:
+        widget.close()
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in any browser")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
