@@ -91,7 +91,9 @@ def test_plumbing_filter_contracts_views():
     assert sorted(hidden) == ["TBackward0", "TBackward0", "ViewBackward0", "ViewBackward0"]
     assert lean.n_items == full.n_items - 4
     mm = names.index("MmBackward0")
-    leaves = {g.nodes[f"n{i}"].leaf_name: i for i in range(len(names)) if names[i] == "AccumulateGrad"}
+    leaves = {
+        g.nodes[f"n{i}"].leaf_name: i for i in range(len(names)) if names[i] == "AccumulateGrad"
+    }
     # mm now points straight at both leaves; each contracted edge shows the leaf's own gradient.
     targets = {
         int(lean.item_real[lean.edge_dst[k]]): int(lean.edge_real[k])

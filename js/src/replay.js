@@ -1,0 +1,344 @@
+/**
+ * Replaying a recorded run (autograd_widget.recording/1) with no kernel: the standalone export.
+ *
+ * Python recorded the widget's own protocol: the `_graph` payload, the `_state` at step 0 and, per
+ * step, what changed (indices with old and new values) plus the scalars after the step. A
+ * `Player` walks those deltas forward and back; `recordedModel` exposes the player as the same
+ * model interface the live view reads (get/set/on/off/save_changes), and `recordedBackend` answers
+ * the view's commands and inspector requests from the recording. The view itself is unchanged.
+ */
+import { createView } from './view.js';
+
+export const RECORDING_FORMAT = 'autograd_widget.recording/1';
+
+const CTORS = /** @type {Record<string, any>} */ ({
+  float32: Float32Array,
+  float64: Float64Array,
+  int32: Int32Array,
+  int64: Float64Array,
+  uint8: Uint8Array,
+  int8: Int8Array,
+  bool: Uint8Array,
+  uint32: Uint32Array,
+});
+const ARRAYS = /** @type {const} */ (['node_state', 'progress', 'edge_norm', 'edge_flag']);
+
+/**
+ * Decode base64 `{dtype, bdata}` buffers (recursively) into typed arrays.
+ * @param {any} obj
+ * @returns {any}
+ */
+export function decodeBuffers(obj) {
+  if (Array.isArray(obj)) return obj.map(decodeBuffers);
+  if (obj && typeof obj === 'object') {
+    const keys = Object.keys(obj);
+    if (keys.length === 2 && typeof obj.bdata === 'string' && typeof obj.dtype === 'string') {
+      const bin = atob(obj.bdata);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      if (obj.dtype === 'int64') {
+        const big = new BigInt64Array(bytes.buffer);
+        return Float64Array.from(big, (v) => Number(v));
+      }
+      const Ctor = CTORS[obj.dtype] ?? Uint8Array;
+      return new Ctor(bytes.buffer);
+    }
+    /** @type {Record<string, any>} */
+    const out = {};
+    for (const k of keys) out[k] = decodeBuffers(obj[k]);
+    return out;
+  }
+  return obj;
+}
+
+/**
+ * Steps through a recording: the current position's node/edge arrays, small gradients' values
+ * and scalars (status line, next node, waiting slots...).
+ */
+export class Player {
+  /** @param {any} recording */
+  constructor(recording) {
+    if (!recording || recording.format !== RECORDING_FORMAT) {
+      throw new Error(`not an autograd_widget recording (expected format ${RECORDING_FORMAT})`);
+    }
+    this.graph = decodeBuffers(recording.graph);
+    this.initial = decodeBuffers(recording.state);
+    this.steps = decodeBuffers(recording.steps) ?? [];
+    this.inspectData = recording.inspect ?? { nodes: {}, edges: {} };
+    this.title = String(recording.title ?? 'autograd_widget');
+    this.height = Number(recording.height ?? 600);
+    this.reset();
+  }
+
+  reset() {
+    /** Number of recorded deltas applied. */
+    this.k = 0;
+    /** @type {Record<string, any>} */
+    this.arrays = {};
+    for (const name of ARRAYS) this.arrays[name] = this.initial[name].slice();
+    /** @type {Record<string, any>} */
+    this.values = { ...(this.initial.edge_values ?? {}) };
+    this.seq = 0;
+  }
+
+  get atEnd() {
+    return this.k >= this.steps.length;
+  }
+
+  /** Apply the next recorded delta. @returns {boolean} whether anything moved */
+  forward() {
+    if (this.atEnd) return false;
+    const d = this.steps[this.k];
+    for (const name of ARRAYS) {
+      const a = d[name];
+      if (!a) continue;
+      const arr = this.arrays[name];
+      for (let i = 0; i < a.index.length; i++) arr[a.index[i]] = a.new[i];
+    }
+    const ev = d.edge_values;
+    if (ev) {
+      for (const key of Object.keys(ev.unset ?? {})) delete this.values[key];
+      Object.assign(this.values, ev.set ?? {});
+    }
+    this.k += 1;
+    return true;
+  }
+
+  /** Undo the last applied delta. @returns {boolean} whether anything moved */
+  backward() {
+    if (this.k === 0) return false;
+    const d = this.steps[this.k - 1];
+    for (const name of ARRAYS) {
+      const a = d[name];
+      if (!a) continue;
+      const arr = this.arrays[name];
+      for (let i = 0; i < a.index.length; i++) arr[a.index[i]] = a.old[i];
+    }
+    const ev = d.edge_values;
+    if (ev) {
+      for (const key of Object.keys(ev.set ?? {})) delete this.values[key];
+      Object.assign(this.values, ev.was ?? {}, ev.unset ?? {});
+    }
+    this.k -= 1;
+    return true;
+  }
+
+  /** Scalars (status, next, waiting, error...) at the current position. */
+  scalars() {
+    if (this.k === 0) {
+      const s = this.initial;
+      return {
+        position: s.position, total: s.total, done: s.done, next: s.next, next_id: s.next_id,
+        last: s.last, status: s.status, waiting: s.waiting, error: s.error, norm_range: s.norm_range,
+      };
+    }
+    return this.steps[this.k - 1].scalars;
+  }
+
+  /** The `_state` payload at the current position (what the live widget would have synced). */
+  state() {
+    this.seq += 1;
+    return {
+      ...this.scalars(),
+      seq: this.seq,
+      running: false,
+      notice: this.initial.notice ?? null,
+      node_state: this.arrays.node_state.slice(),
+      progress: this.arrays.progress.slice(),
+      edge_norm: this.arrays.edge_norm.slice(),
+      edge_flag: this.arrays.edge_flag.slice(),
+      edge_values: { ...this.values },
+    };
+  }
+
+  /** @param {number} item a visible node index @returns {boolean} */
+  hasRun(item) {
+    const st = this.arrays.node_state[item];
+    return st === 2 || st === 4;
+  }
+
+  /** @param {number} edge @returns {boolean} */
+  hasFlowed(edge) {
+    return this.arrays.edge_flag[edge] !== 0;
+  }
+
+  /**
+   * Inspector data as recorded at the end of the run, limited to what has happened by now:
+   * gradients of edges that have not flowed yet are hidden.
+   * @param {{ node?: number, edge?: number, id?: string }} target
+   */
+  inspect(target) {
+    if (target.edge !== undefined) {
+      const data = this.inspectData.edges?.[String(target.edge)];
+      if (!data) return null;
+      return this.hasFlowed(target.edge) ? data : { ...data, summary: null };
+    }
+    let item = target.node;
+    if (item === undefined && target.id !== undefined) {
+      item = this.graph.nodes.id.indexOf(target.id);
+    }
+    if (item === undefined || item < 0) return null;
+    const data = this.inspectData.nodes?.[String(item)];
+    if (!data || data.kind === 'group') return data ?? null;
+    const ids = this.graph.edges.id;
+    /** @type {Record<string, any>} */
+    const outgoing = {};
+    for (const [eid, summary] of Object.entries(data.outgoing ?? {})) {
+      const e = ids.indexOf(eid);
+      outgoing[eid] = e >= 0 && this.hasFlowed(e) ? summary : null;
+    }
+    const ran = this.hasRun(item);
+    return {
+      ...data,
+      outgoing,
+      incoming: ran ? data.incoming : (data.incoming ?? []).map(() => null),
+      error: this.scalars().error && this.scalars().error.node === item ? this.scalars().error.message : data.error,
+    };
+  }
+}
+
+/**
+ * A model the view can read, backed by a player.
+ * @param {Player} player
+ */
+export function recordedModel(player) {
+  /** @type {Map<string, Set<Function>>} */
+  const listeners = new Map();
+  /** @type {Record<string, any>} */
+  const traits = {
+    _graph: player.graph,
+    _state: player.state(),
+    selected: null,
+    selected_edge: null,
+    height: player.height,
+    show_plumbing: player.graph.show_plumbing,
+  };
+  /** @param {string} name */
+  const emit = (name) => {
+    for (const cb of listeners.get(`change:${name}`) ?? []) cb();
+  };
+  return {
+    /** @param {string} name */
+    get(name) {
+      return traits[name];
+    },
+    /** @param {string} name @param {any} value */
+    set(name, value) {
+      if (name === '_graph' || name === '_state') return; // recorded, read-only
+      traits[name] = value;
+      emit(name);
+    },
+    save_changes() {},
+    /** @param {string} ev @param {Function} cb */
+    on(ev, cb) {
+      if (!listeners.has(ev)) listeners.set(ev, new Set());
+      listeners.get(ev)?.add(cb);
+    },
+    /** @param {string} ev @param {Function} cb */
+    off(ev, cb) {
+      listeners.get(ev)?.delete(cb);
+    },
+    send() {},
+    /** Publish the player's position as a new `_state`. */
+    refresh() {
+      traits._state = player.state();
+      emit('_state');
+    },
+  };
+}
+
+/**
+ * The view's backend over a recording: commands move the player, requests read the recording.
+ * @param {Player} player
+ * @param {ReturnType<typeof recordedModel>} model
+ * @returns {import('./backend.js').Backend}
+ */
+export function recordedBackend(player, model) {
+  /** @type {Set<(m: string) => void>} */
+  const warned = new Set();
+  const warn = (/** @type {string} */ m) => {
+    for (const cb of warned) cb(m);
+  };
+  /** @param {{ type: string, [k: string]: any }} cmd */
+  function command(cmd) {
+    switch (cmd.type) {
+      case 'step':
+        if (!player.forward()) warn('already at the end of the recorded run');
+        break;
+      case 'back':
+        if (!player.backward()) warn('already at the start: nothing to undo');
+        break;
+      case 'reset':
+        player.reset();
+        break;
+      case 'run':
+        while (player.forward());
+        break;
+      case 'run_to': {
+        const target = Number(cmd.node);
+        while (!player.atEnd && !(player.hasRun(target) && !player.scalars().error)) {
+          player.forward();
+        }
+        break;
+      }
+      case 'pause':
+        break;
+      case 'select':
+        if (typeof cmd.id === 'string') model.set('selected', cmd.id);
+        return;
+      default:
+        warn(`${cmd.type} needs the live widget (this is a recording)`);
+        return;
+    }
+    model.refresh();
+  }
+  return {
+    live: false,
+    command,
+    inspect(target) {
+      return Promise.resolve(player.inspect(/** @type {any} */ (target)));
+    },
+    request(msg) {
+      if (msg.type === 'inspect') return Promise.resolve(player.inspect(/** @type {any} */ (msg)));
+      if (msg.type === 'search') {
+        const q = String(msg.query ?? '').trim().toLowerCase();
+        const n = player.graph.nodes;
+        const matches = [];
+        for (let i = 0; q && i < n.count; i++) {
+          const fields = [n.id[i], n.name[i], n.label[i], n.module[i] ?? ''];
+          if (fields.some((f) => String(f).toLowerCase().includes(q))) {
+            matches.push({ id: n.id[i], name: n.name[i], label: n.label[i], module: n.module[i], leaf_name: null, item: i });
+          }
+        }
+        return Promise.resolve({ matches: matches.slice(0, 50) });
+      }
+      return Promise.reject(new Error(`${msg.type} needs the live widget (this is a recording)`));
+    },
+    onWarning(cb) {
+      warned.add(cb);
+      return () => warned.delete(cb);
+    },
+    dispose() {
+      warned.clear();
+    },
+  };
+}
+
+/**
+ * Draw a recording into `el`: the same view as the live widget, replayed from the recording.
+ * @param {HTMLElement} el
+ * @param {any} recording
+ * @returns {() => void} cleanup
+ */
+export function replay(el, recording) {
+  const player = new Player(recording);
+  const model = recordedModel(player);
+  const backend = recordedBackend(player, model);
+  const doc = el.ownerDocument;
+  if (doc && player.title) doc.title = player.title;
+  const destroy = createView({ model, el, backend });
+  return () => {
+    destroy();
+    backend.dispose();
+  };
+}
