@@ -23,12 +23,45 @@ class UnsupportedTorchError(RuntimeError):
 def check_node_api(fn: object) -> None:
     """Fail with an actionable message if `fn` lacks an attribute every autograd node had."""
     missing = [a for a in _NODE_API if not hasattr(fn, a)]
+    if type(fn).__name__ == "AccumulateGrad" and not hasattr(fn, "variable"):
+        missing.append("variable")
     if missing:
         raise UnsupportedTorchError(
             f"autograd_widget needs the autograd Node attribute(s) {', '.join(missing)}, which "
             f"torch {torch.__version__} does not provide (node type {type(fn).__name__}). "
             f"Install a supported torch ({SUPPORTED_TORCH}), e.g. `pip install torch==2.13.0`."
         )
+
+
+_CUSTOM_API = ("needs_input_grad", "apply")
+
+
+def check_step_api(fn: object, kind: str) -> None:
+    """Like `check_node_api`, plus what stepping needs of a custom Function node."""
+    check_node_api(fn)
+    missing = [a for a in _CUSTOM_API if kind == "custom_function" and not hasattr(fn, a)]
+    if missing:
+        raise UnsupportedTorchError(
+            f"autograd_widget needs the custom Function node attribute(s) {', '.join(missing)}, "
+            f"which torch {torch.__version__} does not provide (node type {type(fn).__name__}). "
+            f"Install a supported torch ({SUPPORTED_TORCH}), e.g. `pip install torch==2.13.0`."
+        )
+
+
+def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
+    """`torch.autograd.graph.get_gradient_edge(t)` as (node, output_nr), also for a sparse leaf.
+
+    Torch finds a leaf's AccumulateGrad node through `t.view_as(t)`, which sparse layouts do not
+    implement (NotImplementedError on `aten::view`); a multiplication reaches the same node (a
+    leaf has exactly one AccumulateGrad, shared by every graph that uses it)."""
+    try:
+        e = torch.autograd.graph.get_gradient_edge(t)
+    except (NotImplementedError, RuntimeError):
+        if t.grad_fn is not None or not t.requires_grad:
+            raise
+        with torch.enable_grad():
+            return t.mul(1).grad_fn.next_functions[0][0], 0  # type: ignore[union-attr]
+    return e.node, int(e.output_nr)
 
 
 def check_torch() -> None:

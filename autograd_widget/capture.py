@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from . import track as track_module
-from ._compat import check_node_api
+from ._compat import check_node_api, gradient_edge
 from .graph import BackwardGraph, Edge, Node, TensorMeta, _Live, drain_parked
 from .track import MODULE_KEY
 
@@ -72,7 +72,16 @@ def _check_root(t: torch.Tensor, i: int) -> None:
             "Run the forward pass outside inference_mode (torch.no_grad() has the same problem; "
             "use a plain context) to capture its backward graph."
         )
-    if t.grad_fn is None and not t.requires_grad:
+    try:
+        grad_fn = t.grad_fn
+    except RuntimeError as err:
+        # A view of a multi-output op (split, unbind, ...) whose base was modified in place
+        # afterwards: torch refuses to rebuild its grad_fn, and so does the engine.
+        raise RuntimeError(
+            f"{where} has no usable grad_fn: {err} Or recompute the output after the in-place "
+            "change, then capture it."
+        ) from None
+    if grad_fn is None and not t.requires_grad:
         raise ValueError(
             f"{where} has no grad_fn and does not require grad, so there is no backward graph "
             "to capture. Make the inputs require grad (x.requires_grad_() or "
@@ -114,6 +123,18 @@ def _normalise_grad_outputs(
             raise ValueError(
                 f"grad_outputs[{i}] has shape {list(g.shape)} but outputs[{i}] has shape "
                 f"{list(t.shape)}; each grad_output must match its output's shape"
+            )
+        if g.is_meta and not t.is_meta:
+            raise ValueError(
+                f"grad_outputs[{i}] is a meta tensor (no data); give a real tensor on "
+                f"{t.device}, e.g. torch.ones_like(outputs[{i}])"
+            )
+        if g.device != t.device and g.dim() != 0:
+            # The engine moves only 0-d grad_outputs across devices ("invalid gradient at
+            # index 0 - expected device cuda:0 but got cpu").
+            raise ValueError(
+                f"grad_outputs[{i}] is on {g.device} but outputs[{i}] is on {t.device}; move it "
+                f"there first (grad_outputs[{i}].to(outputs[{i}].device))"
             )
         if g.is_complex() != t.is_complex():
             raise ValueError(
@@ -252,17 +273,15 @@ def capture(
     gos = _normalise_grad_outputs(grad_outputs, roots)
     names = _leaf_names(model, params)
 
-    get_edge = torch.autograd.graph.get_gradient_edge
     fns: list = []
     index: dict = {}
     root_edges: list[tuple[int, int]] = []
     for t in roots:
-        e = get_edge(t)
-        fn = e.node
+        fn, output_nr = gradient_edge(t)
         if fn not in index:
             index[fn] = len(fns)
             fns.append(fn)
-        root_edges.append((index[fn], int(e.output_nr)))
+        root_edges.append((index[fn], output_nr))
 
     check_node_api(fns[0])
     gc_was_enabled = gc.isenabled()
@@ -271,6 +290,12 @@ def capture(
     gc.disable()
     try:
         nodes, edges, param_module = _walk(fns, index, names, model is not None)
+    except AttributeError:
+        # A node lacking an attribute every node had: a torch whose private API moved. Name the
+        # torch version (UnsupportedTorchError) instead of an AttributeError from inside the walk.
+        for fn in fns:
+            check_node_api(fn)
+        raise
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -310,15 +310,17 @@ class BackwardGraph:
             raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
         if not tensor.requires_grad:
             raise ValueError("this tensor does not require grad, so it has no gradient edge")
-        edge = torch.autograd.graph.get_gradient_edge(tensor)
-        nid = self.id_of(edge.node)
+        from ._compat import gradient_edge
+
+        node, output_nr = gradient_edge(tensor)
+        nid = self.id_of(node)
         if nid is None:
             raise ValueError(
                 "this tensor is not part of the captured graph: its gradient node was not "
                 "reached from the captured outputs (was it created after capture, or used "
                 "only outside the graph?)"
             )
-        return nid, int(edge.output_nr)
+        return nid, int(output_nr)
 
     @property
     def root_tensors(self) -> list:
@@ -421,16 +423,32 @@ class BackwardGraph:
             raise ValueError(
                 f"not a BackwardGraph dict: expected format {DICT_FORMAT!r} (from graph.to_dict())"
             )
-        nodes: dict[str, Node] = {}
-        for nd in d["nodes"]:
-            nd = dict(nd)
-            nd["inputs"] = [TensorMeta(tuple(s), str(t), str(v)) for s, t, v in nd["inputs"]]
-            if nd.get("traceback") is not None:
-                nd["traceback"] = list(nd["traceback"])
-            node = Node(**nd)
-            nodes[node.id] = node
-        edges = [Edge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]]
-        return cls(nodes, edges, [tuple(r) for r in d["roots"]], model_name=d.get("model_name"))
+        try:
+            nodes: dict[str, Node] = {}
+            for nd in d["nodes"]:
+                nd = dict(nd)
+                nd["inputs"] = [TensorMeta(tuple(s), str(t), str(v)) for s, t, v in nd["inputs"]]
+                if nd.get("traceback") is not None:
+                    nd["traceback"] = list(nd["traceback"])
+                node = Node(**nd)
+                nodes[node.id] = node
+            edges = [Edge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]]
+            roots = [(str(a), int(b)) for a, b in d["roots"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"malformed BackwardGraph dict ({type(e).__name__}: {e}); pass what "
+                "graph.to_dict() returned"
+            ) from e
+        for e in edges:
+            if e.src not in nodes or e.dst not in nodes:
+                raise ValueError(
+                    f"malformed BackwardGraph dict: edge {e.id} names an unknown node "
+                    f"({e.src if e.src not in nodes else e.dst})"
+                )
+        for r, _ in roots:
+            if r not in nodes:
+                raise ValueError(f"malformed BackwardGraph dict: root {r!r} is not a node")
+        return cls(nodes, edges, roots, model_name=d.get("model_name"))
 
     @classmethod
     def from_json(cls, s: str) -> BackwardGraph:

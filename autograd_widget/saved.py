@@ -85,11 +85,20 @@ def _json_safe(v: Any) -> Any:
         return [_json_safe(x) for x in v]
     if isinstance(v, bool | int | str) or v is None:
         return v
-    return repr(v)
+    return safe_repr(v)
 
 
 def _dtype_str(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def safe_repr(v: Any, limit: int = 200) -> str:
+    """repr() that never raises: a user's ctx attribute can have a broken __repr__."""
+    try:
+        r = repr(v)
+    except Exception:
+        r = f"<{type(v).__name__}: repr failed>"
+    return r[:limit]
 
 
 def _display(v: Any) -> Any:
@@ -149,14 +158,15 @@ def _value_record(name: str, v: Any) -> SavedValue:
         if any(isinstance(x, torch.Tensor) for x in v):
             rec = SavedValue(name=name, kind="tuple")
             rec.note = f"{len(v)} tensors: " + ", ".join(
-                f"{list(x.shape)} {_dtype_str(x.dtype)}" if isinstance(x, torch.Tensor) else repr(x)
+                f"{list(x.shape)} {_dtype_str(x.dtype)}" if isinstance(x, torch.Tensor)
+                else safe_repr(x)
                 for x in v
             )
             return rec
         return SavedValue(name=name, kind="tuple", value=_display(tuple(v)))
     if isinstance(v, bool | int | float | complex | str):
         return SavedValue(name=name, kind="scalar", value=_display(v))
-    return SavedValue(name=name, kind="scalar", value=repr(v)[:200])
+    return SavedValue(name=name, kind="scalar", value=safe_repr(v))
 
 
 def _error_state(err: RuntimeError) -> tuple[SavedState, str, tuple[int, int] | None]:
@@ -198,7 +208,7 @@ def _mark_packed(rec: SavedValue, raw: Any) -> None:
     else:
         rec.storage_key = None
         rec.storage_nbytes = None
-        rec.value = repr(data)[:200]
+        rec.value = safe_repr(data)
         rec.note = (
             f"packed by torch.autograd.graph.saved_tensors_hooks: the pack hook returned a "
             f"{type(data).__name__}, shown as value; the fields describe the unpacked tensor"

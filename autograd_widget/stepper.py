@@ -34,12 +34,16 @@ hook behind: the user's own `backward()` works afterwards with identical results
 
 from __future__ import annotations
 
+import _signal
 import contextlib
 import ctypes
 import gc
 import heapq
 import math
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +51,7 @@ from typing import Any, Literal, NamedTuple
 
 import torch
 
+from ._compat import check_step_api, gradient_edge
 from .graph import BackwardGraph, Edge, Node
 from .summary import Summary, SummaryStore, summarize
 
@@ -146,9 +151,29 @@ class _CustomInfo:
     #: True: zeros for empty slots; False: None; None: unknown (zeros, then None on error).
     materialize: bool | None
     zeros: tuple[tuple[tuple[int, ...], torch.dtype, torch.device], ...]
+    #: Why this node must never be called by hand (None: it may be).
+    refuse: str | None = None
+
+
+def _reentrant_checkpoint(fn: Any, node: Node) -> str | None:
+    """The refusal for a reentrant-checkpoint node: calling it would write `.grad`."""
+    fwd = getattr(type(fn), "_forward_cls", None)
+    if node.name != "CheckpointFunctionBackward" and getattr(fwd, "__name__", "") != (
+        "CheckpointFunction"
+    ):
+        return None
+    return (
+        f"{node.id} ({node.name}) is reentrant activation checkpointing "
+        "(torch.utils.checkpoint.checkpoint(..., use_reentrant=True)): its backward re-runs the "
+        "forward and calls backward() inside, which writes .grad of the parameters it hides "
+        "from this graph, so autograd_widget will not call it. Use "
+        "checkpoint(..., use_reentrant=False), which is transparent (every recomputed node is "
+        "visible and steppable), or capture without checkpointing."
+    )
 
 
 def _custom_info(fn: Any, node: Node) -> _CustomInfo:
+    refuse = _reentrant_checkpoint(fn, node)
     needs = tuple(bool(b) for b in fn.needs_input_grad)
     nexts = fn.next_functions
     valid = tuple(i for i, (f, _) in enumerate(nexts) if f is not None)
@@ -166,11 +191,15 @@ def _custom_info(fn: Any, node: Node) -> _CustomInfo:
             f"but {len(valid)} outgoing edges; cannot map its backward results onto its edges"
         )
     zeros = tuple((m.shape, _dtype(m.dtype), torch.device(m.device)) for m in node.inputs)
-    return _CustomInfo(node.name, needs, valid, n_tensors, nontensor, _materializes(fn), zeros)
+    return _CustomInfo(
+        node.name, needs, valid, n_tensors, nontensor, _materializes(fn), zeros, refuse
+    )
 
 
 def _apply_custom(info: _CustomInfo, fn: Any, args: list) -> tuple:
     """Call a custom Function node like PyNode::apply does, with its result checks and messages."""
+    if info.refuse is not None:
+        raise RuntimeError(info.refuse)
     if info.materialize is False or all(a is not None for a in args):
         res = fn.apply(*args)
     else:
@@ -445,7 +474,8 @@ def _root_seeds(graph: BackwardGraph, plan: _Plan) -> list[tuple[int, torch.Tens
             go = torch.ones_like(t, memory_format=torch.preserve_format)
         i = plan.slot_node[s]
         m = graph.nodes[f"n{i}"].inputs[s - plan.node_start[i]]
-        seeds.append((s, _validate(go, torch.Size(m.shape), _dtype(m.dtype), None, "GraphRoot", j)))
+        dev = torch.device(m.device)  # a 0-d grad_output elsewhere is moved, like the engine
+        seeds.append((s, _validate(go, torch.Size(m.shape), _dtype(m.dtype), dev, "GraphRoot", j)))
     return seeds
 
 
@@ -565,7 +595,9 @@ class Stepper:
 
     `keep`: "summaries" (default) keeps a `Summary` per edge gradient and frees the tensors as the
     engine would; "tensors" keeps every edge gradient (and makes `back()` O(1)); an int is a byte
-    budget: tensors until it is used up, summaries after. Leaf gradients are always kept.
+    budget: tensors while the next step's gradients (and partial sums) still fit in it, summaries
+    from the first step that does not fit on (a budget smaller than one gradient keeps none).
+    Leaf gradients are always kept.
     `create_graph=True` runs the nodes with grad mode on, so the gradients carry their own graph
     (capture it and step it again: double backward).
     """
@@ -589,9 +621,17 @@ class Stepper:
         self.keep: Keep = keep
         self._keep_all = keep == "tensors"
         self._budget: int | None = keep if isinstance(keep, int) else None
-        with _gc_paused():
-            self._plan = _build_plan(graph, live.fns)
+        try:
+            with _gc_paused():
+                self._plan = _build_plan(graph, live.fns)
+        except AttributeError:
+            # A node lacking an attribute stepping relies on: name the torch version instead.
+            for i, fn in enumerate(live.fns):
+                check_step_api(fn, graph.nodes[f"n{i}"].kind)
+            raise
         self._seeds = _root_seeds(graph, self._plan)
+        #: Per step, an upper bound of the bytes it adds when kept (budget mode only).
+        self._step_bytes: list[int] = _step_bytes(self._plan) if self._budget is not None else []
         self._store = SummaryStore()
         self._breaks: set[str] = set()
         self._break_preds: list[Callable[[Node], bool]] = []
@@ -604,6 +644,10 @@ class Stepper:
         self._listeners: list[Callable[[Stepper], None]] = []
         self._batch_depth = 0
         self._dirty = False
+        self._order: _ReadOnlyList | None = None
+        self._guarded = False
+        self._sigint = False
+        self._limit: list[int] | None = None
         self._reset_state()
 
     # ----------------------------------------------------------------- listeners
@@ -613,14 +657,16 @@ class Stepper:
         self._listeners.append(fn)
 
     def remove_listener(self, fn: Callable[[Stepper], None]) -> None:
-        self._listeners = [f for f in self._listeners if f is not fn]
+        # == not `is`: a bound method is a new object at every attribute access.
+        self._listeners = [f for f in self._listeners if f != fn]
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Stepper]:
         """Group many moves into one notification, sent when the outermost batch exits."""
         self._batch_depth += 1
         try:
-            yield self
+            with self._interruptible():  # one SIGINT guard for all the steps of the batch
+                yield self
         finally:
             self._batch_depth -= 1
             if self._batch_depth == 0 and self._dirty:
@@ -662,8 +708,12 @@ class Stepper:
 
     @property
     def order(self) -> list[str]:
-        """Node ids in the engine's execution order: one entry per step."""
-        return list(self._plan.order)
+        """Node ids in the engine's execution order: one entry per step (a read-only list,
+        built once: views index it once per step, and a copy per access made that O(n^2))."""
+        order = self._order
+        if order is None:
+            order = self._order = _ReadOnlyList(self._plan.order)
+        return order
 
     @property
     def position(self) -> int:
@@ -700,8 +750,9 @@ class Stepper:
         """Records of the steps done so far, in order (built on access)."""
         return _History(self)
 
-    def step_index(self, node_id: str) -> int:
-        """The step at which `node_id` runs."""
+    def step_index(self, node_id: str | Node) -> int:
+        """The step at which `node_id` (an id, or a `Node` record of this graph) runs."""
+        node_id = _node_id(node_id)
         try:
             return self._plan.step_of[node_id]
         except KeyError:
@@ -736,6 +787,7 @@ class Stepper:
         node_of, kinds, starts, arities = plan.node_of, plan.kind, plan.start, plan.arity
         routes, out_edges, multi, custom = plan.routes, plan.out_edges, plan.multi, plan.custom
         keep_all, budget, used = self._keep_all, self._budget, self._used
+        step_bytes = self._step_bytes
         store_add = self._store.add
         n_edges = len(plan.edge_ids)
         flowed = _FLOWED
@@ -746,122 +798,139 @@ class Stepper:
         k = self._pos
         result: StepRecord | None = None
         grad_ctx = torch.enable_grad() if self.create_graph else torch.no_grad()
+        # A deferred Ctrl-C (see `_interruptible`) lowers the limit: the loop stops at a step
+        # boundary. Replays are not deferred (`_rebuild` restores the old state instead).
+        limit = [stop]
+        self._limit = None if replay else limit
         t0 = perf()
-        with grad_ctx:
-            while k < stop:
-                kind = kinds[k]
-                kept = keep_all or (budget is not None and used < budget)
-                m0 = len(u_slot)
-                try:
-                    if kind != _ACCUMULATE:
-                        a = starts[k]
-                        n = arities[k]
-                        if n == 1:
-                            g0 = slots[a]
-                            if kind == _FUNCTION:
-                                out = None if g0 is None else fns[node_of[k]](g0)
-                            elif kind == _CUSTOM:
-                                out = _apply_custom(custom[k], fns[node_of[k]], [g0])
-                            else:
-                                out = fns[node_of[k]](g0)
-                        else:
-                            args = slots[a : a + n]
-                            if kind == _FUNCTION:
-                                # Identity tests only: `list.count(None)` calls Tensor.__eq__.
-                                out = (
-                                    None if all(x is None for x in args) else fns[node_of[k]](*args)
-                                )
-                            elif kind == _CUSTOM:
-                                out = _apply_custom(custom[k], fns[node_of[k]], args)
-                            else:
-                                out = fns[node_of[k]](*args)
-                        if out is None:
-                            if not replay:
-                                nograd.add(k)
-                        else:
-                            if type(out) is not tuple:
-                                out = (out,)
-                            rts = routes[k]
-                            last = rts[-1] if rts else None
-                            for r in rts:
-                                onr, ei, s, shape, dtype, dev = r
-                                g = out[onr]
-                                if g is None:
-                                    continue
-                                if g.dtype is not dtype or dev is not None or g.shape != shape:
-                                    g = _validate(g, shape, dtype, dev, plan.names[k], onr)
-                                old = slots[s]
-                                if old is None:
-                                    u_slot.append(s)
-                                    u_old.append(None)
-                                    slots[s] = g
-                                elif (
-                                    r is last
-                                    and not kept
-                                    and inplace
-                                    and owned.get(s) is old
-                                    and refcount(old) == 4
-                                ):
-                                    # Our own partial sum that nobody else references (refs:
-                                    # slots, owned, `old`, getrefcount's argument), and the step's
-                                    # last write (nothing after it can fail and need a rollback):
-                                    # add in place like the engine does (same bits as old + g).
-                                    old.add_(g)
+        try:
+            with grad_ctx:
+                while k < limit[0]:
+                    kind = kinds[k]
+                    # Kept steps are a prefix of the steps done (len(u_mark) == k), and a step is
+                    # kept only if its gradients surely fit in what is left of the budget.
+                    kept = keep_all or (
+                        budget is not None and len(u_mark) == k and used + step_bytes[k] <= budget
+                    )
+                    m0 = len(u_slot)
+                    try:
+                        if kind != _ACCUMULATE:
+                            a = starts[k]
+                            n = arities[k]
+                            if n == 1:
+                                g0 = slots[a]
+                                if kind == _FUNCTION:
+                                    out = None if g0 is None else fns[node_of[k]](g0)
+                                elif kind == _CUSTOM:
+                                    out = _apply_custom(custom[k], fns[node_of[k]], [g0])
                                 else:
-                                    u_slot.append(s)
-                                    u_old.append(old)
-                                    slots[s] = owned[s] = old + g
-                                ev[ei] = g
-                except BaseException as exc:
-                    for j in range(len(u_slot) - 1, m0 - 1, -1):
-                        slots[u_slot[j]] = u_old[j]
-                        owned.pop(u_slot[j], None)
-                    del u_slot[m0:], u_old[m0:]
-                    for ei in out_edges[k]:
-                        ev[ei] = None
-                    nograd.discard(k)
-                    if not isinstance(exc, Exception):
-                        raise
-                    result = self._failed(k, exc, perf() - t0)
-                    break
-                if capture:
-                    result = self._captured(k, perf() - t0)
-                if kept:
-                    u_mark.append(m0)
-                    u_used.append(used)
-                    if budget is not None:
+                                    out = fns[node_of[k]](g0)
+                            else:
+                                args = slots[a : a + n]
+                                if kind == _FUNCTION:
+                                    # Identity tests only: `list.count(None)` calls Tensor.__eq__.
+                                    out = (
+                                        None
+                                        if all(x is None for x in args)
+                                        else fns[node_of[k]](*args)
+                                    )
+                                elif kind == _CUSTOM:
+                                    out = _apply_custom(custom[k], fns[node_of[k]], args)
+                                else:
+                                    out = fns[node_of[k]](*args)
+                            if out is None:
+                                if not replay:
+                                    nograd.add(k)
+                            else:
+                                if type(out) is not tuple:
+                                    out = (out,)
+                                rts = routes[k]
+                                last = rts[-1] if rts else None
+                                for r in rts:
+                                    onr, ei, s, shape, dtype, dev = r
+                                    g = out[onr]
+                                    if g is None:
+                                        continue
+                                    if g.dtype is not dtype or dev is not None or g.shape != shape:
+                                        g = _validate(g, shape, dtype, dev, plan.names[k], onr)
+                                    old = slots[s]
+                                    if old is None:
+                                        u_slot.append(s)
+                                        u_old.append(None)
+                                        slots[s] = g
+                                    elif (
+                                        r is last
+                                        and not kept
+                                        and inplace
+                                        and owned.get(s) is old
+                                        and refcount(old) == 4
+                                    ):
+                                        # Our own partial sum that nobody else references
+                                        # (refs: slots, owned, `old`, getrefcount's argument),
+                                        # and the step's last write (nothing after it can fail
+                                        # and need a rollback): add in place like the engine
+                                        # does (same bits as old + g).
+                                        old.add_(g)
+                                    else:
+                                        u_slot.append(s)
+                                        u_old.append(old)
+                                        slots[s] = owned[s] = old + g
+                                    ev[ei] = g
+                    except BaseException as exc:
+                        for j in range(len(u_slot) - 1, m0 - 1, -1):
+                            slots[u_slot[j]] = u_old[j]
+                            owned.pop(u_slot[j], None)
+                        del u_slot[m0:], u_old[m0:]
+                        for ei in out_edges[k]:
+                            ev[ei] = None
+                        if not replay:
+                            nograd.discard(k)
+                        if not isinstance(exc, Exception):
+                            # KeyboardInterrupt (Ctrl-C inside a node, or raised by a backward):
+                            # step k is rolled back; the finally below records the position.
+                            raise
+                        result = self._failed(k, exc, perf() - t0)
+                        break
+                    if capture:
+                        result = self._captured(k, perf() - t0)
+                    if kept:
+                        u_mark.append(m0)
+                        u_used.append(used)
+                        if budget is not None:
+                            for ei in out_edges[k]:
+                                g = ev[ei]
+                                if g is not None:
+                                    used += _nbytes(g)
+                            for j in range(m0, len(u_slot)):
+                                if u_old[j] is not None:  # a new partial sum, kept for back()
+                                    used += _nbytes(slots[u_slot[j]])
+                    else:
+                        del u_slot[m0:], u_old[m0:]
                         for ei in out_edges[k]:
                             g = ev[ei]
                             if g is not None:
-                                used += g.nbytes
-                        for j in range(m0, len(u_slot)):
-                            if u_old[j] is not None:  # a new partial sum, kept for back()
-                                used += slots[u_slot[j]].nbytes
-                else:
-                    del u_slot[m0:], u_old[m0:]
-                    for ei in out_edges[k]:
-                        g = ev[ei]
-                        if g is not None:
-                            ev[ei] = flowed
+                                ev[ei] = flowed
+                                if not replay:
+                                    store_add(ei, g)
+                        if kind != _ACCUMULATE:
                             if not replay:
-                                store_add(ei, g)
-                    if kind != _ACCUMULATE:
-                        if not replay:
-                            for s in multi[k]:
-                                v = slots[s]
-                                if v is not None:
-                                    store_add(n_edges + s, v)
-                        for s in range(a, a + n):
-                            owned.pop(s, None)
-                            if s not in retain:
-                                slots[s] = None
-                if not replay:
-                    t1 = perf()
-                    secs.append(t1 - t0)
-                    t0 = t1
-                k += 1
-        self._pos = k
-        self._used = used
+                                for s in multi[k]:
+                                    v = slots[s]
+                                    if v is not None:
+                                        store_add(n_edges + s, v)
+                            for s in range(a, a + n):
+                                owned.pop(s, None)
+                                if s not in retain:
+                                    slots[s] = None
+                    if not replay:
+                        t1 = perf()
+                        secs.append(t1 - t0)
+                        t0 = t1
+                    k += 1
+        finally:
+            # Also when a KeyboardInterrupt escapes: the steps before k stay done.
+            self._pos = k
+            self._used = used
         return result
 
     def _failed(self, k: int, exc: BaseException, seconds: float) -> StepRecord:
@@ -895,16 +964,64 @@ class Stepper:
             called,
         )
 
+    _STATE = (
+        "_slots", "_edge_val", "_u_slot", "_u_old", "_u_mark", "_u_used", "_used", "_pos",
+        "_cache", "_owned",
+    )  # fmt: skip
+
     def _rebuild(self, stop: int, retain: frozenset[int] = frozenset()) -> None:
-        """Replay from the start to `stop` (state only: records and summaries stay)."""
+        """Replay from the start to `stop` (state only: records and summaries stay).
+
+        If the replay fails (the graph changed since the steps ran: a saved tensor modified in
+        place, a backward that now raises) or is interrupted, the previous state is put back
+        whole before the error propagates: the stepper stays where it was, consistent."""
+        before = [getattr(self, name) for name in self._STATE]
         self._reset_state()
-        with _gc_paused():
-            failure = self._advance(stop, replay=True, retain=retain)
+        try:
+            with _gc_paused():
+                failure = self._advance(stop, replay=True, retain=retain)
+        except BaseException:
+            for name, value in zip(self._STATE, before):
+                setattr(self, name, value)
+            raise
         if failure is not None:  # only if the graph changed under us (e.g. an in-place op)
+            for name, value in zip(self._STATE, before):
+                setattr(self, name, value)
             raise RuntimeError(
-                f"replaying the steps already done failed, the graph changed since they ran: "
-                f"{failure.error}"
+                f"replaying the steps already done failed, the graph changed since they ran "
+                f"(position {self._pos} kept; reset() and capture() again to step the new "
+                f"values): {failure.error}"
             )
+
+    def _interruptible(self) -> _SigintGuard:
+        """Make Ctrl-C (SIGINT: also a notebook's interrupt button) safe while stepping.
+
+        A SIGINT that lands inside a node's own code (a custom Function's backward, a Python
+        subclass's dispatch) raises KeyboardInterrupt there: that step is rolled back whole. One
+        that lands anywhere else (between nodes, in the stepper's bookkeeping or summaries, where
+        an exception could leave a half-recorded step) stops the loop at the next step boundary
+        and is raised once the state is complete. Either way the stepper is left at a step
+        boundary, consistent, and `back()`/`reset()`/`run()` work. Only in the main thread and
+        only over Python's default SIGINT handler (anything else is left alone)."""
+        return _SigintGuard(self)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        """The SIGINT handler while guarded (see `_interruptible`)."""
+        child = None
+        f = frame
+        while f is not None and f.f_code is not _ADVANCE_CODE:
+            child, f = f, f.f_back
+        if f is not None and (
+            self._limit is None  # a replay: `_rebuild` restores the old state
+            or (
+                child is not None
+                and (child.f_code in _IN_STEP_CODES or not _ours(child.f_code.co_filename))
+            )
+        ):
+            raise KeyboardInterrupt
+        self._sigint = True
+        if self._limit is not None:
+            self._limit[0] = 0
 
     # ----------------------------------------------------------------- moving
     def step(self) -> StepRecord | None:
@@ -913,11 +1030,18 @@ class Stepper:
         self._check_open()
         if self.done:
             return None
-        with _gc_paused():
-            rec = self._advance(self._pos + 1, capture=True)
-        self._store.release_recent()
-        self._failure = rec if rec is not None and rec.error else None
-        self._notify()
+        with self._interruptible():
+            try:
+                with _gc_paused():
+                    rec = self._advance(self._pos + 1, capture=True)
+            except BaseException:  # KeyboardInterrupt: rolled back to a step boundary
+                self._store.release_recent()
+                self._failure = None
+                self._notify()
+                raise
+            self._store.release_recent()
+            self._failure = rec if rec is not None and rec.error else None
+            self._notify()
         return rec
 
     def run(self, until: str | None = None) -> StepRecord | None:
@@ -944,12 +1068,20 @@ class Stepper:
                 break
         if self._pos >= stop:
             return None
-        with _gc_paused():
-            failure = self._advance(stop)
-            self._store.release_recent()
-            self._store.flush()
-        self._failure = failure
-        self._notify()
+        with self._interruptible():
+            try:
+                with _gc_paused():
+                    failure = self._advance(stop)
+            except BaseException:  # KeyboardInterrupt: stopped at a step boundary
+                self._store.release_recent()
+                self._failure = None
+                self._notify()
+                raise
+            with _gc_paused():
+                self._store.release_recent()
+                self._store.flush()
+            self._failure = failure
+            self._notify()
         if failure is not None:
             return failure
         return self.record(self._pos - 1)
@@ -998,9 +1130,25 @@ class Stepper:
         `target(node_record)` is true. Returns the node ids that now break, in step order."""
         if callable(target):
             self._break_preds.append(target)
-        else:
-            self.step_index(target)  # validates the id
-            self._breaks.add(target)
+            try:
+                self._update_breaks()
+            except Exception as err:
+                self._break_preds.pop()  # not registered: later calls must not trip over it
+                self._update_breaks()
+                raise TypeError(
+                    f"the breakpoint predicate {getattr(target, '__name__', target)!r} raised "
+                    f"{type(err).__name__}: {err}. It is called with each Node record "
+                    "(fields id, name, kind, module, ...) and must return a bool, e.g. "
+                    "lambda n: n.name == 'MulBackward0'"
+                ) from err
+            except BaseException:
+                self._break_preds.pop()
+                self._update_breaks()
+                raise
+            return self.breakpoints
+        target = _node_id(target)
+        self.step_index(target)  # validates the id
+        self._breaks.add(target)
         self._update_breaks()
         return self.breakpoints
 
@@ -1012,7 +1160,7 @@ class Stepper:
         elif callable(target):
             self._break_preds = [p for p in self._break_preds if p is not target]
         else:
-            self._breaks.discard(target)
+            self._breaks.discard(_node_id(target))
         self._update_breaks()
 
     @property
@@ -1131,7 +1279,17 @@ class Stepper:
         received), or a non-leaf through its gradient edge (the sum arriving in that slot).
         Replays from the start when that slot's tensor was freed (`keep="summaries"`)."""
         self._check_open()
-        nid, slot = self.graph.gradient_edge(tensor)
+        try:
+            nid, slot = self.graph.gradient_edge(tensor)
+        except NotImplementedError:  # a sparse leaf: torch's helper needs `view`
+            node, slot = gradient_edge(tensor)
+            found = self.graph.id_of(node)
+            if found is None:
+                raise ValueError(
+                    "this tensor is not part of the captured graph: its gradient node was not "
+                    "reached from the captured outputs"
+                ) from None
+            nid = found
         s = self._plan.node_start[int(nid[1:])] + slot
         v = self._slots[s]
         if v is not None or not self._consumed(self._plan.step_of[nid]):
@@ -1183,6 +1341,11 @@ class Stepper:
         live = graph._require_live("compare with the engine")
         fns = live.fns
         plan = self._plan
+        for info in plan.custom.values():
+            if info.refuse is not None:
+                raise RuntimeError(
+                    f"compare_with_engine() would run the real engine through it: {info.refuse}"
+                )
         got: dict[int, tuple] = {}
         handles = []
 
@@ -1281,6 +1444,104 @@ class Stepper:
         return f"<Stepper {state}, keep={self.keep!r}, create_graph={self.create_graph}>"
 
 
+# The C functions behind `signal.signal`/`signal.getsignal`, without their enum conversions
+# (10 us a pair, more than a small step): the guard is set and removed on every step().
+_SIGINT = int(signal.SIGINT)
+
+
+class _SigintGuard:
+    """`Stepper._interruptible()`: the SIGINT handler installed for one move (or one batch)."""
+
+    __slots__ = ("outer", "previous", "stepper")
+
+    def __init__(self, stepper: Stepper) -> None:
+        self.stepper = stepper
+        self.previous: Any = None
+        self.outer = False
+
+    def __enter__(self) -> None:
+        st = self.stepper
+        if st._guarded:  # inside an outer guard (a batch): it owns the handler
+            self.outer = True
+            return
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or _signal.getsignal(_SIGINT) is not signal.default_int_handler
+        ):
+            return
+        st._sigint = False
+        st._guarded = True
+        self.previous = _signal.signal(_SIGINT, st._on_sigint)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        st = self.stepper
+        if self.previous is not None:
+            _signal.signal(_SIGINT, self.previous)
+            self.previous = None
+            st._guarded = False
+            st._limit = None
+        elif not self.outer:
+            return
+        # A deferred Ctrl-C: raise it now that the state is complete (here, at a step boundary).
+        if st._sigint and exc_type is None:
+            st._sigint = False
+            raise KeyboardInterrupt
+
+
+class _ReadOnlyList(list):
+    """A list that refuses changes: `Stepper.order`, shared by every caller."""
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("Stepper.order is read-only; copy it first: list(stepper.order)")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _readonly
+    append = extend = insert = pop = remove = clear = sort = reverse = _readonly
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    """Bytes a gradient holds; sparse ones (no `nbytes`) count their indices and values."""
+    if t.layout is torch.strided:
+        return t.nbytes
+    if t.layout is torch.sparse_coo:
+        return t._indices().nbytes + t._values().nbytes
+    return t.numel() * t.element_size()
+
+
+def _step_bytes(plan: _Plan) -> list[int]:
+    """Per step, an upper bound of what keeping it costs: each outgoing gradient at its
+    destination's size, twice where the destination slot sums several contributions."""
+    out = []
+    for rts in plan.routes:
+        total = 0
+        for _onr, _ei, s, shape, dtype, _dev in rts:
+            n = math.prod(shape) * dtype.itemsize
+            total += 2 * n if plan.slot_contrib[s] > 1 else n
+        out.append(total)
+    return out
+
+
+def _node_id(node: str | Node) -> str:
+    """A node id from an id or a `Node` record; a clear TypeError for anything else."""
+    if isinstance(node, Node):
+        return node.id
+    if not isinstance(node, str):
+        raise TypeError(
+            f"expected a node id such as 'n3' (or a Node record from graph.nodes), got "
+            f"{type(node).__name__} {node!r}"
+        )
+    return node
+
+
+_ADVANCE_CODE = Stepper._advance.__code__
+#: Functions `_advance` calls inside a step's rollback-protected block.
+_IN_STEP_CODES = frozenset({_apply_custom.__code__, _validate.__code__})
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _ours(filename: str) -> bool:
+    return os.path.dirname(os.path.abspath(filename)) == _PACKAGE_DIR
+
+
 def _tolerances(dtype: torch.dtype) -> tuple[float, float]:
     if dtype in (torch.float64, torch.complex128):
         return 1e-7, 1e-7
@@ -1318,6 +1579,10 @@ def _differ(
     r = r if rtol is None else rtol
     a = a if atol is None else atol
     e, m = engine, manual.to(engine.dtype)
+    if e.layout is not torch.strided:  # sparse gradients (Embedding(sparse=True), sparse.mm)
+        e = e.to_dense()
+    if m.layout is not torch.strided:
+        m = m.to_dense()
     if torch.allclose(e, m, rtol=r, atol=a, equal_nan=True):
         return None
     diff = (e - m).abs()

@@ -183,6 +183,61 @@ def _finish(
     return (tuple(t.shape), _dtype_name(t.dtype), norm, mn, mx, mean, std, nan, inf, vals, n)
 
 
+#: Sparse tensors up to this many elements are summarised through their dense form (exact
+#: `values` too); larger ones from their stored values alone (see `_summarize_special`).
+SPARSE_DENSE_NUMEL = 1 << 20
+
+
+def _special(t: torch.Tensor) -> bool:
+    """Sparse (any non-strided layout) or meta: no storage to reduce over as it is."""
+    return t.layout is not torch.strided or t.is_meta
+
+
+def _summarize_special(t: torch.Tensor) -> Raw:
+    """A sparse or meta tensor (sparse gradients: `Embedding(sparse=True)`, `torch.sparse.mm`).
+
+    Small sparse tensors go through their dense form. Large ones are described exactly from their
+    stored values plus the implicit zeros (coalesced first, so duplicates are summed), without
+    densifying; `values` then lists the first elements only for a plain COO layout (else none).
+    A meta tensor has no values: shape and dtype only, NaN norm.
+    """
+    if t.requires_grad:
+        t = t.detach()
+    n = t.numel()
+    if t.is_meta:
+        nan = math.nan
+        return (tuple(t.shape), _dtype_name(t.dtype), nan, None, None, None, None, 0, 0, [], n)
+    if n == 0:
+        return _empty(t)
+    if n <= SPARSE_DENSE_NUMEL:
+        return _summarize_one(t.to_dense())
+    c = (t if t.layout is torch.sparse_coo else t.to_sparse_coo()).coalesce()
+    v = c.values()
+    x = (v.abs() if v.is_complex() else v).to(_F64).reshape(-1)
+    if x.numel():
+        mn, mx, s, sq = torch.stack((x.min(), x.max(), x.sum(), torch.dot(x, x))).tolist()
+        nan_n, inf_n = _nonfinite_counts(v)
+    else:
+        mn = mx = s = sq = 0.0
+        nan_n = inf_n = 0
+    if x.numel() < n and not nan_n:  # implicit zeros
+        mn, mx = min(mn, 0.0), max(mx, 0.0)
+    head: list = []
+    if c.dense_dim() == 0 and c.sparse_dim() > 0:
+        stride = torch.tensor(
+            torch.empty(tuple(c.shape), device="meta").stride(), dtype=torch.long
+        ).to(c.device)
+        flat = (c.indices() * stride[:, None]).sum(0)
+        sel = flat < HEAD_VALUES
+        dense_head = torch.zeros(min(n, HEAD_VALUES), dtype=c.dtype, device=c.device)
+        dense_head[flat[sel]] = v[sel]
+        head = _listed(dense_head)
+    mean = s / n
+    norm = math.sqrt(sq) if sq >= 0 else sq
+    std = _std(n, sq - s * mean)
+    return (tuple(t.shape), _dtype_name(t.dtype), norm, mn, mx, mean, std, nan_n, inf_n, head, n)
+
+
 def _summarize_one(t: torch.Tensor) -> Raw:
     """One tensor, now: about seven cheap dispatches (see the module docstring).
 
@@ -191,6 +246,8 @@ def _summarize_one(t: torch.Tensor) -> Raw:
     contiguous layout first, since a strided `aminmax` is 5x slower. `.item()` on CPU costs
     ~0.3 us, less than stacking the four statistics into one tensor.
     """
+    if _special(t):
+        return _summarize_special(t)
     if t.requires_grad:
         t = t.detach()
     n = t.numel()
@@ -338,7 +395,7 @@ def _summarize_raw(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Group, 
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"can only summarise tensors, got {type(t).__name__} at position {i}")
-        if t.numel() <= SMALL_NUMEL:
+        if t.numel() <= SMALL_NUMEL and not _special(t):
             groups.setdefault((t.shape, t.dtype, t.device), []).append(i)
         else:
             out[i] = _summarize_one(t)
@@ -389,6 +446,9 @@ class SummaryStore:
         self._n_recent = recent
 
     def add(self, key: int, t: torch.Tensor) -> None:
+        if _special(t):  # sparse or meta: no data pointer to match views on, no batching
+            self._raw[key] = _summarize_special(t)
+            return
         n = t.numel()
         if n <= SMALL_NUMEL:
             self._keys.append(key)

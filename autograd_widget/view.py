@@ -396,7 +396,7 @@ class StateView:
 
 
 def _numel(shape: Any) -> int:
-    return int(np.prod(shape)) if len(shape) else 1
+    return math.prod(shape)
 
 
 def status_line(graph: BackwardGraph, stepper: Stepper) -> str:

@@ -42,10 +42,13 @@ _ORIENTATIONS = ("TB", "LR")
 MAX_CHUNK_MS = 1000
 
 
-def _esm() -> Path | str:
+# The bundle's TEXT, not its path: anywidget turns a path into a watched FileContents whose
+# class-level `changed` signal keeps a strong reference to every widget ever made (so no widget,
+# graph or activation could be freed). The text costs the same: anywidget syncs it anyway.
+def _esm() -> str:
     path = _STATIC / "widget.js"
     if path.exists():
-        return path
+        return path.read_text(encoding="utf-8")
     return (
         "export default { render({ el }) { el.textContent = 'autograd_widget: the front-end "
         "bundle is missing (autograd_widget/static/widget.js). Build it: cd js && npm ci && "
@@ -53,9 +56,9 @@ def _esm() -> Path | str:
     )
 
 
-def _css() -> Path | str:
+def _css() -> str:
     path = _STATIC / "widget.css"
-    return path if path.exists() else ""
+    return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 class AutogradWidget(anywidget.AnyWidget):
@@ -70,6 +73,7 @@ class AutogradWidget(anywidget.AnyWidget):
     # True until __init__ has built the stepper, so a widget whose construction failed closes
     # cleanly when garbage-collected.
     _released = True
+    _owns_graph = True
 
     _graph = traitlets.Dict().tag(sync=True)
     _state = traitlets.Dict().tag(sync=True)
@@ -107,8 +111,10 @@ class AutogradWidget(anywidget.AnyWidget):
                     "aw.capture() or give the widget the tensors instead of a graph"
                 )
             graph = graph_or_outputs
+            self._owns_graph = False
         else:
             graph = capture(graph_or_outputs, grad_outputs, model=model, params=params)
+            self._owns_graph = True
         super().__init__(height=height, orientation=orientation)
         self.graph = graph
         self.collapse_mode = collapse
@@ -306,14 +312,19 @@ class AutogradWidget(anywidget.AnyWidget):
             return
         deadline = time.perf_counter() + min(float(chunk), MAX_CHUNK_MS) / 1000.0
         st = self.stepper
-        with st.batch():
-            while not st.done:
-                rec = st.step()
-                if rec is None or rec.error is not None or st.at_breakpoint:
-                    self._running = False
-                    break
-                if time.perf_counter() >= deadline:
-                    break
+        try:
+            with st.batch():
+                while not st.done:
+                    rec = st.step()
+                    if rec is None or rec.error is not None or st.at_breakpoint:
+                        self._running = False
+                        break
+                    if time.perf_counter() >= deadline:
+                        break
+        except BaseException:  # e.g. a kernel interrupt: stop the run, show where it stopped
+            self._running = False
+            self._refresh()
+            raise
         if st.done:
             self._running = False
         else:
@@ -581,7 +592,15 @@ class AutogradWidget(anywidget.AnyWidget):
         self._running = False
         self.stepper.remove_listener(self._on_stepper_change)
         self.stepper.close()
-        self.graph.close()
+        if self._owns_graph:
+            self.graph.close()
+        else:
+            # A graph we were given may serve other widgets and steppers: leave it live, and keep
+            # only its records here so this widget pins no torch object.
+            records = BackwardGraph.from_dict(self.graph.to_dict())
+            self.graph = records
+            self._view.graph = records
+            self.stepper.graph = records  # the closed stepper must not pin the live graph
         state = dict(self._state)
         state["running"] = False
         state["notice"] = "released: the drawing stays, stepping needs explore() again"
