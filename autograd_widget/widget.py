@@ -126,6 +126,7 @@ class AutogradWidget(anywidget.AnyWidget):
         self._layout = view.compute_layout(graph, orientation, self._visible)
         self._view = view.StateView(graph, self.stepper, self._visible)
         self._validity = node_validity(graph)
+        self._seen_error: tuple[str, str] | None = None
         self._graph = view.graph_payload(graph, self._layout, self._visible, self._validity)
         self._notice = _freed_notice(graph)
         self._refresh()
@@ -139,6 +140,14 @@ class AutogradWidget(anywidget.AnyWidget):
     def _refresh(self, running: bool | None = None) -> None:
         if running is not None:
             self._running = running
+        err = self.stepper.last_error
+        if err is not None and err != self._seen_error:
+            # A step failed: saved tensors may have been modified since explore(); mark anew.
+            self._seen_error = err
+            self._validity = node_validity(self.graph)
+            self._graph = view.graph_payload(
+                self.graph, self._layout, self._visible, self._validity
+            )
         state = self._view.update()
         state["running"] = self._running and not state["done"]
         state["notice"] = self._notice
@@ -150,6 +159,19 @@ class AutogradWidget(anywidget.AnyWidget):
         if value is not None and value not in self.graph.nodes:
             log.warning("autograd_widget: ignoring selection of unknown node %r", value)
             return self.selected if self.selected in self.graph.nodes else None
+        return value
+
+    @traitlets.validate("selected_edge")
+    def _check_selected_edge(self, proposal: dict) -> str | None:
+        value = proposal["value"]
+        if value is None:
+            return None
+        try:
+            self.graph.edge(value)
+        except KeyError:
+            log.warning("autograd_widget: ignoring selection of unknown edge %r", value)
+            cur = self.selected_edge
+            return cur if cur is not None and cur in {e.id for e in self.graph.edges} else None
         return value
 
     @traitlets.validate("orientation")
@@ -166,6 +188,8 @@ class AutogradWidget(anywidget.AnyWidget):
 
     def _rebuild_view(self) -> None:
         """New visible graph (folds, plumbing) and layout; the step state is mapped onto it."""
+        if not self._released:
+            self._validity = node_validity(self.graph)
         self._visible = groups.visible_graph(self.graph, self._collapsed, self.show_plumbing)
         self._layout = view.compute_layout(self.graph, self.orientation, self._visible)
         self._view.set_visible(self._visible)
@@ -403,6 +427,33 @@ class AutogradWidget(anywidget.AnyWidget):
             })
         self.send({"type": "reply", "request": req, "data": {"matches": matches}})
 
+    def _msg_saved_values(self, msg: dict) -> None:
+        req, nid, name = msg.get("request"), msg.get("id"), msg.get("name")
+        if isinstance(req, bool) or not isinstance(req, int):
+            self._warn("saved_values needs an integer request id")
+            return
+        if not isinstance(nid, str) or nid not in self.graph.nodes or not isinstance(name, str):
+            self._warn("saved_values needs a node id and a saved value's name")
+            return
+        limit = msg.get("limit", 4096)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            limit = 4096
+        try:
+            t = self.graph.saved_tensor(nid, name)
+        except (KeyError, TypeError, RuntimeError) as e:
+            self.send({"type": "reply", "request": req, "data": {"error": str(e)}})
+            return
+        flat = t.detach().reshape(-1)
+        shown = flat[: min(limit, 100_000)]
+        if shown.is_complex():
+            values = [[float(v.real), float(v.imag)] for v in shown.tolist()]
+        else:
+            values = [view._json_number(float(v)) for v in shown.double().tolist()]
+        self.send({"type": "reply", "request": req, "data": {
+            "id": nid, "name": name, "shape": list(t.shape), "dtype": str(t.dtype),
+            "numel": flat.numel(), "values": values, "truncated": flat.numel() > len(values),
+        }})
+
     def _msg_memory(self, msg: dict) -> None:
         req = msg.get("request")
         exclude = msg.get("exclude_leaves", False)
@@ -471,7 +522,13 @@ class AutogradWidget(anywidget.AnyWidget):
         if isinstance(req, bool) or not isinstance(req, int):
             self._warn("inspect needs an integer request id")
             return
-        if "edge" in msg:
+        if "edge_id" in msg:
+            eid = msg.get("edge_id")
+            if not isinstance(eid, str) or eid not in self._view.edge_index:
+                self._warn(f"inspect: no edge {str(eid)[:40]!r}")
+                return
+            data = self._inspect_edge(eid)
+        elif "edge" in msg:
             idx = msg.get("edge")
             vis_edges = self._visible.edge_real
             if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(vis_edges):
@@ -557,7 +614,8 @@ class AutogradWidget(anywidget.AnyWidget):
             "label": view.short_label(n),
             "kind": view.display_kind(n),
             "module": n.module,
-            "sequence_nr": n.sequence_nr,
+            # AccumulateGrad's UINT64_MAX ("run as soon as ready") is not a useful number.
+            "sequence_nr": None if n.kind == "accumulate_grad" else n.sequence_nr,
             "leaf_name": n.leaf_name,
             "inputs": [[list(m.shape), m.dtype, m.device] for m in n.inputs],
             "incoming": [view.summary_payload(s) for s in incoming],
@@ -618,6 +676,7 @@ _HANDLERS = {
     "search": AutogradWidget._msg_search,
     "first_nonfinite": AutogradWidget._msg_first_nonfinite,
     "memory": AutogradWidget._msg_memory,
+    "saved_values": AutogradWidget._msg_saved_values,
     "select_edge": AutogradWidget._msg_select_edge,
     "step": AutogradWidget._msg_step,
     "back": AutogradWidget._msg_back,

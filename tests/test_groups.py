@@ -250,3 +250,39 @@ def test_bad_fold_messages(mlp_widget):
         assert sent and sent[0]["type"] == "warning", msg
     with pytest.raises(ValueError, match="no module"):
         w.collapse("decoder")
+
+
+def test_saved_values_on_demand_and_edge_by_id():
+    model = make_mlp((4, 8, 3))
+    w = aw.explore(model(torch.randn(5, 4)).sum(), model=model)
+    addmm = next(n.id for n in w.graph.nodes.values() if n.name == "AddmmBackward0")
+    (reply,) = send(w, {"type": "saved_values", "request": 4, "id": addmm, "name": "mat1"})
+    data = reply["data"]
+    assert data["shape"] == [5, 8] and data["numel"] == 40 and len(data["values"]) == 40
+    want = w.graph.saved_tensor(addmm, "mat1").reshape(-1).tolist()
+    assert data["values"] == pytest.approx(want)
+    (reply,) = send(w, {"type": "saved_values", "request": 5, "id": addmm, "name": "nope"})
+    assert "it saved" in reply["data"]["error"]
+    e = w.graph.edges[0]
+    (reply,) = send(w, {"type": "inspect", "request": 6, "edge_id": e.id})
+    assert reply["data"]["id"] == e.id
+    w.selected_edge = e.id
+    w.selected_edge = "n99:9"
+    assert w.selected_edge == e.id
+    leaf = w.graph.leaves[0]
+    (reply,) = send(w, {"type": "inspect", "request": 7, "id": leaf})
+    assert reply["data"]["sequence_nr"] is None
+    w.close()
+
+
+def test_stale_marks_follow_in_place_changes_after_explore():
+    x = torch.randn(3, requires_grad=True)
+    y = x.exp()
+    w = aw.explore(y.sum())
+    exp = w._graph["nodes"]["name"].index("ExpBackward0")
+    assert arr(w._graph["nodes"]["saved_state"], np.uint8)[exp] == view.SAVED_OK
+    y.add_(1)  # after explore(): the first failing step refreshes the marks
+    w.stepper.run()
+    assert w._state["error"] is not None
+    assert arr(w._graph["nodes"]["saved_state"], np.uint8)[exp] == view.SAVED_STALE
+    w.close()

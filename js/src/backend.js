@@ -6,7 +6,9 @@
  *
  * @typedef {object} Backend
  * @property {(cmd: { type: string, [k: string]: unknown }) => void} command send a command
- * @property {(target: { node: number } | { edge: number }) => Promise<any>} inspect the reply's `data`
+ * @property {(target: { node: number } | { edge: number } | { id: string }) => Promise<any>} inspect the reply's `data`
+ * @property {(msg: { type: string, [k: string]: unknown }) => Promise<any>} [request] any request/reply
+ *   message (search, memory, first_nonfinite, inspect): `request` is added, the reply's `data` returned
  * @property {(cb: (message: string) => void) => () => void} onWarning returns unsubscribe
  * @property {boolean} live true when a kernel answers (false: a recording)
  * @property {() => void} dispose
@@ -49,23 +51,29 @@ export function kernelBackend(model, opts = {}) {
   };
   model.on('msg:custom', onMsg);
 
+  /** @param {{ type: string, [k: string]: unknown }} msg @returns {Promise<any>} */
+  function request(msg) {
+    if (disposed) return Promise.reject(new Error('view closed'));
+    const id = next++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error('no reply from the kernel'));
+      }, timeoutMs);
+      pending.set(id, { resolve, reject, timer });
+      model.send({ ...msg, request: id });
+    });
+  }
+
   return {
     live: true,
     command(cmd) {
       if (!disposed) model.send(cmd);
     },
     inspect(target) {
-      if (disposed) return Promise.reject(new Error('view closed'));
-      const request = next++;
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          pending.delete(request);
-          reject(new Error('no reply from the kernel'));
-        }, timeoutMs);
-        pending.set(request, { resolve, reject, timer });
-        model.send({ type: 'inspect', request, ...target });
-      });
+      return request({ type: 'inspect', ...target });
     },
+    request,
     onWarning(cb) {
       warned.add(cb);
       return () => warned.delete(cb);

@@ -4,11 +4,17 @@
  * whole mapping is unit-tested without a browser.
  */
 import { formatNumber } from './format.js';
-import { edgeLabel, nodeLabel, visibleIndices } from './labels.js';
+import { MARGIN, nodeSize, plotArea, pxPerUnit } from './geometry.js';
+import { LABEL_CHAR_PX, boxHalfWidths, boxHitPoints, boxLabel, boxSegments, boxSize } from './groups.js';
+import { edgeLabel, escapeHtml, nodeLabel, visibleIndices } from './labels.js';
+import { memoryColors } from './memory.js';
+import { NODE_STATE } from './model.js';
 import {
   ALARM_COLOR,
+  HIGHLIGHT_COLOR,
   N_BINS,
   NEXT_COLOR,
+  SAVED_BADGE,
   SELECT_COLOR,
   binWidth,
   bucketEdges,
@@ -18,6 +24,8 @@ import {
   nodeStyles,
   scaleRange,
 } from './style.js';
+
+export { MARGIN, nodeSize, plotArea, pxPerUnit };
 
 /** Above this many nodes the marker and line traces are WebGL (`scattergl`). */
 export const GL_THRESHOLD = 2000;
@@ -31,19 +39,41 @@ const EDGE_LABEL_GAP = 7;
 
 /** Trace indices, in drawing order (later is on top). */
 export const T = Object.freeze({
-  fresh: 0,
-  idle: 1,
-  noGrad: 2,
-  bin0: 3, // bins 0..N_BINS-1 are traces bin0..bin0+N_BINS-1
-  nonfinite: 3 + N_BINS,
-  edgeHit: 4 + N_BINS,
-  edgeLabels: 5 + N_BINS,
-  halo: 6 + N_BINS,
-  ring: 7 + N_BINS,
-  nodes: 8 + N_BINS,
-  nodeLabels: 9 + N_BINS,
+  edgeSel: 0, // glow under the selected edge
+  fresh: 1,
+  idle: 2,
+  noGrad: 3,
+  bin0: 4, // bins 0..N_BINS-1 are traces bin0..bin0+N_BINS-1
+  nonfinite: 4 + N_BINS,
+  edgeHit: 5 + N_BINS,
+  edgeLabels: 6 + N_BINS,
+  halo: 7 + N_BINS,
+  ring: 8 + N_BINS,
+  boxHalo: 9 + N_BINS, // module boxes are thick line segments: glow, frame, body, progress
+  boxRing: 10 + N_BINS,
+  boxFrame: 11 + N_BINS,
+  boxFailed: 12 + N_BINS,
+  boxBody: 13 + N_BINS,
+  boxFill: 14 + N_BINS,
+  highlight: 15 + N_BINS, // nodes aliasing the saved tensor open in the inspector
+  nodes: 16 + N_BINS,
+  boxHit: 17 + N_BINS, // invisible markers over the boxes' width (hover, click)
+  badges: 18 + N_BINS, // stale / freed saved tensors
+  nodeLabels: 19 + N_BINS,
 });
-export const N_TRACES = 10 + N_BINS;
+export const N_TRACES = 20 + N_BINS;
+
+/**
+ * What the view shows besides the state: zoom, size, selection, highlights, colour mode.
+ * @typedef {object} ViewSpec
+ * @property {{ x: [number, number], y: [number, number] }} range
+ * @property {{ width: number, height: number }} size
+ * @property {number} selected item index (a node or a box) or -1
+ * @property {number} [selectedEdge] visible edge index or -1
+ * @property {number[]} [highlight] item indices to mark
+ * @property {'gradient' | 'memory'} [colorMode]
+ * @property {import('./memory.js').Memory | null} [memory]
+ */
 
 /**
  * Stable trace uids: plotly keeps them across react() and puts `trace<uid>` in each svg trace
@@ -59,20 +89,9 @@ export const UID = Object.freeze(
 /** Edge traces whose x/y change with the state, in the order {@link edgeGeometry} returns. */
 export const EDGE_TRACES = [T.fresh, T.idle, T.noGrad, ...Array.from({ length: N_BINS }, (_, b) => T.bin0 + b), T.nonfinite];
 
-/** Plot margins in pixels; the right one always holds the colour bar, so the graph does not
- * jump when the bar appears. */
-export const MARGIN = Object.freeze({ l: 8, r: 64, t: 8, b: 8 });
 /** Fit never spreads nodes further apart than this (pixels per layout unit): small graphs sit
  * centred at a readable size instead of filling a wide cell. */
 export const MAX_FIT_PX_PER_UNIT = 200;
-
-/**
- * The plotting area (inside the margins) of a plot of `size`.
- * @param {{ width: number, height: number }} size
- */
-export function plotArea(size) {
-  return { width: Math.max(40, size.width - MARGIN.l - MARGIN.r), height: Math.max(40, size.height - MARGIN.t - MARGIN.b) };
-}
 
 /**
  * The range that shows the whole graph in a plot of `size` pixels, centred, with room in pixels
@@ -93,23 +112,6 @@ export function fitRange(graph, size = { width: 800, height: 500 }) {
   const xmin = (x0 + x1) / 2 - (pad.l + w / 2) / kx;
   const ymin = (y0 + y1) / 2 - (pad.b + h / 2) / ky;
   return { x: [xmin, xmin + area.width / kx], y: [ymin, ymin + area.height / ky] };
-}
-
-/**
- * Pixels per layout unit for a view range and plot size (the smaller axis decides).
- * @param {{ x: [number, number], y: [number, number] }} range
- * @param {{ width: number, height: number }} size plot area in pixels
- */
-export function pxPerUnit(range, size) {
-  const area = plotArea(size);
-  const sx = Math.abs(range.x[1] - range.x[0]) || 1;
-  const sy = Math.abs(range.y[1] - range.y[0]) || 1;
-  return Math.min(area.width / sx, area.height / sy);
-}
-
-/** Marker diameter in pixels for a zoom level: nodes grow as the user zooms in. @param {number} ppu */
-export function nodeSize(ppu) {
-  return Math.max(5, Math.min(24, 0.3 * ppu));
 }
 
 /**
@@ -161,13 +163,17 @@ export function colorbarMarker(graph, state, theme) {
 }
 
 /**
- * Label trace contents for the view range: edge values and node names that fit.
+ * Label trace contents for the view range: edge values and node names that fit. A module box
+ * ("layers.3 · 40%") is labelled inside when its label fits in it, else beside it like a node
+ * (only when node labels fit, i.e. zoomed in enough).
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {{ x: [number, number], y: [number, number] }} range
  * @param {number} ppu
  * @param {import('./style.js').Theme} theme
+ * @param {Float32Array | null} [sizeScale] per-node marker scale (labels sit beside the marker)
+ * @param {{ halfW: ArrayLike<number>, kx: number, w: number, h: number } | null} [boxes] box sizes
  */
-export function labelData(graph, state, range, ppu, theme, sizeScale = null) {
+export function labelData(graph, state, range, ppu, theme, sizeScale = null, boxes = null) {
   const view = /** @type {[number, number, number, number]} */ ([range.x[0], range.x[1], range.y[0], range.y[1]]);
   const labelled = [];
   const texts = new Map();
@@ -179,8 +185,27 @@ export function labelData(graph, state, range, ppu, theme, sizeScale = null) {
     }
   }
   const edges = visibleIndices(graph.midX, graph.midY, labelled, view, MAX_LABELS);
-  const nodeCandidates = ppu >= MIN_PX_PER_UNIT_FOR_NODE_LABELS || graph.n <= 12 ? range0(graph.n) : [];
+  const boxItems = graph.boxes ?? [];
+  const allNodes = ppu >= MIN_PX_PER_UNIT_FOR_NODE_LABELS || graph.n <= 12;
+  const lr = graph.orientation === 'LR';
+  const side = lr ? 'top center' : 'middle right';
+  /** @type {Map<number, string>} */
+  const boxText = new Map();
+  /** Boxes whose label fits inside them. */
+  const inside = new Set();
+  for (const i of boxItems) {
+    const width = boxes ? 2 * boxes.halfW[i] * boxes.kx : Infinity;
+    const fits = (/** @type {string} */ t) => t.length * LABEL_CHAR_PX + 8 <= width;
+    let text = boxLabel(graph, state, i);
+    // "layers.11.self_attn · 0%" too long for its box: "…self_attn · 0%" may fit
+    const short = boxLabel(graph, state, i, true);
+    if (!fits(text) && fits(short)) text = short;
+    boxText.set(i, text);
+    if (fits(text)) inside.add(i);
+  }
+  const nodeCandidates = allNodes ? range0(graph.n) : [...inside];
   const nodes = visibleIndices(graph.x, graph.y, nodeCandidates, view, MAX_LABELS);
+  const besideBox = (/** @type {number} */ i) => (boxes ? (lr ? boxes.h : 2 * boxes.halfW[i] * boxes.kx) + 6 : nodeSize(ppu) * 2);
   return {
     edges: {
       x: edges.map((e) => graph.midX[e]),
@@ -193,9 +218,10 @@ export function labelData(graph, state, range, ppu, theme, sizeScale = null) {
     nodes: {
       x: nodes.map((i) => graph.x[i]),
       y: nodes.map((i) => graph.y[i]),
-      text: nodes.map((i) => nodeLabel(graph, i)),
-      // invisible markers as big as the nodes, so plotly sets the text beside them, not on them
-      size: nodes.map((i) => nodeSize(ppu) * (sizeScale ? sizeScale[i] : 1) + 2),
+      text: nodes.map((i) => (graph.isBox?.[i] ? `<b>${escapeHtml(boxText.get(i) ?? '')}</b>` : nodeLabel(graph, i))),
+      // invisible markers as big as the nodes (or boxes), so plotly sets the text beside them
+      size: nodes.map((i) => (graph.isBox?.[i] ? (inside.has(i) ? 1 : besideBox(i)) : nodeSize(ppu) * (sizeScale ? sizeScale[i] : 1) + 2)),
+      position: boxItems.length ? nodes.map((i) => (inside.has(i) ? 'middle center' : side)) : side,
       index: nodes,
     },
   };
@@ -206,29 +232,121 @@ function range0(n) {
   return Array.from({ length: n }, (_, i) => i);
 }
 
+/** @param {number | ViewSpec} view @returns {ViewSpec} */
+function asView(view) {
+  return typeof view === 'number' ? { range: { x: [0, 1], y: [0, 1] }, size: { width: 1, height: 1 }, selected: view } : view;
+}
+
 /**
- * Everything the node, halo and ring traces show for a state and zoom.
+ * Everything the node, halo, ring and highlight traces show for a state and zoom.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
- * @param {import('./style.js').Theme} theme @param {number} ppu @param {number} selected node index or -1
+ * @param {import('./style.js').Theme} theme @param {number} ppu
+ * @param {number | ViewSpec} view the view, or (older callers) the selected item index
+ * @param {{ h: number } | null} [box] box size in pixels
  */
-export function nodeMarkers(graph, state, theme, ppu, selected) {
+export function nodeMarkers(graph, state, theme, ppu, view, box = null) {
+  const v = asView(view);
+  const selected = v.selected;
   const s = nodeStyles(graph, state, theme);
   const base = nodeSize(ppu);
   const size = Array.from(s.sizeScale, (k) => k * base);
-  const halo = state.next >= 0 && !state.done ? [state.next] : [];
-  const ring = selected >= 0 ? [selected] : [];
+  const isBox = graph.isBox ?? new Uint8Array(graph.n);
+  let color = s.color;
+  let symbol = s.symbol;
+  const opacity = Array.from(s.opacity);
+  const boxH = box ? box.h : base * 1.5;
+  for (const i of graph.boxes ?? []) size[i] = boxH;
+  if (v.colorMode === 'memory' && v.memory) {
+    // Shaded by saved bytes; the outline still tells the step state.
+    color = memoryColors(v.memory.items, graph.n, theme.noMemory);
+    symbol = s.symbol.map((/** @type {string} */ sym) => sym.replace(/-open$/, ''));
+    for (let i = 0; i < graph.n; i++) {
+      opacity[i] = 1;
+      if (isBox[i]) size[i] = boxH * 0.72;
+    }
+  }
+  const halo = state.next >= 0 && !state.done && !isBox[state.next] ? [state.next] : [];
+  const ring = selected >= 0 && selected < graph.n && !isBox[selected] ? [selected] : [];
+  const marks = (v.highlight ?? []).filter((i) => i >= 0 && i < graph.n);
   return {
     sizeScale: s.sizeScale,
     nodes: {
-      color: s.color,
-      symbol: s.symbol,
-      opacity: Array.from(s.opacity),
+      color,
+      symbol,
+      opacity,
       size,
       line: { color: s.lineColor, width: Array.from(s.lineWidth) },
     },
     halo: { x: halo.map((i) => graph.x[i]), y: halo.map((i) => graph.y[i]), size: base * 2.6 },
     ring: { x: ring.map((i) => graph.x[i]), y: ring.map((i) => graph.y[i]), size: base * 2.1 },
+    highlight: {
+      x: marks.map((i) => graph.x[i]),
+      y: marks.map((i) => graph.y[i]),
+      size: marks.map((i) => (isBox[i] ? boxH * 1.9 : base * s.sizeScale[i] * 2.3)),
+    },
   };
+}
+
+/**
+ * The module boxes for a state and view: segments of every box trace, the hit points, and the
+ * pixel size the labels need.
+ * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
+ * @param {ViewSpec} view @param {number} ppu
+ */
+export function boxTraces(graph, state, view, ppu) {
+  const bs = boxSize(view.range, view.size, ppu);
+  const hw = boxHalfWidths(graph, bs);
+  const boxes = graph.boxes ?? [];
+  const px = (/** @type {number} */ p) => p / bs.kx; // pixels to layout units along x
+  const next = state.next >= 0 && !state.done && graph.isBox?.[state.next] ? [state.next] : [];
+  const ring = view.selected >= 0 && graph.isBox?.[view.selected] ? [view.selected] : [];
+  const failed = boxes.filter((i) => state.nodeState[i] === NODE_STATE.failed);
+  return {
+    size: bs,
+    halfW: hw,
+    halo: boxSegments(graph, next, hw, px(7)),
+    ring: boxSegments(graph, ring, hw, px(5)),
+    frame: boxSegments(graph, boxes, hw, px(1.5)),
+    failed: boxSegments(graph, failed, hw, px(2.5)),
+    body: boxSegments(graph, boxes, hw),
+    fill: boxSegments(graph, boxes, hw, 0, (i) => state.progress[i]),
+    hit: boxHitPoints(graph, hw),
+    widths: { halo: bs.h + 14, ring: bs.h + 9, frame: bs.h + 3, failed: bs.h + 5, body: bs.h, fill: bs.h },
+  };
+}
+
+/**
+ * Badges on nodes whose saved tensors are stale (stepping them raises) or freed, at the marker's
+ * top-right corner.
+ * @param {import('./model.js').Graph} graph @param {ViewSpec} view @param {number} ppu
+ * @param {Float32Array} sizeScale @param {{ halfH: number, kx: number, ky: number }} bs
+ * @param {ArrayLike<number>} halfW per item (boxes)
+ */
+export function badgeData(graph, view, ppu, sizeScale, bs, halfW) {
+  const base = nodeSize(ppu);
+  const x = [];
+  const y = [];
+  const symbol = [];
+  const color = [];
+  const index = [];
+  const states = graph.savedState ?? new Uint8Array(0);
+  for (let i = 0; i < graph.n; i++) {
+    const st = /** @type {1 | 2} */ (states[i]);
+    const badge = SAVED_BADGE[st];
+    if (!badge) continue;
+    if (graph.isBox?.[i]) {
+      x.push(graph.x[i] + halfW[i]);
+      y.push(graph.y[i] + bs.halfH);
+    } else {
+      const r = (0.45 * base * (sizeScale[i] || 1));
+      x.push(graph.x[i] + r / bs.kx);
+      y.push(graph.y[i] + r / bs.ky);
+    }
+    symbol.push(badge.symbol);
+    color.push(badge.color);
+    index.push(i);
+  }
+  return { x, y, symbol, color, index, size: Math.max(9, 0.6 * base) };
 }
 
 /**
@@ -236,16 +354,18 @@ export function nodeMarkers(graph, state, theme, ppu, selected) {
  * @param {import('./model.js').Graph} graph
  * @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
- * @param {{ range: { x: [number, number], y: [number, number] }, size: { width: number, height: number },
- *   selected: number }} view
+ * @param {ViewSpec} view
  */
 export function buildFigure(graph, state, theme, view) {
   const gl = graph.n > GL_THRESHOLD;
   const marker = gl ? 'scattergl' : 'scatter';
   const ppu = pxPerUnit(view.range, view.size);
   const { paths } = edgeGeometry(graph, state);
-  const nm = nodeMarkers(graph, state, theme, ppu, view.selected);
-  const labels = labelData(graph, state, view.range, ppu, theme, nm.sizeScale);
+  const bx = boxTraces(graph, state, view, ppu);
+  const nm = nodeMarkers(graph, state, theme, ppu, view, bx.size);
+  const labels = labelData(graph, state, view.range, ppu, theme, nm.sizeScale, { halfW: bx.halfW, kx: bx.size.kx, w: bx.size.w, h: bx.size.h });
+  const badges = badgeData(graph, view, ppu, nm.sizeScale, bx.size, bx.halfW);
+  const sel = selectedEdgePath(graph, view);
   const textPos = graph.orientation === 'LR' ? 'top center' : 'middle right';
   const base = { hoverinfo: 'none', showlegend: false };
   /** @type {any[]} */
@@ -253,6 +373,7 @@ export function buildFigure(graph, state, theme, view) {
   const line = (/** @type {number} */ t, /** @type {string} */ name, /** @type {any} */ style) => {
     data[t] = { ...base, type: marker, mode: 'lines', name, x: paths[EDGE_TRACES.indexOf(t)].x, y: paths[EDGE_TRACES.indexOf(t)].y, line: style, hoverinfo: 'skip', connectgaps: false };
   };
+  data[T.edgeSel] = { ...base, type: marker, mode: 'lines', name: 'selected edge', x: sel.x, y: sel.y, line: { color: hexAlpha(SELECT_COLOR, 0.5), width: 11 }, hoverinfo: 'skip', connectgaps: false };
   line(T.fresh, 'just computed', { color: hexAlpha(NEXT_COLOR, 0.45), width: 9 });
   line(T.idle, 'not flowed', { color: theme.idleEdge, width: 1.2 });
   line(T.noGrad, 'no gradient', { color: theme.noGradEdge, width: 1.2, dash: 'dot' });
@@ -301,7 +422,45 @@ export function buildFigure(graph, state, theme, view) {
     y: nm.ring.y,
     marker: { size: nm.ring.size, symbol: 'circle-open', color: SELECT_COLOR, line: { width: 3 } },
   };
+  const boxLine = (/** @type {number} */ t, /** @type {string} */ name, /** @type {{ x: Float32Array, y: Float32Array }} */ seg, /** @type {string} */ color, /** @type {number} */ width) => {
+    data[t] = { ...base, hoverinfo: 'skip', type: marker, mode: 'lines', name, x: seg.x, y: seg.y, line: { color, width }, connectgaps: false };
+  };
+  boxLine(T.boxHalo, 'next module', bx.halo, hexAlpha(NEXT_COLOR, 0.55), bx.widths.halo);
+  boxLine(T.boxRing, 'selected module', bx.ring, hexAlpha(SELECT_COLOR, 0.8), bx.widths.ring);
+  boxLine(T.boxFrame, 'module boxes', bx.frame, theme.pending, bx.widths.frame);
+  boxLine(T.boxFailed, 'failed module', bx.failed, ALARM_COLOR, bx.widths.failed);
+  boxLine(T.boxBody, 'module body', bx.body, theme.boxBody, bx.widths.body);
+  boxLine(T.boxFill, 'module progress', bx.fill, theme.boxDone, bx.widths.fill);
+  data[T.highlight] = {
+    ...base,
+    hoverinfo: 'skip',
+    type: marker,
+    mode: 'markers',
+    name: 'aliases',
+    x: nm.highlight.x,
+    y: nm.highlight.y,
+    marker: { size: nm.highlight.size, symbol: 'circle-open', color: HIGHLIGHT_COLOR, line: { width: 3 } },
+  };
   data[T.nodes] = { ...base, type: marker, mode: 'markers', name: 'nodes', x: graph.x, y: graph.y, marker: nm.nodes };
+  data[T.boxHit] = {
+    ...base,
+    type: marker,
+    mode: 'markers',
+    name: 'module hit',
+    x: bx.hit.x,
+    y: bx.hit.y,
+    marker: { size: bx.size.h, opacity: 0, color: theme.boxDone },
+  };
+  data[T.badges] = {
+    ...base,
+    hoverinfo: 'skip',
+    type: marker,
+    mode: 'markers',
+    name: 'saved tensors stale or freed',
+    x: badges.x,
+    y: badges.y,
+    marker: { size: badges.size, symbol: badges.symbol, color: badges.color, line: { color: theme.background, width: 1 } },
+  };
   data[T.nodeLabels] = {
     ...base,
     hoverinfo: 'skip',
@@ -312,7 +471,7 @@ export function buildFigure(graph, state, theme, view) {
     x: labels.nodes.x,
     y: labels.nodes.y,
     text: labels.nodes.text,
-    textposition: textPos,
+    textposition: labels.nodes.position,
     textfont: { color: theme.font, size: 12, family: theme.fontFamily, shadow: 'auto' },
     cliponaxis: false,
   };
@@ -353,6 +512,15 @@ export function buildFigure(graph, state, theme, view) {
 }
 
 /**
+ * The glow path under the selected edge (empty when none).
+ * @param {import('./model.js').Graph} graph @param {ViewSpec} view
+ */
+export function selectedEdgePath(graph, view) {
+  const e = view.selectedEdge ?? -1;
+  return gatherPaths(graph, e >= 0 && e < graph.m ? [e] : []);
+}
+
+/**
  * One restyle for several traces: plotly applies `update[attr][k]` to `traces[k]` and skips
  * `undefined`, so per-trace attributes can share a call (one recalc, one redraw).
  * @param {[number, Record<string, unknown>][]} patches [trace index, {attr: value}]
@@ -372,12 +540,11 @@ export function mergeRestyles(patches) {
 }
 
 /**
- * The patches for a new state: edges regrouped, colour bar, node styles, the halo, labels.
- * Nothing about the graph's structure is resent.
+ * The patches for a new state: edges regrouped, colour bar, node styles, the halo, labels, box
+ * progress. Nothing about the graph's structure is resent.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
- * @param {{ range: { x: [number, number], y: [number, number] }, size: { width: number, height: number },
- *   selected: number }} view
+ * @param {ViewSpec} view
  * @returns {[number, Record<string, unknown>][]}
  */
 export function statePatches(graph, state, theme, view) {
@@ -399,17 +566,21 @@ export function statePatches(graph, state, theme, view) {
 }
 
 /**
- * The patches that depend on the zoom (marker sizes, which labels fit) and on the state.
+ * The patches that depend on the zoom (marker sizes, box widths, which labels fit), on the
+ * selection and colour mode, and on the state.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
- * @param {{ range: { x: [number, number], y: [number, number] }, size: { width: number, height: number },
- *   selected: number }} view
+ * @param {ViewSpec} view
  * @param {number} [ppu]
  * @returns {[number, Record<string, unknown>][]}
  */
 export function viewPatches(graph, state, theme, view, ppu = pxPerUnit(view.range, view.size)) {
-  const nm = nodeMarkers(graph, state, theme, ppu, view.selected);
-  const labels = labelData(graph, state, view.range, ppu, theme, nm.sizeScale);
+  const bx = boxTraces(graph, state, view, ppu);
+  const nm = nodeMarkers(graph, state, theme, ppu, view, bx.size);
+  const labels = labelData(graph, state, view.range, ppu, theme, nm.sizeScale, { halfW: bx.halfW, kx: bx.size.kx, w: bx.size.w, h: bx.size.h });
+  const badges = badgeData(graph, view, ppu, nm.sizeScale, bx.size, bx.halfW);
+  const sel = selectedEdgePath(graph, view);
+  const seg = (/** @type {{ x: Float32Array, y: Float32Array }} */ s, /** @type {number} */ w) => ({ x: s.x, y: s.y, 'line.width': w });
   return [
     [T.nodes, {
       'marker.color': nm.nodes.color,
@@ -421,9 +592,19 @@ export function viewPatches(graph, state, theme, view, ppu = pxPerUnit(view.rang
     }],
     [T.halo, { x: nm.halo.x, y: nm.halo.y, 'marker.size': nm.halo.size }],
     [T.ring, { x: nm.ring.x, y: nm.ring.y, 'marker.size': nm.ring.size }],
+    [T.highlight, { x: nm.highlight.x, y: nm.highlight.y, 'marker.size': nm.highlight.size }],
+    [T.edgeSel, { x: sel.x, y: sel.y }],
+    [T.boxHalo, seg(bx.halo, bx.widths.halo)],
+    [T.boxRing, seg(bx.ring, bx.widths.ring)],
+    [T.boxFrame, seg(bx.frame, bx.widths.frame)],
+    [T.boxFailed, seg(bx.failed, bx.widths.failed)],
+    [T.boxBody, seg(bx.body, bx.widths.body)],
+    [T.boxFill, seg(bx.fill, bx.widths.fill)],
+    [T.boxHit, { x: bx.hit.x, y: bx.hit.y, 'marker.size': bx.size.h }],
+    [T.badges, { x: badges.x, y: badges.y, 'marker.symbol': badges.symbol, 'marker.color': badges.color, 'marker.size': badges.size }],
     [T.edgeHit, { 'marker.size': Math.max(8, nodeSize(ppu) * 0.8) }],
     [T.edgeLabels, { x: labels.edges.x, y: labels.edges.y, text: labels.edges.text, 'textfont.color': labels.edges.color }],
-    [T.nodeLabels, { x: labels.nodes.x, y: labels.nodes.y, text: labels.nodes.text, 'marker.size': labels.nodes.size }],
+    [T.nodeLabels, { x: labels.nodes.x, y: labels.nodes.y, text: labels.nodes.text, textposition: labels.nodes.position, 'marker.size': labels.nodes.size }],
   ];
 }
 

@@ -98,7 +98,9 @@ export function replyRows(data, graph) {
   /** @type {[string, string][]} */
   const rows = [];
   if (!data || typeof data !== 'object') return rows;
-  const skip = new Set(['id', 'name', 'label', 'kind', 'module', 'leaf_name', 'inputs', 'src', 'dst', 'error', 'index', 'node', 'edge']);
+  // The inspector shows the long fields (saved values, hooks, traceback); the card stays short.
+  const skip = new Set(['id', 'name', 'label', 'kind', 'module', 'leaf_name', 'inputs', 'src', 'dst', 'error', 'index', 'node', 'edge',
+    'traceback', 'saved', 'saved_error', 'hooks', 'in_edges', 'group', 'members', 'progress', 'ops', 'leaves']);
   for (const [key, value] of Object.entries(data)) {
     if (skip.has(key) || value === undefined) continue;
     if (key === 'summary') {

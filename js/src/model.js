@@ -43,7 +43,21 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
  * @property {Float32Array} midY
  * @property {Int32Array} outPtr CSR of outgoing edges by src node: edges outEdges[outPtr[i]:outPtr[i+1]]
  * @property {Int32Array} outEdges
+ * @property {Uint8Array} isBox 1 where item i is a collapsed module box (kind "group")
+ * @property {number[]} boxes item indices of the boxes, in item order
+ * @property {Int32Array} members member count of each box (0 for real nodes)
+ * @property {Int32Array} real real node index behind each item (-1 for a box)
+ * @property {Uint8Array} savedState 0 ok, 1 stale, 2 freed (a box: the worst of its members)
+ * @property {Int32Array} edgeReal real edge index each visible edge shows
+ * @property {string[]} collapsed module paths folded into boxes
+ * @property {boolean | null} showPlumbing null when the payload does not say
+ * @property {number} realCount nodes in the whole graph (visible or not)
+ * @property {number} hidden plumbing nodes hidden from view
+ * @property {string[]} groups every module path that can be folded
  */
+
+/** `nodes.saved_state` codes. */
+export const SAVED_STATE = Object.freeze({ ok: 0, stale: 1, freed: 2 });
 
 /** @param {unknown} v @param {number} n @returns {string[]} */
 function strings(v, n, fallback = '') {
@@ -111,6 +125,21 @@ export function decodeGraph(raw) {
   const modules = new Array(n);
   const rawModules = Array.isArray(nodes.module) ? nodes.module : [];
   for (let i = 0; i < n; i++) modules[i] = rawModules[i] === undefined || rawModules[i] === null ? null : String(rawModules[i]);
+  const kinds = strings(nodes.kind, n, 'function');
+  const isBox = new Uint8Array(n);
+  const boxes = [];
+  for (let i = 0; i < n; i++) {
+    if (kinds[i] === 'group') {
+      isBox[i] = 1;
+      boxes.push(i);
+    }
+  }
+  const real = toTyped(nodes.real, Int32Array, { length: n, fill: -2 });
+  // Without a `real` buffer the items are the real nodes themselves.
+  for (let i = 0; i < n; i++) if (real[i] === -2) real[i] = isBox[i] ? -1 : i;
+  const edgeReal = toTyped(edges.real, Int32Array, { length: m, fill: -2 });
+  for (let e = 0; e < m; e++) if (edgeReal[e] === -2) edgeReal[e] = e;
+  const nonNeg = (/** @type {unknown} */ v, /** @type {number} */ d) => (Number.isFinite(Number(v)) && Number(v) >= 0 ? Number(v) : d);
   return {
     version: Number(g.version ?? 1),
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
@@ -119,7 +148,7 @@ export function decodeGraph(raw) {
     ids,
     labels: strings(nodes.label, n),
     names: strings(nodes.name, n),
-    kinds: strings(nodes.kind, n, 'function'),
+    kinds,
     root: toTyped(nodes.root, Uint8Array, { length: n }),
     modules,
     shapes: strings(nodes.shape, n),
@@ -141,6 +170,17 @@ export function decodeGraph(raw) {
     midY,
     outPtr,
     outEdges,
+    isBox,
+    boxes,
+    members: toTyped(nodes.members, Int32Array, { length: n }),
+    real,
+    savedState: toTyped(nodes.saved_state, Uint8Array, { length: n }),
+    edgeReal,
+    collapsed: Array.isArray(g.collapsed) ? g.collapsed.map(String) : [],
+    showPlumbing: typeof g.show_plumbing === 'boolean' ? g.show_plumbing : null,
+    realCount: nonNeg(g.real_count, n),
+    hidden: nonNeg(g.hidden, 0),
+    groups: Array.isArray(g.groups) ? g.groups.map(String) : [],
   };
 }
 
@@ -206,7 +246,9 @@ function csr(n, src) {
  * @property {boolean} running
  * @property {number} next node index or -1
  * @property {number} last node index or -1
+ * @property {string | null} nextId real id of the next node (visible or not), null at the end
  * @property {Uint8Array} nodeState
+ * @property {Float32Array} progress per item: fraction of a box's inner steps done (0/1 for real nodes)
  * @property {Float32Array} edgeNorm
  * @property {Uint8Array} edgeFlag
  * @property {Map<number, number[]>} edgeValues
@@ -214,7 +256,7 @@ function csr(n, src) {
  * @property {WaitingSlot[]} waiting
  * @property {string} status
  * @property {string} notice a standing message from Python (graph freed by backward, released), or ""
- * @property {{ node: number, message: string } | null} error
+ * @property {{ node: number, message: string, id: string | null } | null} error
  */
 
 /**
@@ -239,7 +281,7 @@ export function decodeState(raw, graph) {
   };
   let error = null;
   if (s.error && typeof s.error === 'object') {
-    error = { node: idx(s.error.node), message: String(s.error.message ?? '') };
+    error = { node: idx(s.error.node), message: String(s.error.message ?? ''), id: s.error.id == null ? null : String(s.error.id) };
   }
   const waiting = Array.isArray(s.waiting)
     ? s.waiting.map((/** @type {any} */ w, /** @type {number} */ k) =>
@@ -262,7 +304,9 @@ export function decodeState(raw, graph) {
     running: Boolean(s.running),
     next: idx(s.next),
     last: idx(s.last),
+    nextId: s.next_id == null ? null : String(s.next_id),
     nodeState: toTyped(s.node_state, Uint8Array, { length: n }),
+    progress: progressOf(s, n),
     edgeNorm: toTyped(s.edge_norm, Float32Array, { length: m, fill: NaN }),
     edgeFlag: toTyped(s.edge_flag, Uint8Array, { length: m }),
     edgeValues,
@@ -272,4 +316,16 @@ export function decodeState(raw, graph) {
     notice: typeof s.notice === 'string' ? s.notice : '',
     error,
   };
+}
+
+/**
+ * `_state.progress`, or 0/1 from the node states when an older payload has none.
+ * @param {any} s @param {number} n
+ */
+function progressOf(s, n) {
+  if (s.progress !== undefined && s.progress !== null) return toTyped(s.progress, Float32Array, { length: n, fill: 0 });
+  const st = toTyped(s.node_state, Uint8Array, { length: n });
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = st[i] === NODE_STATE.done || st[i] === NODE_STATE.no_gradient ? 1 : 0;
+  return out;
 }

@@ -2,7 +2,7 @@
  * Colours, symbols and the edge bucketing: how autograd facts (already computed in Python) map to
  * pixels. Pure functions of the decoded graph, the decoded state and the theme.
  */
-import { EDGE_FLAG, NODE_STATE } from './model.js';
+import { EDGE_FLAG, NODE_STATE, SAVED_STATE } from './model.js';
 
 /** Number of colour bins of the gradient-norm scale (one line trace per bin). */
 export const N_BINS = 8;
@@ -25,6 +25,17 @@ export const FAILED_COLOR = '#e15759';
 export const NEXT_COLOR = '#f5b700';
 export const ALARM_COLOR = '#ff1f1f';
 export const SELECT_COLOR = '#1a73e8';
+/** Collapsed module boxes: the done part of the progress bar; the rest is this mixed into the background. */
+export const GROUP_COLOR = '#6c757d';
+/** Nodes that alias the saved tensor open in the inspector. */
+export const HIGHLIGHT_COLOR = '#d62ad0';
+export const FREED_COLOR = '#8c8c8c';
+
+/** The badge drawn on a node whose saved tensors are stale or freed (`nodes.saved_state`). */
+export const SAVED_BADGE = Object.freeze({
+  [SAVED_STATE.stale]: { symbol: 'triangle-up', color: ALARM_COLOR, label: 'stale saved tensor (its step fails)' },
+  [SAVED_STATE.freed]: { symbol: 'x', color: FREED_COLOR, label: 'saved tensors freed' },
+});
 
 /**
  * @typedef {object} Theme
@@ -38,6 +49,9 @@ export const SELECT_COLOR = '#1a73e8';
  * @property {string} idleEdge edges nothing has flowed on
  * @property {string} noGradEdge edges that flowed as "no gradient"
  * @property {string[]} bins N_BINS colours, small norm first
+ * @property {string} boxBody the not-yet-run part of a module box
+ * @property {string} boxDone the run part of a module box (its progress)
+ * @property {string} noMemory node fill in memory mode for nodes that save nothing
  */
 
 /**
@@ -58,6 +72,9 @@ export function makeTheme(o = {}) {
     idleEdge: dark ? '#555555' : '#c4c4c4',
     noGradEdge: dark ? '#8a8a8a' : '#9a9a9a',
     bins: dark ? BINS_DARK : BINS_LIGHT,
+    boxBody: mixColor(GROUP_COLOR, o.background || (dark ? '#111111' : '#ffffff'), 0.72),
+    boxDone: dark ? '#8d99a6' : GROUP_COLOR,
+    noMemory: dark ? '#3a3a3a' : '#e4e4e4',
   };
 }
 
@@ -90,6 +107,16 @@ export function nodeStyles(graph, state, theme) {
   const opacity = new Float32Array(n);
   const sizeScale = new Float32Array(n);
   for (let i = 0; i < n; i++) {
+    if (graph.isBox?.[i]) {
+      // Drawn by the box traces (figure.js); the marker only catches hover and clicks.
+      color[i] = GROUP_COLOR;
+      symbol[i] = 'square';
+      lineColor[i] = theme.outline;
+      lineWidth[i] = 0;
+      opacity[i] = 0;
+      sizeScale[i] = 1.2;
+      continue;
+    }
     const ks = KIND_STYLE[/** @type {keyof typeof KIND_STYLE} */ (kindKey(graph, i))];
     let c = ks.color;
     let sym = ks.symbol;

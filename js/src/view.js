@@ -1,32 +1,49 @@
 /**
- * One view of an AutogradWidget: toolbar, status line, the plotly drawing, the "waiting" panel,
- * the hover card and the legend. Reads the synced traits, sends commands through a backend,
- * and never computes an autograd fact itself.
+ * One view of an AutogradWidget: toolbars, status line, the plotly drawing, the "waiting" panel,
+ * the hover card, the side panels (inspector, memory list) and the legend. Reads the synced
+ * traits, sends commands through a backend, and never computes an autograd fact itself.
  */
 import Plotly from './plotly.js';
-import { decodeGraph, decodeState } from './model.js';
+import { domHelpers } from './dom.js';
+import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
 import {
   T,
   buildFigure,
   combine,
   fitRange,
+  plotArea,
+  pxPerUnit,
   statePatches,
   viewPatches,
 } from './figure.js';
+import { BOX_HIT_POINTS, boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
 import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
+import { decodeMemory } from './memory.js';
+import { createInspector, createMemoryPanel } from './panel.js';
+import { createSearch } from './search.js';
 import { readTheme, watchTheme } from './theme.js';
-import { ALARM_COLOR, KIND_STYLE, NEXT_COLOR, SELECT_COLOR } from './style.js';
+import { ALARM_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, SAVED_BADGE, SELECT_COLOR } from './style.js';
 
 /** Chunk length asked of the kernel for "Run to end" (ms of stepping per message). */
 export const RUN_CHUNK_MS = 100;
 /** Play stops when no new state arrives this long after a step was sent. */
 export const PLAY_STALL_MS = 15000;
 export const SPEED = Object.freeze({ min: 1, max: 30, initial: 4 });
+/** While playing or running, the inspector asks for fresh data at most this often. */
+export const INSPECT_THROTTLE_MS = 300;
+/** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
+ * unfold modules to reveal the target, which replaces `_graph` after the reply. */
+export const JUMP_FOLLOW_MS = 4000;
+/** Zooming to a node or edge shows it at least this many pixels per layout unit. */
+export const JUMP_PX_PER_UNIT = 90;
 
 /**
  * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
  *   on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} Model
  * @typedef {{ schedule?: (cb: () => void) => void, now?: () => number }} ViewOptions
+ * @typedef {{ kind: 'node', id: string } | { kind: 'edge', id: string } | { kind: 'box', path: string }} Focus
+ *   what the inspector shows: a real node, a real edge, or a module box (local: boxes are not
+ *   nodes, so they are not `selected`)
  */
 
 /**
@@ -40,6 +57,8 @@ export function createView({ model, el, backend, options = {} }) {
     options.schedule ??
     (typeof win.requestAnimationFrame === 'function' ? (/** @type {() => void} */ cb) => win.requestAnimationFrame(cb) : (/** @type {() => void} */ cb) => cb());
   const now = options.now ?? (() => Date.now());
+  const { h, button: mkButton, table } = domHelpers(doc);
+  const button = (/** @type {string} */ label, /** @type {string} */ title) => mkButton(label, title);
 
   // ---- DOM -------------------------------------------------------------------------------------
   const root = h('div', { class: 'agw-root', tabindex: '0', 'aria-label': 'Backward graph stepper' });
@@ -66,20 +85,69 @@ export function createView({ model, el, backend, options = {} }) {
   const direction = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-direction', 'aria-label': 'Layout direction', title: 'Roots on top or on the left' }));
   direction.append(h('option', { value: 'TB' }, 'Top → bottom'), h('option', { value: 'LR' }, 'Left → right'));
   if (model.get('orientation') !== undefined) toolbar.append(direction);
+
+  // Second row: finding things, folding plumbing, the colour mode.
+  const nav = h('div', { class: 'agw-toolbar agw-nav', role: 'toolbar', 'aria-label': 'Navigation' });
+  const search = createSearch(doc, {
+    request: (query) => request({ type: 'search', query }),
+    choose: (m) => jumpToNode(m.id, m.module),
+    graph: () => graph,
+  });
+  const nanBtn = button('First NaN/Inf', 'Jump to the first edge whose gradient has a NaN or an inf');
+  const plumbing = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', class: 'agw-plumbing-input' }));
+  const plumbingBox = h('label', { class: 'agw-check', title: 'Hide pure plumbing nodes (views, reshapes, transposes, expands); their edges are contracted' }, plumbing, 'Hide plumbing');
+  const colorMode = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient) or by the bytes their saved tensors hold (memory)' }));
+  colorMode.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'));
+  const counts = h('span', { class: 'agw-counts', 'aria-label': 'Visible nodes' });
+  nav.append(search.el, nanBtn, sep(), plumbingBox, sep(), colorMode, counts);
+  // A recording (standalone export) has no kernel to re-lay out, fold plumbing or count bytes.
+  const live = backend.live !== false;
+  if (!live) {
+    nanBtn.hidden = true;
+    colorMode.hidden = true;
+  }
+
   const progress = h('div', { class: 'agw-progress', role: 'progressbar', 'aria-label': 'Steps done', 'aria-valuemin': '0' });
   const progressBar = h('div', { class: 'agw-progress-bar' });
   progress.append(progressBar);
   const status = h('div', { class: 'agw-status', role: 'status', 'aria-live': 'polite' });
   const alert = h('div', { class: 'agw-alert', role: 'alert', hidden: '' });
   const notice = h('div', { class: 'agw-notice', role: 'note', hidden: '' });
+  const body = h('div', { class: 'agw-body' });
   const main = h('div', { class: 'agw-main' });
   const plot = h('div', { class: 'agw-plot' });
   const waiting = h('div', { class: 'agw-waiting', hidden: '', role: 'note', 'aria-label': 'Gradients waiting in the next node' });
   const card = h('div', { class: 'agw-card', role: 'tooltip', hidden: '' });
   const empty = h('div', { class: 'agw-empty', hidden: '' }, 'The graph has no nodes.');
   main.append(plot, card, empty);
-  const legend = buildLegend();
-  root.append(toolbar, progress, status, waiting, notice, alert, main, legend);
+  const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
+  const inspector = createInspector(doc, {
+    close: () => clearSelection(),
+    collapse: (group) => send({ type: 'collapse', group }),
+    expand: (group) => send({ type: 'expand', group }),
+    runTo: (target) => {
+      if (mode !== 'idle') return;
+      const i = 'item' in target ? target.item : graph.indexOf.get(target.id) ?? -1;
+      if (i >= 0) send({ type: 'run_to', node: i });
+    },
+    selectNode: (id) => selectNodeId(id),
+    highlight: (ids) => {
+      highlightIds = ids;
+      buildLegend();
+      patchView();
+    },
+  });
+  const memoryPanel = createMemoryPanel(doc, {
+    select: (id) => jumpToNode(id, null),
+    excludeLeaves: (v) => {
+      excludeLeaves = v;
+      requestMemory();
+    },
+  });
+  side.append(memoryPanel.el, inspector.el);
+  body.append(main, side);
+  const legend = h('div', { class: 'agw-legend', 'aria-label': 'Legend' });
+  root.append(toolbar, nav, progress, status, waiting, notice, alert, body, legend);
   el.appendChild(root);
 
   // ---- state -----------------------------------------------------------------------------------
@@ -90,7 +158,27 @@ export function createView({ model, el, backend, options = {} }) {
   let range = fitRange(graph, plotSize());
   /** True while the view is the fitted one: a resize then refits instead of keeping the zoom. */
   let fitted = true;
-  let selected = indexOfSelected();
+  /** @type {Focus | null} */
+  let focus = null;
+  /** Real node ids marked on the graph (the aliases of the saved tensor open in the inspector). */
+  /** @type {string[]} */
+  let highlightIds = [];
+  /** Module of real nodes we were told about (inspect replies, search matches): a hidden
+   * selected node is ringed through its box. */
+  /** @type {Map<string, string | null>} */
+  const moduleOf = new Map();
+  /** @type {'gradient' | 'memory'} */
+  let colorBy = 'gradient';
+  /** @type {import('./memory.js').Memory | null} */
+  let memory = null;
+  /** @type {string | null} */
+  let memoryError = null;
+  let memorySeq = 0;
+  let excludeLeaves = false;
+  /** @type {{ kind: 'node' | 'edge', id: string, until: number } | null} */
+  let jump = null;
+  let selected = -1;
+  let selectedEdge = -1;
   /** @type {'idle' | 'play' | 'run'} */
   let mode = 'idle';
   let plotted = false;
@@ -107,20 +195,58 @@ export function createView({ model, el, backend, options = {} }) {
   let hovered = null;
   /** @type {Map<string, any>} */
   const replies = new Map();
+  /** The inspector's data: the reply for `key` at state `seq` (or its error). */
+  /** @type {{ key: string, seq: number, graph: any, data: any, error: string | null }} */
+  let inspected = { key: '', seq: -1, graph: null, data: null, error: null };
+  /** The target key of the inspect request in flight ("" when none): one at a time per target. */
+  let inspectBusy = '';
+  let inspectAgain = false;
+  let lastInspectAt = -Infinity;
+  /** @type {any} */
+  let inspectTimer = null;
 
-  function indexOfSelected() {
-    const id = model.get('selected');
-    if (id === null || id === undefined) return -1;
-    return graph.indexOf.get(String(id)) ?? -1;
+  refreshSelection();
+  syncFocusFromTraits();
+
+  /** The item to ring: the focused box, the selected node, or the box that hides it. */
+  function refreshSelection() {
+    selected = -1;
+    if (focus?.kind === 'box') {
+      selected = graph.indexOf.get(`group:${focus.path}`) ?? -1;
+    } else {
+      const id = model.get('selected');
+      if (id !== null && id !== undefined) {
+        const i = graph.indexOf.get(String(id));
+        if (i !== undefined) selected = i;
+        else if (moduleOf.has(String(id))) selected = boxOfModule(graph, moduleOf.get(String(id)));
+      }
+    }
+    const eid = model.get('selected_edge');
+    selectedEdge = eid === null || eid === undefined ? -1 : graph.edgeIndexOf.get(String(eid)) ?? -1;
   }
 
+  /** Items of the highlighted ids that are shown. */
+  function highlightItems() {
+    const out = [];
+    for (const id of highlightIds) {
+      const i = graph.indexOf.get(id);
+      if (i !== undefined) out.push(i);
+      else if (moduleOf.has(id)) {
+        const b = boxOfModule(graph, moduleOf.get(id));
+        if (b >= 0) out.push(b);
+      }
+    }
+    return out;
+  }
+
+  /** @returns {import('./figure.js').ViewSpec} */
   function currentView() {
-    return { range, size: plotSize(), selected };
+    return { range, size: plotSize(), selected, selectedEdge, highlight: highlightItems(), colorMode: colorBy, memory: colorBy === 'memory' ? memory : null };
   }
 
   function plotSize() {
     const w = size.width || plot.clientWidth || 800;
-    const hgt = size.height || plot.clientHeight || Math.max(200, (Number(model.get('height')) || 600) - 110);
+    const hgt = size.height || plot.clientHeight || Math.max(200, (Number(model.get('height')) || 600) - 140);
     return { width: w, height: hgt };
   }
 
@@ -191,18 +317,27 @@ export function createView({ model, el, backend, options = {} }) {
   }
 
   // ---- toolbar / panels ------------------------------------------------------------------------
+  /** The item "Run to node" runs to: the focused box, or the selected node when it is shown. */
+  function runTarget() {
+    if (focus?.kind === 'box') return selected;
+    const id = model.get('selected');
+    if (id === null || id === undefined) return -1;
+    return graph.indexOf.get(String(id)) ?? -1;
+  }
+
   function updateChrome() {
     const busy = mode !== 'idle';
     const failed = state.error !== null;
+    const target = runTarget();
     btn.step.disabled = busy || state.done;
     btn.back.disabled = busy || state.position <= 0;
-    btn.runTo.disabled = busy || selected < 0;
+    btn.runTo.disabled = busy || target < 0;
     btn.runEnd.disabled = busy || state.done;
     btn.reset.disabled = busy || (state.position <= 0 && !failed);
     btn.play.textContent = busy ? 'Pause' : 'Play';
     btn.play.setAttribute('aria-pressed', busy ? 'true' : 'false');
     btn.play.disabled = !busy && state.done;
-    btn.runTo.title = selected >= 0 ? `Run up to and including ${graph.names[selected] || graph.labels[selected]}` : 'Select a node first (click it)';
+    btn.runTo.title = target >= 0 ? `Run up to and including ${graph.names[target] || graph.labels[target]}` : 'Select a node first (click it)';
     status.textContent = state.status;
     direction.value = graph.orientation;
     notice.hidden = !state.notice;
@@ -223,10 +358,19 @@ export function createView({ model, el, backend, options = {} }) {
     updateWaiting();
   }
 
+  /** What depends on `_graph` alone: counts, the plumbing toggle, the legend. */
+  function updateGraphChrome() {
+    counts.textContent = countsText(graph);
+    plumbingBox.hidden = !live || (graph.showPlumbing === null && model.get('show_plumbing') === undefined);
+    const show = graph.showPlumbing ?? model.get('show_plumbing');
+    plumbing.checked = show === false;
+    buildLegend();
+  }
+
   /** One line under the status: the node about to run and the gradients waiting in its slots. */
   function updateWaiting() {
     const i = state.next;
-    if (i < 0 || state.done) {
+    if ((i < 0 && !state.nextId) || state.done) {
       waiting.hidden = true;
       waiting.replaceChildren();
       waiting.removeAttribute('title');
@@ -234,13 +378,20 @@ export function createView({ model, el, backend, options = {} }) {
     }
     waiting.hidden = false;
     const rows = state.waiting.length ? waitingRows(state.waiting) : [['', 'no input slots']];
-    const name = graph.names[i] || graph.labels[i];
+    const name = i >= 0 && !graph.isBox[i] ? graph.names[i] || graph.labels[i] : nextName();
     waiting.replaceChildren(
       h('span', { class: 'agw-dot', style: `background:${NEXT_COLOR}` }),
       h('span', { class: 'agw-waiting-title' }, `Next: ${name}`),
       ...rows.map(([k, v]) => h('span', { class: 'agw-slot' }, h('span', { class: 'agw-slot-name' }, k), ` ${v}`)),
     );
     waiting.title = [`Next: ${name}`, ...rows.map(([k, v]) => `${k} ${v}`)].join('\n');
+  }
+
+  /** The next node's name from the status line ("step 3 / 9 — AddmmBackward0"), inside a box. */
+  function nextName() {
+    const m = /—\s*(.+)$/.exec(state.status);
+    const inBox = state.next >= 0 && graph.isBox[state.next] ? ` (in ${graph.labels[state.next]})` : '';
+    return `${m ? m[1] : state.nextId ?? ''}${inBox}`;
   }
 
   /** @param {string} text @param {'error' | 'warning'} kind */
@@ -258,9 +409,22 @@ export function createView({ model, el, backend, options = {} }) {
     alert.textContent = '';
   }
 
+  function updateSide() {
+    const open = !inspector.el.hidden || !memoryPanel.el.hidden;
+    side.hidden = !open;
+    root.classList.toggle('agw-side-open', open);
+  }
+
   // ---- commands --------------------------------------------------------------------------------
   /** @param {{ type: string, [k: string]: unknown }} cmd */
   const send = (cmd) => backend.command(cmd);
+  /** @param {{ type: string, [k: string]: unknown }} msg @returns {Promise<any>} */
+  const request = (msg) =>
+    typeof backend.request === 'function'
+      ? backend.request(msg)
+      : msg.type === 'inspect'
+        ? backend.inspect(/** @type {any} */ (msg))
+        : Promise.reject(new Error('not available without a kernel'));
 
   function step() {
     if (mode !== 'idle' || state.done) return;
@@ -271,8 +435,9 @@ export function createView({ model, el, backend, options = {} }) {
     send({ type: 'back' });
   }
   function runToSelected() {
-    if (mode !== 'idle' || selected < 0) return;
-    send({ type: 'run_to', node: selected });
+    const i = runTarget();
+    if (mode !== 'idle' || i < 0) return;
+    send({ type: 'run_to', node: i });
   }
   function runToEnd() {
     if (mode !== 'idle' || state.done) return;
@@ -350,12 +515,132 @@ export function createView({ model, el, backend, options = {} }) {
   speed.addEventListener('input', () => {
     speedOut.textContent = `${speed.value}/s`;
   });
+  plumbing.addEventListener('change', () => send({ type: 'plumbing', show: !plumbing.checked }));
+  colorMode.addEventListener('change', () => setColorMode(colorMode.value === 'memory' ? 'memory' : 'gradient'));
+  nanBtn.addEventListener('click', firstNonfinite);
 
   function fitView() {
     range = fitRange(graph, plotSize());
     fitted = true;
     if (!plotted) return;
     Promise.resolve(Plotly.relayout(plot, { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] })).then(() => patchView());
+  }
+
+  /** Centre the view on (x, y), zoomed in to at least JUMP_PX_PER_UNIT. @param {number} x @param {number} y */
+  function zoomTo(x, y) {
+    const sz = plotSize();
+    const area = plotArea(sz);
+    const k = Math.max(pxPerUnit(range, sz), JUMP_PX_PER_UNIT);
+    const hw = area.width / k / 2;
+    const hh = area.height / k / 2;
+    range = { x: [x - hw, x + hw], y: [y - hh, y + hh] };
+    fitted = false;
+    if (!plotted) return;
+    Promise.resolve(Plotly.relayout(plot, { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] })).then(() => patchView());
+  }
+
+  /** Zoom to the pending jump target when it is shown; true when done. */
+  function applyJump() {
+    if (!jump) return false;
+    if (now() > jump.until) {
+      jump = null;
+      return false;
+    }
+    if (jump.kind === 'node') {
+      const i = graph.indexOf.get(jump.id);
+      if (i === undefined) return false;
+      zoomTo(graph.x[i], graph.y[i]);
+      return true;
+    }
+    const e = graph.edgeIndexOf.get(jump.id);
+    if (e === undefined) return false;
+    zoomTo(graph.midX[e], graph.midY[e]);
+    return true;
+  }
+
+  /**
+   * Select a real node by id (search, a memory holder): Python reveals it (unfolding its boxes,
+   * showing plumbing) and sets `selected`; the view follows and zooms to it.
+   * @param {string} id @param {string | null} module
+   */
+  function jumpToNode(id, module) {
+    if (module !== null && module !== undefined) moduleOf.set(id, module);
+    jump = { kind: 'node', id, until: now() + JUMP_FOLLOW_MS };
+    setFocus({ kind: 'node', id });
+    send({ type: 'select', id });
+    applyJump();
+  }
+
+  /** @param {string} id */
+  function selectNodeId(id) {
+    if (graph.indexOf.has(id)) {
+      model.set('selected', id);
+      model.set('selected_edge', null);
+      model.save_changes();
+      setFocus({ kind: 'node', id });
+      const i = /** @type {number} */ (graph.indexOf.get(id));
+      zoomTo(graph.x[i], graph.y[i]);
+    } else {
+      jumpToNode(id, null);
+    }
+  }
+
+  function firstNonfinite() {
+    nanBtn.disabled = true;
+    request({ type: 'first_nonfinite' })
+      .then((data) => {
+        if (!data || data.edge === null || data.edge === undefined || typeof data.id !== 'string') {
+          showAlert(data?.message ? String(data.message) : 'no NaN/Inf gradient so far', 'warning');
+          return;
+        }
+        if (alert.dataset.kind === 'warning') hideAlert();
+        jump = { kind: 'edge', id: data.id, until: now() + JUMP_FOLLOW_MS };
+        setFocus({ kind: 'edge', id: data.id });
+        refreshSelection();
+        applyJump();
+        patchView();
+      })
+      .catch((err) => showAlert(`First NaN/Inf: ${err?.message ?? err}`, 'warning'))
+      .finally(() => {
+        nanBtn.disabled = false;
+      });
+  }
+
+  /** @param {'gradient' | 'memory'} m */
+  function setColorMode(m) {
+    colorBy = m;
+    colorMode.value = m;
+    root.classList.toggle('agw-memory-mode', m === 'memory');
+    if (m === 'memory') requestMemory();
+    else {
+      memoryPanel.hide();
+      updateSide();
+    }
+    buildLegend();
+    patchView();
+  }
+
+  function requestMemory() {
+    if (colorBy !== 'memory') return;
+    const mine = ++memorySeq;
+    const n = graph.n;
+    const g = graph;
+    memoryError = null;
+    memoryPanel.render(memory && memory.items.length === n ? memory : null, { excludeLeaves, error: null });
+    updateSide();
+    request({ type: 'memory', exclude_leaves: excludeLeaves })
+      .then((data) => {
+        if (mine !== memorySeq || g !== graph || colorBy !== 'memory') return;
+        memory = decodeMemory(data, n);
+        for (const t of memory.top) moduleOf.set(t.id, t.module);
+        memoryPanel.render(memory, { excludeLeaves, error: null });
+        patchView();
+      })
+      .catch((err) => {
+        if (mine !== memorySeq) return;
+        memoryError = String(err?.message ?? err);
+        memoryPanel.render(null, { excludeLeaves, error: memoryError });
+      });
   }
 
   /** @param {KeyboardEvent} ev */
@@ -370,8 +655,11 @@ export function createView({ model, el, backend, options = {} }) {
       if (tag === 'BUTTON') return; // the button's own click handles space
       togglePlay();
     } else if (ev.key === 'Escape') {
-      hideCard();
-      return;
+      if (!card.hidden) hideCard();
+      else if (focus) clearSelection();
+      else return;
+    } else if (ev.key === '/') {
+      search.input.focus();
     } else return;
     ev.preventDefault();
     ev.stopPropagation();
@@ -380,24 +668,181 @@ export function createView({ model, el, backend, options = {} }) {
   /** @param {MouseEvent} ev */
   const focusOnPress = (ev) => {
     const t = /** @type {HTMLElement} */ (ev.target);
-    if (!t.closest?.('button, input, label, a')) root.focus({ preventScroll: true });
+    if (!t.closest?.('button, input, label, a, select, summary, .agw-side')) root.focus({ preventScroll: true });
   };
   root.addEventListener('mousedown', focusOnPress);
 
-  // ---- selection, hover ------------------------------------------------------------------------
+  // ---- selection, focus, inspector -------------------------------------------------------------
+  /** @param {Focus | null} f */
+  function setFocus(f) {
+    const same = JSON.stringify(f) === JSON.stringify(focus);
+    focus = f;
+    if (!same && highlightIds.length) highlightIds = [];
+    refreshSelection();
+    updateChrome();
+    refreshInspector(true);
+    patchView();
+  }
+
+  function clearSelection() {
+    focus = null;
+    highlightIds = [];
+    if (model.get('selected') !== null && model.get('selected') !== undefined) model.set('selected', null);
+    if (model.get('selected_edge') !== null && model.get('selected_edge') !== undefined) model.set('selected_edge', null);
+    model.save_changes();
+    setFocus(null);
+  }
+
+  /** The focus the traits imply (on creation, and when Python changes them). */
+  function syncFocusFromTraits() {
+    const eid = model.get('selected_edge');
+    const nid = model.get('selected');
+    if (eid !== null && eid !== undefined) focus = { kind: 'edge', id: String(eid) };
+    else if (nid !== null && nid !== undefined) focus = { kind: 'node', id: String(nid) };
+    refreshSelection();
+  }
+
+  /** @param {number} i */
+  function onBoxClick(i, /** @type {any} */ mouse) {
+    const path = graph.modules[i] ?? '';
+    // (a recording cannot unfold: there, a click inspects the box)
+    if (!live || (mouse && (mouse.shiftKey || mouse.altKey || mouse.metaKey || mouse.ctrlKey))) {
+      setFocus({ kind: 'box', path });
+      return;
+    }
+    hideCard();
+    send({ type: 'expand', group: path });
+  }
+
   /** @param {any} ev */
   function onClick(ev) {
     const pt = ev?.points?.[0];
     if (!pt) return;
+    const i = pt.pointNumber ?? pt.pointIndex;
     if (pt.curveNumber === T.nodes) {
-      const i = pt.pointNumber ?? pt.pointIndex;
       if (i === undefined || i < 0 || i >= graph.n) return;
+      if (graph.isBox[i]) return onBoxClick(i, ev.event);
       model.set('selected', graph.ids[i]);
+      if (model.get('selected_edge') !== null && model.get('selected_edge') !== undefined) model.set('selected_edge', null);
       model.save_changes();
-      selected = i;
-      updateChrome();
-      patchView();
+      setFocus({ kind: 'node', id: graph.ids[i] });
+    } else if (pt.curveNumber === T.boxHit) {
+      const b = graph.boxes[Math.floor(i / BOX_HIT_POINTS)];
+      if (b !== undefined) onBoxClick(b, ev.event);
+    } else if (pt.curveNumber === T.edgeHit) {
+      if (i === undefined || i < 0 || i >= graph.m) return;
+      model.set('selected_edge', graph.edgeIds[i]);
+      model.save_changes();
+      setFocus({ kind: 'edge', id: graph.edgeIds[i] });
     }
+  }
+
+  function focusKey() {
+    if (!focus) return '';
+    return focus.kind === 'box' ? `box:${focus.path}` : `${focus.kind}:${focus.id}`;
+  }
+
+  /**
+   * Show the inspector for the focus, asking the kernel for fresh data when the focus or the step
+   * changed (throttled while playing).
+   * @param {boolean} [now_] ask at once, even while playing
+   */
+  function refreshInspector(now_ = false) {
+    if (!focus) {
+      inspector.render(null);
+      updateSide();
+      return;
+    }
+    const key = focusKey();
+    const fresh = inspected.key === key && inspected.seq === state.seq && inspected.graph === graph;
+    renderInspector();
+    if (fresh) return;
+    if (!now_ && mode !== 'idle' && now() - lastInspectAt < INSPECT_THROTTLE_MS) {
+      if (inspectTimer === null) inspectTimer = setTimeout(() => {
+        inspectTimer = null;
+        refreshInspector(true);
+      }, INSPECT_THROTTLE_MS);
+      return;
+    }
+    fetchInspect();
+  }
+
+  function fetchInspect() {
+    if (!focus) return;
+    const key = focusKey();
+    if (inspectBusy === key) {
+      inspectAgain = true; // the same target again (a step during play): ask when this one answers
+      return;
+    }
+    const seq = state.seq;
+    const g = graph;
+    /** @type {any} */
+    let target = null;
+    if (focus.kind === 'node') target = { id: focus.id };
+    else if (focus.kind === 'edge') {
+      const e = graph.edgeIndexOf.get(focus.id);
+      if (e !== undefined) target = { edge: e };
+    } else {
+      const i = graph.indexOf.get(`group:${focus.path}`);
+      if (i !== undefined) target = { node: i };
+    }
+    if (!target) {
+      inspected = { key, seq, graph: g, data: null, error: focus.kind === 'edge' ? 'this edge is not shown (inside a folded module)' : 'this module is not folded any more' };
+      renderInspector();
+      return;
+    }
+    inspectBusy = key;
+    lastInspectAt = now();
+    request({ type: 'inspect', ...target })
+      .then((data) => {
+        if (focusKey() === key && g === graph) {
+          inspected = { key, seq, graph: g, data, error: null };
+          if (data && typeof data === 'object' && typeof data.id === 'string' && 'module' in data && focus?.kind === 'node') moduleOf.set(data.id, data.module ?? null);
+        }
+      })
+      .catch((err) => {
+        if (focusKey() === key) inspected = { key, seq, graph: g, data: null, error: String(err?.message ?? err) };
+      })
+      .finally(() => {
+        if (inspectBusy === key) inspectBusy = '';
+        if (destroyed) return;
+        const stale = focus && (inspected.key !== focusKey() || inspected.seq !== state.seq || inspected.graph !== graph);
+        if (inspectAgain || stale) {
+          inspectAgain = false;
+          if (stale) fetchInspect();
+        }
+        refreshSelection();
+        renderInspector();
+        if (focus?.kind === 'node') patchView();
+      });
+  }
+
+  function renderInspector() {
+    if (!focus) {
+      inspector.render(null);
+      updateSide();
+      return;
+    }
+    const key = focusKey();
+    const have = inspected.key === key;
+    /** @type {'node' | 'edge' | 'box'} */
+    const kind = focus.kind;
+    let item = -1;
+    if (focus.kind === 'node') item = graph.indexOf.get(focus.id) ?? -1;
+    else if (focus.kind === 'edge') item = graph.edgeIndexOf.get(focus.id) ?? -1;
+    else item = graph.indexOf.get(`group:${focus.path}`) ?? -1;
+    inspector.render({
+      kind,
+      key,
+      id: focus.kind === 'box' ? undefined : focus.id,
+      item,
+      // the last reply for this target stays up while the next step's is on its way
+      data: have && (kind === 'node' || inspected.graph === graph) ? inspected.data : null,
+      error: have ? inspected.error : null,
+      graph,
+      state,
+    });
+    updateSide();
   }
 
   /** @param {any} ev */
@@ -408,7 +853,10 @@ export function createView({ model, el, backend, options = {} }) {
     /** @type {{ kind: 'node' | 'edge', index: number } | null} */
     let target = null;
     if (pt.curveNumber === T.nodes && i >= 0 && i < graph.n) target = { kind: 'node', index: i };
-    else if (pt.curveNumber === T.edgeHit && i >= 0 && i < graph.m) target = { kind: 'edge', index: i };
+    else if (pt.curveNumber === T.boxHit && i >= 0) {
+      const b = graph.boxes[Math.floor(i / BOX_HIT_POINTS)];
+      if (b !== undefined) target = { kind: 'node', index: b };
+    } else if (pt.curveNumber === T.edgeHit && i >= 0 && i < graph.m) target = { kind: 'edge', index: i };
     if (!target) return;
     hovered = target;
     const mouse = ev.event;
@@ -421,13 +869,20 @@ export function createView({ model, el, backend, options = {} }) {
    */
   function showCard(target, at) {
     const { kind, index } = target;
-    const title =
-      kind === 'node'
-        ? `${graph.names[index] || graph.labels[index]}${graph.labels[index] && graph.kinds[index] !== 'function' ? ` · ${graph.labels[index]}` : ''}`
-        : `${graph.labels[graph.src[index]] || graph.names[graph.src[index]]} → ${graph.labels[graph.dst[index]] || graph.names[graph.dst[index]]}`;
-    const rows = kind === 'node' ? nodeRows(graph, index) : edgeRows(graph, state, index);
+    const isBox = kind === 'node' && graph.isBox[index] === 1;
+    let title;
+    if (isBox) title = `${graph.labels[index]} · folded module`;
+    else if (kind === 'node') title = `${graph.names[index] || graph.labels[index]}${graph.labels[index] && graph.kinds[index] !== 'function' ? ` · ${graph.labels[index]}` : ''}`;
+    else title = `${graph.labels[graph.src[index]] || graph.names[graph.src[index]]} → ${graph.labels[graph.dst[index]] || graph.names[graph.dst[index]]}`;
+    /** @type {[string, string][]} */
+    const rows = isBox ? boxRows(graph, state, index) : kind === 'node' ? nodeRows(graph, index) : edgeRows(graph, state, index);
+    if (kind === 'node' && graph.savedState[index]) {
+      const b = SAVED_BADGE[/** @type {1 | 2} */ (graph.savedState[index])];
+      if (b) rows.push(['⚠ saved', graph.savedState[index] === SAVED_STATE.stale ? 'stale: modified in place after it was saved; stepping it fails' : 'freed by backward(): stepping it fails']);
+    }
     const dyn = h('div', { class: 'agw-card-dyn' });
-    card.replaceChildren(h('div', { class: 'agw-card-title' }, title), table(rows), dyn);
+    const hint = isBox ? h('div', { class: 'agw-card-hint' }, live ? 'click: expand · shift+click: inspect' : 'click: inspect') : kind === 'node' ? h('div', { class: 'agw-card-hint' }, 'click: inspect') : h('div', { class: 'agw-card-hint' }, 'click: inspect the edge');
+    card.replaceChildren(h('div', { class: 'agw-card-title' }, title), table(rows), dyn, hint);
     card.dataset.kind = kind;
     card.dataset.index = String(index);
     card.hidden = false;
@@ -436,7 +891,7 @@ export function createView({ model, el, backend, options = {} }) {
     const fill = (/** @type {any} */ data) => {
       if (!hovered || hovered.kind !== kind || hovered.index !== index || card.hidden) return;
       const seen = new Set(rows.map(([k]) => k));
-      const more = replyRows(data, graph).filter(([k]) => !seen.has(k));
+      const more = (isBox ? groupReplyRows(data) : replyRows(data, graph)).filter(([k]) => !seen.has(k));
       dyn.replaceChildren(more.length ? table(more) : '');
       if (data && typeof data === 'object' && data.error) dyn.append(h('div', { class: 'agw-card-error' }, `✖ ${data.error}`));
       if (at) placeCard(at);
@@ -476,13 +931,19 @@ export function createView({ model, el, backend, options = {} }) {
   const onGraph = () => {
     graph = decodeGraph(model.get('_graph'));
     state = decodeState(model.get('_state'), graph);
-    selected = indexOfSelected();
     range = fitRange(graph, plotSize());
     fitted = true;
     replies.clear();
     hideCard();
+    if (focus?.kind === 'box' && !graph.indexOf.has(`group:${focus.path}`)) focus = null;
+    refreshSelection();
+    memory = memory && memory.items.length === graph.n ? memory : null;
+    updateGraphChrome();
     updateChrome();
     if (plotted) draw();
+    applyJump();
+    refreshInspector(true);
+    if (colorBy === 'memory') requestMemory();
   };
   const onState = () => {
     state = decodeState(model.get('_state'), graph);
@@ -491,18 +952,43 @@ export function createView({ model, el, backend, options = {} }) {
     if (hovered && !card.hidden) showCard(hovered, null); // the card follows the step
     requestPatch();
     continueRun();
+    refreshInspector();
   };
   const onSelected = () => {
-    const i = indexOfSelected();
-    if (i === selected) return;
-    selected = i;
+    const nid = model.get('selected');
+    const eid = model.get('selected_edge');
+    if (nid !== null && nid !== undefined) {
+      // First NaN/Inf selects the edge and its target together: the edge stays in focus.
+      const e = eid === null || eid === undefined ? undefined : graph.edgeIndexOf.get(String(eid));
+      const pair = focus?.kind === 'edge' && e !== undefined && graph.ids[graph.dst[e]] === String(nid);
+      if (!pair && !(focus?.kind === 'node' && focus.id === String(nid))) focus = { kind: 'node', id: String(nid) };
+    } else if (focus?.kind === 'node') {
+      focus = eid === null || eid === undefined ? null : { kind: 'edge', id: String(eid) };
+    }
+    if (jump?.kind === 'node' && jump.id === String(nid)) applyJump();
+    refreshSelection();
     updateChrome();
+    refreshInspector(true);
+    patchView();
+  };
+  const onSelectedEdge = () => {
+    const eid = model.get('selected_edge');
+    const nid = model.get('selected');
+    if (eid !== null && eid !== undefined) {
+      if (!(focus?.kind === 'edge' && focus.id === String(eid))) focus = { kind: 'edge', id: String(eid) };
+    } else if (focus?.kind === 'edge') {
+      focus = nid === null || nid === undefined ? null : { kind: 'node', id: String(nid) };
+    }
+    refreshSelection();
+    updateChrome();
+    refreshInspector(true);
     patchView();
   };
   const onHeight = () => applyHeight();
   model.on('change:_graph', onGraph);
   model.on('change:_state', onState);
   model.on('change:selected', onSelected);
+  model.on('change:selected_edge', onSelectedEdge);
   model.on('change:height', onHeight);
   const stopWarnings = backend.onWarning((message) => {
     if (mode !== 'idle') stopQuietly();
@@ -547,19 +1033,24 @@ export function createView({ model, el, backend, options = {} }) {
     ensurePlot();
   }
 
+  updateGraphChrome();
   updateChrome();
+  refreshInspector(true);
 
   return () => {
     destroyed = true;
     clearTimeout(playTimer);
     clearTimeout(alertTimer);
+    clearTimeout(inspectTimer);
     if (mode !== 'idle') send({ type: 'pause' });
     model.off('change:_graph', onGraph);
     model.off('change:_state', onState);
     model.off('change:selected', onSelected);
+    model.off('change:selected_edge', onSelectedEdge);
     model.off('change:height', onHeight);
     stopWarnings();
     stopTheme();
+    search.destroy();
     resizer?.disconnect();
     root.removeEventListener('keydown', onKey);
     root.removeEventListener('mousedown', focusOnPress);
@@ -572,49 +1063,40 @@ export function createView({ model, el, backend, options = {} }) {
   };
 
   // ---- small DOM helpers -----------------------------------------------------------------------
-  /**
-   * @param {string} tag @param {Record<string, string>} [attrs] @param {...(Node | string)} kids
-   * @returns {HTMLElement}
-   */
-  function h(tag, attrs = {}, ...kids) {
-    const e = doc.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-    for (const kid of kids) e.append(kid);
-    return e;
-  }
-  /** @param {string} label @param {string} title @returns {HTMLButtonElement} */
-  function button(label, title) {
-    const b = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'agw-button', title }, label));
-    return b;
-  }
   function sep() {
     return h('span', { class: 'agw-sep', 'aria-hidden': 'true' });
   }
-  /** @param {[string, string][]} rows */
-  function table(rows) {
-    const t = h('table', { class: 'agw-rows' });
-    for (const [k, v] of rows) t.append(h('tr', {}, h('th', {}, k), h('td', {}, v)));
-    return t;
+  /** @param {string} cls @param {string} style @param {string} text */
+  function legendItem(cls, style, text) {
+    return h('span', { class: 'agw-legend-item' }, h('span', { class: cls, style }), text);
   }
   function buildLegend() {
-    const box = h('div', { class: 'agw-legend', 'aria-label': 'Legend' });
-    for (const [key, ks] of Object.entries(KIND_STYLE)) {
-      box.append(h('span', { class: 'agw-legend-item' }, h('span', { class: `agw-swatch agw-sym-${ks.symbol}`, style: `background:${ks.color}` }), ks.label));
-      void key;
+    const items = [];
+    if (colorBy === 'memory') {
+      items.push(h('span', { class: 'agw-legend-item' }, 'nodes: saved bytes (log scale, see the list) · outline: step state'));
+    } else {
+      for (const ks of Object.values(KIND_STYLE)) items.push(legendItem(`agw-swatch agw-sym-${ks.symbol}`, `background:${ks.color}`, ks.label));
     }
-    box.append(
+    if (graph.boxes.length) items.push(legendItem('agw-box-swatch', `background:linear-gradient(90deg, ${GROUP_COLOR} 45%, ${theme.boxBody} 45%)`, 'folded module (progress)'));
+    const states = new Set(graph.savedState);
+    for (const code of [SAVED_STATE.stale, SAVED_STATE.freed]) {
+      if (!states.has(code)) continue;
+      const b = SAVED_BADGE[code];
+      items.push(legendItem(`agw-badge-swatch agw-badge-swatch-${b.symbol}`, `color:${b.color}`, b.label));
+    }
+    items.push(
       h('span', { class: 'agw-legend-gap' }),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-swatch agw-state-pending' }), 'pending'),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-swatch agw-state-next', style: `border-color:${NEXT_COLOR}` }), 'next'),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-swatch agw-state-failed' }), 'failed'),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-swatch agw-state-nograd' }), 'no gradient'),
+      legendItem('agw-swatch agw-state-pending', '', 'pending'),
+      legendItem('agw-swatch agw-state-next', `border-color:${NEXT_COLOR}`, 'next'),
+      legendItem('agw-swatch agw-state-failed', '', 'failed'),
+      legendItem('agw-swatch agw-state-nograd', '', 'no gradient'),
       h('span', { class: 'agw-legend-gap' }),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-line agw-line-idle' }), 'not flowed'),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-line agw-line-none' }), 'None'),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-line agw-line-alarm', style: `border-color:${ALARM_COLOR}` }), 'NaN/inf'),
-      h('span', { class: 'agw-legend-item' }, h('span', { class: 'agw-swatch agw-sym-circle-open', style: `border-color:${SELECT_COLOR}` }), 'selected'),
+      legendItem('agw-line agw-line-idle', '', 'not flowed'),
+      legendItem('agw-line agw-line-none', '', 'None'),
+      legendItem('agw-line agw-line-alarm', `border-color:${ALARM_COLOR}`, 'NaN/inf'),
+      legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'),
     );
-    return box;
+    if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
+    legend.replaceChildren(...items);
   }
 }
-

@@ -131,3 +131,124 @@ export class FakeModel {
     return this.handlers.get(ev)?.size ?? 0;
   }
 }
+
+/**
+ * A folded MLP as Python sends it with collapse="modules" (cut down): NllLoss (root) ->
+ * LogSoftmax -> box "1" (4 nodes, one stale) -> box "0" (3 nodes, freed). Edge ids are real ids.
+ */
+export function boxGraph({ binary = true } = {}) {
+  const f32 = (a) => (binary ? dataView(new Float32Array(a), 1) : a);
+  const i32 = (a) => (binary ? dataView(new Int32Array(a), 2) : a);
+  const u8 = (a) => (binary ? dataView(new Uint8Array(a), 0) : a);
+  const N = NaN;
+  return {
+    version: 1,
+    orientation: 'TB',
+    bounds: [0, 0, -3, 0],
+    collapsed: ['0', '1'],
+    show_plumbing: true,
+    real_count: 9,
+    hidden: 0,
+    groups: ['', '0', '1'],
+    nodes: {
+      count: 4,
+      id: ['n0', 'n1', 'group:1', 'group:0'],
+      label: ['NllLoss', 'LogSoftmax', '1', '0'],
+      name: ['NllLossBackward0', 'LogSoftmaxBackward0', '1 (4 nodes)', '0 (3 nodes)'],
+      kind: ['function', 'function', 'group', 'group'],
+      root: u8([1, 0, 0, 0]),
+      module: [null, null, '1', '0'],
+      shape: ['', '', '', ''],
+      inputs: [[[[], 'float32', 'cpu']], [[[5, 3], 'float32', 'cpu']], [], []],
+      members: i32([0, 0, 4, 3]),
+      saved_state: u8([0, 0, 1, 2]),
+      real: i32([0, 1, -1, -1]),
+      x: f32([0, 0, 0, 0]),
+      y: f32([0, -1, -2, -3]),
+    },
+    edges: {
+      count: 3,
+      id: ['n0:0', 'n1:0', 'n2:1'],
+      src: i32([0, 1, 2]),
+      dst: i32([1, 2, 3]),
+      output_nr: i32([0, 0, 1]),
+      input_nr: i32([0, 0, 0]),
+      real: i32([0, 1, 5]),
+      path_x: f32([0, 0, N, 0, 0, N, 0, 0, N]),
+      path_y: f32([0, -1, N, -1, -2, N, -2, -3, N]),
+      path_ptr: i32([0, 3, 6, 9]),
+      mid_x: f32([0, 0, 0]),
+      mid_y: f32([-0.5, -1.5, -2.5]),
+    },
+  };
+}
+
+/** The `_state` of {@link boxGraph}: `done` real steps; box "1" holds steps 2..5, box "0" 6..8. */
+export function boxState(done, { seq = done, nonfinite = false } = {}) {
+  const total = 9;
+  const frac = (a, b) => Math.max(0, Math.min(1, (done - a) / (b - a)));
+  const progress = [done > 0 ? 1 : 0, done > 1 ? 1 : 0, frac(2, 6), frac(6, 9)];
+  const nodeState = progress.map((p) => (p >= 1 ? 2 : 0));
+  const nextItem = done < 1 ? 0 : done < 2 ? 1 : done < 6 ? 2 : done < 9 ? 3 : -1;
+  if (nextItem >= 0) nodeState[nextItem] = 1;
+  const edgeNorm = [done > 0 ? 1 : NaN, done > 1 ? 0.5 : NaN, done > 5 ? (nonfinite ? Infinity : 0.25) : NaN];
+  const edgeFlag = edgeNorm.map((v, e) => (Number.isNaN(v) ? 0 : e === 2 && nonfinite ? 2 : 1));
+  return {
+    seq,
+    position: done,
+    total,
+    done: done >= total,
+    running: false,
+    next: nextItem,
+    next_id: nextItem >= 0 ? `n${done}` : null,
+    last: -1,
+    node_state: dataView(new Uint8Array(nodeState), 1),
+    progress: dataView(new Float32Array(progress), 2),
+    edge_norm: dataView(new Float32Array(edgeNorm), 0),
+    edge_flag: dataView(new Uint8Array(edgeFlag), 3),
+    edge_values: {},
+    norm_range: done > 0 ? [Math.log10(0.25), 0] : null,
+    waiting: [],
+    status: done >= total ? `step ${done} / ${total} — done` : `step ${done} / ${total} — Node${done}Backward0`,
+    error: null,
+  };
+}
+
+/** An inspect reply for AddmmBackward0 (module "2"): saved values in every state, hooks, traceback. */
+export function addmmReply() {
+  const summary = (shape, values, extra = {}) => ({
+    shape, dtype: 'float32', numel: values.length, norm: 2.02, min: -0.64, max: 0.54, mean: -0.15, std: 0.29, nan: 0, inf: 0, values, ...extra,
+  });
+  return {
+    id: 'n6',
+    name: 'AddmmBackward0',
+    label: 'Addmm',
+    kind: 'function',
+    module: '2',
+    sequence_nr: 4,
+    leaf_name: null,
+    traceback: ['  File "<stdin>", line 3, in <module>\n', '    out = model(x)\n'],
+    inputs: [[[5, 8], 'float32', 'cpu']],
+    incoming: [summary([5, 8], [0.1, 'nan', -0.2], { nan: 1, norm: 'nan' })],
+    outgoing: { 'n6:0': null, 'n6:1': summary([5, 8], [1, 2]) },
+    in_edges: [{ id: 'n4:0', src: 'n4', name: 'TanhBackward0', input_nr: 0 }],
+    saved: [
+      { name: 'alpha', kind: 'scalar', shape: null, dtype: null, state: 'ok', aliases: [], alias_ids: [], summary: null, value: 1, note: null, versions: null, nbytes: null },
+      { name: 'mat1', kind: 'tensor', shape: [5, 8], dtype: 'float32', device: 'cpu', stride: [8, 1], nbytes: 160, storage_nbytes: 160, state: 'ok',
+        aliases: ['n1.result (LogSoftmaxBackward0)'], alias_ids: ['n1'], summary: summary([5, 8], [-0.34, -0.28]), value: [-0.34, -0.28], note: null, versions: null },
+      { name: 'mat2', kind: 'tensor', shape: [8, 8], dtype: 'float32', device: 'cpu', stride: [1, 8], nbytes: 256, storage_nbytes: 256, state: 'stale',
+        aliases: ['parameter 2.weight'], alias_ids: ['n12'], summary: null, value: null,
+        note: 'stale: modified in place after it was saved (saved at version 0, now 1); stepping this node raises', versions: [0, 1] },
+      { name: 'self', kind: 'tensor', shape: [3], dtype: 'float32', device: 'cpu', stride: [1], nbytes: 12, state: 'freed', aliases: [], alias_ids: [], summary: null, value: null, note: 'freed: backward() already ran', versions: null },
+      { name: 'other', kind: 'tensor', shape: [3], dtype: 'float32', device: 'cpu', stride: [1], nbytes: 12, state: 'packed', aliases: [], alias_ids: [], summary: null, value: "'offloaded'", note: 'packed by torch.autograd.graph.saved_tensors_hooks', versions: null },
+      { name: 'ignore_index', kind: 'scalar', state: 'ok', aliases: [], alias_ids: [], value: -100 },
+      { name: 'mat1_sym_sizes', kind: 'tuple', state: 'ok', aliases: [], alias_ids: [], value: [5, 8] },
+    ],
+    saved_error: null,
+    hooks: [
+      { on: '2.weight', kind: 'tensor hook', fn: 'scale_grad' },
+      { on: 'AddmmBackward0', kind: 'note', fn: 'Hooks registered on this node cannot be listed from the graph' },
+    ],
+    error: null,
+  };
+}

@@ -93,7 +93,7 @@ describe('decodeState', () => {
     raw.edge_values = { 0: ['nan', 'inf'], 7: [1], x: [2] };
     raw.waiting = [null, { slot: 1, shape: [2], dtype: 'float64', norm: 'inf', values: null }];
     const s = decodeState(raw, g);
-    expect(s.error).toEqual({ node: 3, message: 'boom' });
+    expect(s.error).toEqual({ node: 3, message: 'boom', id: null });
     expect(s.edgeValues.get(0)).toEqual([NaN, Infinity]);
     expect([...s.edgeValues.keys()]).toEqual([0]);
     expect(s.waiting[0]).toBeNull();

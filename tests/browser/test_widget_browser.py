@@ -12,8 +12,20 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS, NOTEBOOK7_KNOWN_ERRORS
-from .labtools import open_notebook, run_cell, widget_in
+from .conftest import NOTEBOOK7_KNOWN_ERRORS
+from .labtools import (
+    PLOT,
+    RANGES,
+    button,
+    edge_labels,
+    open_notebook,
+    point,
+    position_of,
+    run_cell,
+    save,
+    status,
+    widget_in,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -46,60 +58,6 @@ Z_STATUS = [
     "step 3 / 4 — AccumulateGrad (x)",
     "step 4 / 4 — done",
 ]
-
-# JS run in the page: the plotly div of the widget, and trace data by uid (see js/src/figure.js).
-PLOT = "root => root.querySelector('.agw-plot')"
-RANGES = """root => {
-  const gd = root.querySelector('.agw-plot');
-  return [gd.layout.xaxis.range.map(Number), gd.layout.yaxis.range.map(Number)];
-}"""
-# Page coordinates of the point of trace `uid` whose text (or index) matches.
-POINT_AT = """([root, uid, text, index]) => {
-  const gd = root.querySelector('.agw-plot');
-  const trace = gd.data.find((t) => t.uid === uid);
-  let i = index;
-  const first = (t) => t.replace(/<[^>]*>/g, ' ').split(' ')[0];
-  if (text !== null) i = Array.from(trace.text).findIndex((t) => first(t) === text);
-  if (i < 0) return null;
-  const fl = gd._fullLayout;
-  const box = gd.getBoundingClientRect();
-  return {
-    x: box.left + fl._size.l + fl.xaxis.l2p(Number(trace.x[i])),
-    y: box.top + fl._size.t + fl.yaxis.l2p(Number(trace.y[i])),
-  };
-}"""
-
-
-def button(root, name: str):
-    return root.get_by_role("button", name=name, exact=True)
-
-
-def status(root):
-    return root.locator(".agw-status")
-
-
-def edge_labels(root) -> list[str]:
-    """The gradient values written on the edges, as the page shows them."""
-    return sorted(root.locator(".traceagw-edge-labels text").all_text_contents())
-
-
-def position_of(root) -> int:
-    m = re.match(r"step (\d+) /", status(root).inner_text())
-    assert m, status(root).inner_text()
-    return int(m.group(1))
-
-
-def point(page, root, uid: str, text: str | None = None, index: int = -1) -> dict:
-    """Where (page pixels) the point of trace `uid` with that label (or index) is drawn."""
-    root.scroll_into_view_if_needed()
-    p = page.evaluate(POINT_AT, [root.element_handle(), uid, text, index])
-    assert p is not None, f"no point {text!r} in {uid}"
-    return p
-
-
-def save(root, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    root.screenshot(path=str(ARTIFACTS / name))
 
 
 def test_step_back_values_and_python_side(page, lab_server):

@@ -1,0 +1,473 @@
+/**
+ * The side panels: the inspector (a node, an edge or a module box, with the Gradients / Saved /
+ * Hooks tabs) and the memory list. DOM only: the content comes from the kernel's replies through
+ * the pure helpers of inspect.js; gestures go out through the handlers the view passes in.
+ */
+import { domHelpers } from './dom.js';
+import { formatNumber } from './format.js';
+import { moduleAncestors, progressText } from './groups.js';
+import {
+  SAVED_STATES,
+  hookItems,
+  incomingSlots,
+  isNonfinite,
+  outgoingEdges,
+  savedDetailRows,
+  savedItems,
+  sequenceText,
+  summaryStats,
+  tracebackText,
+  valuesPreview,
+} from './inspect.js';
+import { shapeText } from './labels.js';
+import { MEMORY_COLORS, formatBytes, memoryLegend } from './memory.js';
+
+/**
+ * @typedef {object} InspectorHandlers
+ * @property {() => void} close clear the selection
+ * @property {(group: string) => void} collapse fold a module
+ * @property {(group: string) => void} expand unfold a box
+ * @property {(target: { item: number } | { id: string }) => void} runTo
+ * @property {(id: string) => void} selectNode select a real node by id
+ * @property {(ids: string[]) => void} highlight mark nodes on the graph ([] clears)
+ *
+ * @typedef {object} InspectorTarget
+ * @property {'node' | 'edge' | 'box'} kind
+ * @property {string} key stable across steps (the UI state of the panel is kept per key)
+ * @property {string} [id] real node id / real edge id
+ * @property {number} item visible item (node, box) or visible edge index; -1 when not visible
+ * @property {any} data the inspect reply, null while loading
+ * @property {string | null} [error] why there is no reply
+ * @property {import('./model.js').Graph} graph
+ * @property {import('./model.js').State} state
+ */
+
+/** A clicked saved tensor shows this many of its values (Python sends up to 64). */
+export const SAVED_PREVIEW_VALUES = 64;
+
+/** @type {readonly ['grad', 'saved', 'hooks']} */
+const TABS = ['grad', 'saved', 'hooks'];
+const TAB_LABEL = { grad: 'Gradients', saved: 'Saved', hooks: 'Hooks' };
+
+/**
+ * @param {Document} doc @param {InspectorHandlers} handlers
+ */
+export function createInspector(doc, handlers) {
+  const { h, button, table } = domHelpers(doc);
+  const el = h('section', { class: 'agw-inspector', 'aria-label': 'Inspector', hidden: '' });
+  /** The panel's own state, per target key: open tab, open saved value, traceback open. */
+  let ui = { key: '', tab: /** @type {'grad' | 'saved' | 'hooks'} */ ('grad'), saved: /** @type {string | null} */ (null), tb: false };
+  /** @type {InspectorTarget | null} */
+  let current = null;
+
+  /** @param {InspectorTarget | null} target */
+  function render(target) {
+    current = target;
+    if (!target) {
+      if (ui.saved) handlers.highlight([]);
+      ui = { key: '', tab: ui.tab, saved: null, tb: false };
+      el.hidden = true;
+      el.replaceChildren();
+      return;
+    }
+    if (target.key !== ui.key) {
+      if (ui.saved) handlers.highlight([]);
+      ui = { key: target.key, tab: ui.tab, saved: null, tb: false };
+    }
+    const scroll = el.scrollTop;
+    el.hidden = false;
+    el.dataset.kind = target.kind;
+    if (target.kind === 'edge') el.replaceChildren(...edgeView(target));
+    else if (target.kind === 'box') el.replaceChildren(...boxView(target));
+    else el.replaceChildren(...nodeView(target));
+    el.scrollTop = scroll;
+  }
+
+  /** @param {string} title @param {string} sub */
+  function header(title, sub) {
+    const close = button('×', 'Close the inspector (Esc)', 'agw-icon-button');
+    close.setAttribute('aria-label', 'Close inspector');
+    close.addEventListener('click', () => handlers.close());
+    return h('header', { class: 'agw-insp-head' }, h('div', { class: 'agw-insp-titles' }, h('h3', { class: 'agw-insp-title' }, title), sub ? h('div', { class: 'agw-insp-sub' }, sub) : null), close);
+  }
+
+  /** @param {string} text */
+  function note(text, cls = 'agw-insp-note') {
+    return h('p', { class: cls }, text);
+  }
+
+  /** @param {InspectorTarget} t */
+  function loadingOrError(t) {
+    if (t.error) return note(`✖ ${t.error}`, 'agw-insp-error');
+    if (!t.data) return note('…', 'agw-insp-loading');
+    return null;
+  }
+
+  /**
+   * A gradient or tensor summary: one line, the statistics, the values preview; NaN/inf in the
+   * alarm colour.
+   * @param {any} s @param {string} [empty]
+   */
+  function summaryBlock(s, empty = 'no gradient') {
+    if (s === null || s === undefined) return h('div', { class: 'agw-summary agw-summary-empty' }, empty);
+    const bad = isNonfinite(s);
+    const box = h('div', { class: `agw-summary${bad ? ' agw-nonfinite' : ''}` });
+    if (bad) box.append(h('div', { class: 'agw-alarm agw-alarm-line', role: 'note' }, `⚠ contains ${[Number(s.nan) > 0 ? `${s.nan} NaN` : '', Number(s.inf) > 0 ? `${s.inf} inf` : ''].filter(Boolean).join(' and ') || 'non-finite values'}`));
+    box.append(table(summaryStats(s)));
+    const pv = valuesPreview(s.values, s.numel ?? null);
+    if (pv.text) box.append(h('div', { class: 'agw-values' }, h('span', { class: 'agw-values-label' }, `values (${pv.note})`), h('code', { class: pv.alarm ? 'agw-alarm' : '' }, pv.text)));
+    return box;
+  }
+
+  // ---- node --------------------------------------------------------------------------------
+  /** @param {InspectorTarget} t */
+  function nodeView(t) {
+    const { graph, data } = t;
+    const i = t.item;
+    const name = data?.name ?? (i >= 0 ? graph.names[i] : t.id ?? '');
+    const label = data?.label ?? (i >= 0 ? graph.labels[i] : '');
+    const kind = data?.kind ?? (i >= 0 ? graph.kinds[i] : '');
+    const module = data ? data.module ?? null : i >= 0 ? graph.modules[i] : null;
+    const out = [header(name || 'node', [label && label !== name ? label : '', kind].filter(Boolean).join(' · '))];
+    const actions = h('div', { class: 'agw-insp-actions' });
+    if (module !== null && module !== undefined) {
+      const b = button('Collapse module', `Fold ${module || 'the whole model'} into one box`);
+      b.addEventListener('click', () => handlers.collapse(module));
+      actions.append(b);
+    }
+    if (t.id) {
+      const run = button('Run to here', 'Run backward up to and including this node');
+      run.addEventListener('click', () => handlers.runTo({ id: /** @type {string} */ (t.id) }));
+      run.disabled = t.state.done || i < 0;
+      if (i < 0) run.title = 'Not shown: expand its module first';
+      actions.append(run);
+    }
+    if (actions.children.length) out.push(actions);
+    /** @type {[string, string | Node, boolean?][]} */
+    const rows = [];
+    if (module !== null && module !== undefined) rows.push(['module', moduleCrumbs(module)]);
+    if (data?.sequence_nr !== undefined && data?.sequence_nr !== null) rows.push(['sequence nr', sequenceText(data.sequence_nr)]);
+    if (data?.leaf_name) rows.push(['leaf', String(data.leaf_name)]);
+    if (t.id) rows.push(['id', t.id]);
+    if (i < 0) rows.push(['shown', 'hidden (inside a folded module or plumbing)']);
+    out.push(table(rows));
+    const stepError = data?.error ?? (t.state.error && t.state.error.id === t.id ? t.state.error.message : null);
+    if (stepError) out.push(h('div', { class: 'agw-insp-error', role: 'alert' }, `✖ this step failed: ${stepError}`));
+    const wait = loadingOrError(t);
+    if (wait) {
+      out.push(wait);
+      return out;
+    }
+    const tb = tracebackText(data.traceback);
+    if (tb) {
+      const det = /** @type {HTMLDetailsElement} */ (h('details', { class: 'agw-traceback' }, h('summary', {}, 'Forward traceback'), h('pre', {}, tb)));
+      det.open = ui.tb;
+      det.addEventListener('toggle', () => (ui.tb = det.open));
+      out.push(det);
+    }
+    const saved = savedItems(data.saved);
+    const hooks = hookItems(data.hooks);
+    out.push(...tabs({
+      grad: () => gradientsTab(t),
+      saved: () => savedTab(saved, data.saved_error),
+      hooks: () => hooksTab(hooks),
+    }, { saved: saved.length ? String(saved.length) : '', hooks: hooks.hooks.length ? String(hooks.hooks.length) : '' }, saved.some((s) => s.state === 'stale' || s.state === 'freed')));
+    return out;
+  }
+
+  /** "layers" / "layers.3" / "layers.3.linear1": each folds that module. @param {string} module */
+  function moduleCrumbs(module) {
+    const span = h('span', { class: 'agw-crumbs' });
+    if (module === '') {
+      span.append('(top module)');
+      return span;
+    }
+    moduleAncestors(module).forEach((path, k) => {
+      if (k) span.append('.');
+      const b = h('button', { type: 'button', class: 'agw-link', title: `Fold ${path} into one box` }, path.split('.').pop() ?? path);
+      b.addEventListener('click', () => handlers.collapse(path));
+      span.append(b);
+    });
+    return span;
+  }
+
+  /**
+   * The tab strip and the open panel.
+   * @param {Record<'grad' | 'saved' | 'hooks', () => Node[]>} panels
+   * @param {Partial<Record<'grad' | 'saved' | 'hooks', string>>} counts
+   * @param {boolean} savedAlarm
+   */
+  function tabs(panels, counts, savedAlarm) {
+    const uid = Math.random().toString(36).slice(2, 8);
+    const list = h('div', { class: 'agw-tabs', role: 'tablist', 'aria-label': 'Inspector sections' });
+    const panel = h('div', { class: 'agw-tabpanel', role: 'tabpanel', id: `agw-tp-${uid}` });
+    /** @type {HTMLButtonElement[]} */
+    const buttons = [];
+    const show = (/** @type {'grad' | 'saved' | 'hooks'} */ tab, focus = false) => {
+      ui.tab = tab;
+      buttons.forEach((b, k) => {
+        const on = TABS[k] === tab;
+        b.setAttribute('aria-selected', on ? 'true' : 'false');
+        b.tabIndex = on ? 0 : -1;
+        if (on && focus) b.focus();
+      });
+      panel.setAttribute('aria-labelledby', `agw-tab-${uid}-${tab}`);
+      panel.replaceChildren(...panels[tab]());
+    };
+    for (const tab of TABS) {
+      const count = counts[tab];
+      const b = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', role: 'tab', class: 'agw-tab', id: `agw-tab-${uid}-${tab}`, 'aria-controls': panel.id }, TAB_LABEL[tab], count ? h('span', { class: `agw-tab-count${tab === 'saved' && savedAlarm ? ' agw-alarm' : ''}` }, count) : null));
+      b.addEventListener('click', () => show(tab));
+      b.addEventListener('keydown', (ev) => {
+        const k = TABS.indexOf(tab);
+        if (ev.key === 'ArrowRight' || ev.key === 'ArrowLeft') {
+          ev.preventDefault();
+          ev.stopPropagation();
+          show(TABS[(k + (ev.key === 'ArrowRight' ? 1 : TABS.length - 1)) % TABS.length], true);
+        }
+      });
+      buttons.push(b);
+      list.append(b);
+    }
+    show(ui.tab);
+    return [list, panel];
+  }
+
+  /** @param {InspectorTarget} t */
+  function gradientsTab(t) {
+    const { data, graph } = t;
+    const out = [];
+    const slots = incomingSlots(data);
+    out.push(h('h4', {}, 'Incoming gradients (per input slot)'));
+    if (!slots.length) out.push(note('no input slots'));
+    for (const s of slots) {
+      out.push(h('div', { class: 'agw-slot-block' }, h('div', { class: 'agw-slot-head' }, h('b', {}, `slot ${s.slot}`), s.meta ? h('span', { class: 'agw-meta' }, ` ${s.meta}`) : null), summaryBlock(s.summary, t.state.done || data.incoming ? 'empty (nothing arrived: no gradient)' : 'empty')));
+    }
+    const outs = outgoingEdges(data, graph);
+    out.push(h('h4', {}, 'Outgoing gradients (per edge)'));
+    if (!outs.length) out.push(note(data.kind === 'parameter' || data.kind === 'input' ? 'a leaf: its gradient accumulates into .grad' : 'no outgoing edges'));
+    for (const o of outs) {
+      out.push(h('div', { class: 'agw-slot-block' }, h('div', { class: 'agw-slot-head' }, h('b', {}, `→ ${o.to}`), h('span', { class: 'agw-meta' }, ` ${o.id}`)), summaryBlock(o.summary, 'not flowed yet')));
+    }
+    return out;
+  }
+
+  /** @param {import('./inspect.js').SavedItem[]} items @param {unknown} error */
+  function savedTab(items, error) {
+    const out = [];
+    if (error) out.push(note(`✖ could not read the saved values: ${error}`, 'agw-insp-error'));
+    if (!items.length) {
+      if (!error) out.push(note('This node saved nothing for backward.'));
+      return out;
+    }
+    const list = h('ul', { class: 'agw-saved-list', 'aria-label': 'Saved values' });
+    for (const it of items) {
+      const st = SAVED_STATES[it.state];
+      const badge = h('span', { class: `agw-badge agw-badge-${it.state}`, title: st.title }, st.text);
+      const open = ui.saved === it.key;
+      const nameEl = it.tensor
+        ? h('button', { type: 'button', class: 'agw-saved-name agw-link', 'aria-expanded': open ? 'true' : 'false', title: 'Show its statistics and values, and mark what it aliases on the graph' }, it.name)
+        : h('span', { class: 'agw-saved-name' }, it.name);
+      const head = h('div', { class: 'agw-saved-head' }, nameEl, h('span', { class: 'agw-meta' }, it.kind), it.shape ? h('code', { class: 'agw-shape' }, it.shape) : null, it.dtype ? h('span', { class: 'agw-meta' }, it.dtype) : null, it.size ? h('span', { class: 'agw-meta' }, it.size) : null, badge);
+      const li = h('li', { class: `agw-saved-item agw-saved-${it.state}${open ? ' agw-open' : ''}`, 'data-name': it.name }, head);
+      if (!it.tensor && it.kind !== 'none') li.append(h('div', { class: 'agw-saved-value' }, h('code', {}, `= ${it.value}`)));
+      if (it.aliases.length) li.append(h('div', { class: 'agw-saved-aliases' }, `aliases: ${it.aliases.join('; ')}`));
+      if (it.note) li.append(h('div', { class: `agw-saved-note${it.state === 'stale' || it.state === 'freed' ? ' agw-alarm' : ''}` }, it.note));
+      if (open) li.append(savedDetail(it));
+      if (it.tensor) {
+        nameEl.addEventListener('click', () => {
+          ui.saved = ui.saved === it.key ? null : it.key;
+          handlers.highlight(ui.saved ? it.aliasIds : []);
+          if (current) render(current);
+        });
+      }
+      list.append(li);
+    }
+    out.push(list);
+    return out;
+  }
+
+  /** @param {import('./inspect.js').SavedItem} it */
+  function savedDetail(it) {
+    const box = h('div', { class: 'agw-saved-detail' }, table(savedDetailRows(it)));
+    const s = it.raw?.summary;
+    // Python sends every value of a small saved tensor (up to 64): show them all.
+    const pv = valuesPreview(it.raw?.value ?? s?.values, s?.numel ?? null, SAVED_PREVIEW_VALUES);
+    if (pv.text && it.state !== 'packed') box.append(h('div', { class: 'agw-values' }, h('span', { class: 'agw-values-label' }, `values (${pv.note})`), h('code', { class: pv.alarm ? 'agw-alarm' : '' }, pv.text)));
+    if (it.aliasIds.length) box.append(h('div', { class: 'agw-meta' }, `marked on the graph: ${it.aliasIds.length} node${it.aliasIds.length === 1 ? '' : 's'} sharing its storage`));
+    return box;
+  }
+
+  /** @param {{ hooks: { on: string, kind: string, fn: string }[], notes: string[] }} hk */
+  function hooksTab(hk) {
+    const out = [];
+    if (hk.hooks.length) {
+      out.push(table(hk.hooks.map((x) => /** @type {[string, string]} */ ([x.kind, `${x.fn} (on ${x.on})`]))));
+    } else {
+      out.push(note('No hooks that can be listed.'));
+    }
+    for (const n of hk.notes) out.push(note(n));
+    return out;
+  }
+
+  // ---- edge --------------------------------------------------------------------------------
+  /** @param {InspectorTarget} t */
+  function edgeView(t) {
+    const { graph, data } = t;
+    const e = t.item;
+    const srcName = data?.src?.name ?? (e >= 0 ? graph.names[graph.src[e]] : '');
+    const dstName = data?.dst?.name ?? (e >= 0 ? graph.names[graph.dst[e]] : '');
+    const dstLabel = data?.dst?.label ?? (e >= 0 ? graph.labels[graph.dst[e]] : '');
+    const outNr = data?.src?.output_nr ?? (e >= 0 ? graph.outputNr[e] : '');
+    const inNr = data?.dst?.input_nr ?? (e >= 0 ? graph.inputNr[e] : '');
+    const out = [header(`${srcName} → ${dstLabel || dstName}`, `edge ${t.id ?? ''}`)];
+    const actions = h('div', { class: 'agw-insp-actions' });
+    for (const [label, who] of /** @type {[string, any][]} */ ([['Source', data?.src], ['Target', data?.dst]])) {
+      if (!who?.id) continue;
+      const b = button(`Select ${label.toLowerCase()}`, `Select ${who.name}`);
+      b.addEventListener('click', () => handlers.selectNode(String(who.id)));
+      actions.append(b);
+    }
+    if (actions.children.length) out.push(actions);
+    /** @type {[string, string][]} */
+    const rows = [
+      ['from', `${srcName} (output ${outNr})`],
+      ['to', `${dstName}${dstLabel && dstLabel !== dstName ? ` · ${dstLabel}` : ''} (slot ${inNr})`],
+    ];
+    if (e >= 0) {
+      const meta = graph.inputs[graph.dst[e]]?.[graph.inputNr[e]];
+      if (meta && !graph.isBox[graph.dst[e]]) rows.push(['tensor', [shapeText(meta.shape), meta.dtype, meta.device].filter(Boolean).join(' ')]);
+    } else {
+      rows.push(['shown', 'hidden (inside a folded module)']);
+    }
+    out.push(table(rows));
+    const wait = loadingOrError(t);
+    if (wait) {
+      out.push(wait);
+      return out;
+    }
+    out.push(h('h4', {}, 'Gradient'));
+    out.push(summaryBlock(data.summary, 'not flowed yet (or None)'));
+    return out;
+  }
+
+  // ---- box ---------------------------------------------------------------------------------
+  /** @param {InspectorTarget} t */
+  function boxView(t) {
+    const { graph, data, state } = t;
+    const i = t.item;
+    const path = data?.group ?? (i >= 0 ? graph.modules[i] : '') ?? '';
+    const label = data?.label ?? (i >= 0 ? graph.labels[i] : path);
+    const members = data?.members ?? (i >= 0 ? graph.members[i] : 0);
+    const p = i >= 0 ? state.progress[i] : Number(data?.progress ?? 0);
+    const out = [header(label || 'module', `folded module · ${members} nodes`)];
+    const actions = h('div', { class: 'agw-insp-actions' });
+    const expand = button('Expand', `Unfold ${label}: its submodules become boxes`);
+    expand.addEventListener('click', () => handlers.expand(path));
+    actions.append(expand);
+    if (i >= 0) {
+      const run = button('Run through module', 'Run until every node inside it has run');
+      run.disabled = p >= 1 || state.done;
+      run.addEventListener('click', () => handlers.runTo({ item: i }));
+      actions.append(run);
+    }
+    out.push(actions);
+    const bar = h('div', { class: 'agw-meter', role: 'progressbar', 'aria-label': 'Module progress', 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': String(Math.round(100 * p)) }, h('div', { class: 'agw-meter-bar', style: `width:${(100 * Math.min(1, Math.max(0, p))).toFixed(1)}%` }));
+    out.push(table([
+      ['module', path === '' ? '(whole model)' : path],
+      ['nodes', String(members)],
+      ['progress', h('span', { class: 'agw-progress-cell' }, bar, ` ${progressText(p)}`)],
+    ]));
+    const wait = loadingOrError(t);
+    if (wait) {
+      out.push(wait);
+      return out;
+    }
+    if (Array.isArray(data.ops) && data.ops.length) {
+      out.push(h('h4', {}, 'Top ops'));
+      out.push(table(data.ops.map((/** @type {any} */ o) => /** @type {[string, string]} */ ([String(o[0]), `×${formatNumber(Number(o[1]))}`])), 'agw-rows agw-ops'));
+    }
+    if (Array.isArray(data.leaves) && data.leaves.length) {
+      out.push(h('h4', {}, `Leaves (${data.leaves.length})`));
+      out.push(h('ul', { class: 'agw-leaves' }, ...data.leaves.map((/** @type {unknown} */ l) => h('li', {}, h('code', {}, String(l ?? '?'))))));
+    }
+    return out;
+  }
+
+  return {
+    el,
+    render,
+    /** The key of the target shown, or "". */
+    get key() {
+      return current ? current.key : '';
+    },
+  };
+}
+
+/**
+ * @typedef {object} MemoryHandlers
+ * @property {(id: string) => void} select select a holder by real node id
+ * @property {(exclude: boolean) => void} excludeLeaves ask again without leaf storages
+ */
+
+/**
+ * The memory list shown in the "memory" colour mode: total, scale, top holders, by module.
+ * @param {Document} doc @param {MemoryHandlers} handlers
+ */
+export function createMemoryPanel(doc, handlers) {
+  const { h, table } = domHelpers(doc);
+  const el = h('section', { class: 'agw-memory', 'aria-label': 'Memory', hidden: '' });
+  let byModuleOpen = false;
+
+  /**
+   * @param {import('./memory.js').Memory | null} mem null hides the panel
+   * @param {{ loading?: boolean, error?: string | null, excludeLeaves: boolean }} opts
+   */
+  function render(mem, opts) {
+    const scroll = el.scrollTop;
+    el.hidden = false;
+    const leaves = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox' }));
+    leaves.checked = opts.excludeLeaves;
+    leaves.addEventListener('change', () => handlers.excludeLeaves(leaves.checked));
+    const out = [
+      h('h3', { class: 'agw-insp-title' }, 'Saved-tensor memory'),
+      h('label', { class: 'agw-check', title: 'Leave out storages owned by leaves (parameters, inputs): activation memory alone' }, leaves, 'Activations only'),
+    ];
+    if (opts.error) out.push(h('p', { class: 'agw-insp-error' }, `✖ ${opts.error}`));
+    else if (!mem) out.push(h('p', { class: 'agw-insp-loading' }, '…'));
+    if (mem) {
+      out.push(h('div', { class: 'agw-mem-total', role: 'status' }, h('span', {}, 'Total '), h('b', {}, formatBytes(mem.total)), h('span', { class: 'agw-meta' }, ` (${formatNumber(mem.total)} bytes, each storage counted once)`)));
+      const legend = memoryLegend(mem.items);
+      if (legend.length) {
+        out.push(h('div', { class: 'agw-mem-scale', 'aria-label': 'Colour scale, log bytes' }, ...legend.map((s) => h('span', { class: 'agw-mem-stop', style: `background:${s.color}`, title: `from ${s.from}` })), h('span', { class: 'agw-meta' }, ` ${legend[0].from} … ${formatBytes(Math.max(...mem.items))}`)));
+      } else {
+        out.push(h('p', { class: 'agw-insp-note' }, 'Nothing here saves a tensor.'));
+      }
+      if (mem.top.length) {
+        out.push(h('h4', {}, 'Top holders'));
+        const list = h('ol', { class: 'agw-mem-top' });
+        for (const t of mem.top) {
+          const b = h('button', { type: 'button', class: 'agw-link', title: `Select ${t.name}` }, t.name);
+          b.addEventListener('click', () => handlers.select(t.id));
+          list.append(h('li', {}, b, t.module ? h('span', { class: 'agw-meta' }, ` · ${t.module}`) : null, h('span', { class: 'agw-mem-bytes' }, formatBytes(t.bytes))));
+        }
+        out.push(list);
+      }
+      if (mem.byModule.length) {
+        const det = /** @type {HTMLDetailsElement} */ (h('details', {}, h('summary', {}, 'By module'), table(mem.byModule.slice(0, 30).map(([k, v]) => /** @type {[string, string]} */ ([k === '' ? '(top module)' : k, formatBytes(v)])))));
+        det.open = byModuleOpen;
+        det.addEventListener('toggle', () => (byModuleOpen = det.open));
+        out.push(det);
+      }
+    }
+    el.replaceChildren(...out);
+    el.scrollTop = scroll;
+  }
+
+  function hide() {
+    el.hidden = true;
+    el.replaceChildren();
+  }
+
+  return { el, render, hide, colors: MEMORY_COLORS };
+}

@@ -1,0 +1,199 @@
+import { describe, expect, it } from 'vitest';
+import { decodeGraph, decodeState, SAVED_STATE } from '../src/model.js';
+import { T, buildFigure, combine, fitRange, statePatches, viewPatches } from '../src/figure.js';
+import {
+  BOX_HIT_POINTS,
+  axisScale,
+  boxHalfWidths,
+  boxHitPoints,
+  boxLabel,
+  boxOfModule,
+  boxRows,
+  boxSegments,
+  boxSize,
+  countsText,
+  groupReplyRows,
+  inGroup,
+  moduleAncestors,
+  progressText,
+} from '../src/groups.js';
+import { makeTheme, nodeStyles } from '../src/style.js';
+import { boxGraph, boxState, zGraph } from './fixtures.js';
+
+const g = decodeGraph(boxGraph());
+const theme = makeTheme();
+const size = { width: 900, height: 500 };
+const view = (extra = {}) => ({ range: fitRange(g, size), size, selected: -1, ...extra });
+
+describe('decoding a folded graph', () => {
+  it.each([true, false])('reads boxes, members, saved state and the fold summary (binary=%s)', (binary) => {
+    const d = decodeGraph(boxGraph({ binary }));
+    expect(d.boxes).toEqual([2, 3]);
+    expect(Array.from(d.isBox)).toEqual([0, 0, 1, 1]);
+    expect(Array.from(d.members)).toEqual([0, 0, 4, 3]);
+    expect(Array.from(d.real)).toEqual([0, 1, -1, -1]);
+    expect(Array.from(d.savedState)).toEqual([0, 0, SAVED_STATE.stale, SAVED_STATE.freed]);
+    expect(Array.from(d.edgeReal)).toEqual([0, 1, 5]);
+    expect(d.collapsed).toEqual(['0', '1']);
+    expect(d.showPlumbing).toBe(true);
+    expect(d.realCount).toBe(9);
+    expect(d.groups).toEqual(['', '0', '1']);
+  });
+  it('defaults for a part-1 payload: items are the real nodes, nothing folded', () => {
+    const z = decodeGraph(zGraph());
+    expect(z.boxes).toEqual([]);
+    expect(Array.from(z.real)).toEqual([0, 1, 2, 3]);
+    expect(Array.from(z.edgeReal)).toEqual([0, 1, 2]);
+    expect(z.showPlumbing).toBeNull();
+    expect(z.realCount).toBe(4);
+  });
+  it('reads progress, next_id and the error id of a state', () => {
+    const s = decodeState(boxState(3), g);
+    expect(Array.from(s.progress)).toEqual([1, 1, 0.25, 0]);
+    expect(s.next).toBe(2);
+    expect(s.nextId).toBe('n3');
+    const raw = boxState(3);
+    delete raw.progress;
+    expect(Array.from(decodeState(raw, g).progress)).toEqual([1, 1, 0, 0]); // from node states
+  });
+});
+
+describe('box geometry and labels', () => {
+  it('sizes boxes by zoom and widens them for their label, never into neighbours', () => {
+    const r = fitRange(g, size);
+    const bs = boxSize(r, size, 40);
+    expect(bs.h).toBeGreaterThanOrEqual(16);
+    expect(bs.w).toBeGreaterThan(2 * bs.h);
+    const { kx } = axisScale(r, size);
+    const hw = boxHalfWidths(g, bs);
+    expect(hw[0]).toBe(0); // real nodes
+    expect(hw[2] * 2 * kx).toBeGreaterThanOrEqual(bs.w - 1e-3);
+    const tight = boxHalfWidths({ ...g, labels: ['', '', 'a.very.long.module.path.indeed', '0'] }, { ...bs, kx: 50 });
+    expect(tight[2] * 2 * 50).toBeLessThanOrEqual(Math.max(bs.w, 0.85 * 50) + 1e-3);
+  });
+  it('draws each box as a segment and its progress as a shorter one', () => {
+    const hw = new Float32Array([0, 0, 0.5, 0.5]);
+    const body = boxSegments(g, g.boxes, hw);
+    expect(Array.from(body.x)).toEqual([-0.5, 0.5, NaN, -0.5, 0.5, NaN]);
+    expect(Array.from(body.y)).toEqual([-2, -2, NaN, -3, -3, NaN]);
+    const s = decodeState(boxState(3), g);
+    const fill = boxSegments(g, g.boxes, hw, 0, (i) => s.progress[i]);
+    expect(Array.from(fill.x)).toEqual([-0.5, -0.25, NaN]); // box "0" has not started: no segment
+    const padded = boxSegments(g, [2], hw, 0.1);
+    expect(padded.x[0]).toBeCloseTo(-0.6);
+  });
+  it('spreads hit points over the width, each owned by its box', () => {
+    const hit = boxHitPoints(g, new Float32Array([0, 0, 1, 1]));
+    expect(hit.x.length).toBe(2 * BOX_HIT_POINTS);
+    expect(Array.from(hit.owner.slice(0, BOX_HIT_POINTS))).toEqual(new Array(BOX_HIT_POINTS).fill(2));
+    expect(Math.min(...hit.x)).toBeLessThan(-0.8);
+    expect(Math.max(...hit.x)).toBeGreaterThan(0.8);
+  });
+  it('labels a box with its path and progress', () => {
+    expect(progressText(0)).toBe('0%');
+    expect(progressText(0.004)).toBe('<1%');
+    expect(progressText(0.4)).toBe('40%');
+    expect(progressText(0.999)).toBe('99%');
+    expect(progressText(1)).toBe('100%');
+    const s = decodeState(boxState(4), g);
+    expect(boxLabel(g, s, 2)).toBe('1 · 50%');
+    const deep = { ...g, labels: ['', '', 'layers.11.self_attn', '0'] };
+    expect(boxLabel(deep, s, 2, true)).toBe('…self_attn · 50%');
+    expect(boxLabel(g, s, 2, true)).toBe('1 · 50%');
+    expect(boxRows(g, s, 2)).toEqual([['module', '1'], ['nodes', '4'], ['progress', '50% (2 / 4 ran)']]);
+    expect(groupReplyRows({ ops: [['AddmmBackward0', 1], ['AccumulateGrad', 2]], leaves: ['1.weight', '1.bias'] })).toEqual([
+      ['ops', 'AddmmBackward0 ×1, AccumulateGrad ×2'],
+      ['leaves', '1.weight, 1.bias'],
+    ]);
+  });
+  it('module paths: ancestors, membership, the box that hides a module', () => {
+    expect(moduleAncestors('layers.3.linear1')).toEqual(['layers', 'layers.3', 'layers.3.linear1']);
+    expect(moduleAncestors('')).toEqual(['']);
+    expect(moduleAncestors(null)).toEqual([]);
+    expect(inGroup('layers.3.linear1', 'layers.3')).toBe(true);
+    expect(inGroup('layers.30', 'layers.3')).toBe(false);
+    expect(inGroup('x', '')).toBe(true);
+    expect(inGroup(null, '')).toBe(false);
+    expect(boxOfModule(g, '1')).toBe(2);
+    expect(boxOfModule(g, '0.sub')).toBe(3);
+    expect(boxOfModule(g, '2')).toBe(-1);
+  });
+  it('counts what is shown, folded and hidden', () => {
+    expect(countsText(g)).toBe('4 shown · 9 nodes · 2 modules folded');
+    expect(countsText({ ...g, boxes: [], realCount: 9, n: 6, hidden: 3 })).toBe('6 shown · 9 nodes · 3 plumbing hidden');
+    expect(countsText(decodeGraph(zGraph()))).toBe('4 shown');
+  });
+});
+
+describe('boxes in the figure', () => {
+  it('draws box traces, hides the box markers, labels boxes inside', () => {
+    const s = decodeState(boxState(3), g);
+    const { data } = buildFigure(g, s, theme, view());
+    expect(data[T.boxBody].x.length).toBe(6);
+    expect(data[T.boxFill].x.length).toBe(3); // only box "1" has progress
+    expect(data[T.boxHalo].x.length).toBe(3); // box "1" holds the next node
+    expect(data[T.halo].x).toEqual([]); // no circle halo for a box
+    expect(data[T.boxBody].line.width).toBeGreaterThanOrEqual(16);
+    expect(data[T.boxFrame].line.width).toBeGreaterThan(data[T.boxBody].line.width);
+    expect(data[T.nodes].marker.opacity.slice(2)).toEqual([0, 0]);
+    expect(data[T.boxHit].x.length).toBe(2 * BOX_HIT_POINTS);
+    const text = Array.from(data[T.nodeLabels].text);
+    expect(text).toContain('<b>1 · 25%</b>');
+    expect(text).toContain('<b>0 · 0%</b>');
+    const pos = data[T.nodeLabels].textposition;
+    expect(pos[text.indexOf('<b>1 · 25%</b>')]).toBe('middle center');
+    expect(pos[text.indexOf('NllLoss')]).toBe('middle right');
+  });
+  it('labels boxes inside when the label fits, even when zoomed out too far for node labels', () => {
+    // a long chain: little room per layer (ppu small) but wide layers
+    const s = decodeState(boxState(0), g);
+    const chain = { range: { x: [-1, 1], y: [-400, 1] }, size, selected: -1 };
+    const { data } = buildFigure({ ...g, n: 40 }, s, theme, chain);
+    const text = Array.from(data[T.nodeLabels].text);
+    expect(text.filter((t) => t.startsWith('<b>'))).toHaveLength(2);
+    expect(text).not.toContain('NllLoss'); // real nodes: no room
+  });
+  it('puts a label that does not fit beside its box when zoomed in, else leaves it out', () => {
+    const s = decodeState(boxState(0), g);
+    const long = { ...g, labels: ['NllLoss', 'LogSoftmax', 'encoder.layers.11.self_attn', '0'] };
+    // narrow layers (LR-like): 40 px between neighbours along x
+    const near = { range: { x: [-10, 10], y: [-3.5, 0.5] }, size: { width: 872, height: 516 }, selected: -1 };
+    const { data } = buildFigure(long, s, theme, near);
+    const text = Array.from(data[T.nodeLabels].text);
+    const k = text.indexOf('<b>encoder.layers.11.self_attn · 0%</b>');
+    expect(k).toBeGreaterThanOrEqual(0);
+    expect(data[T.nodeLabels].textposition[k]).toBe('middle right');
+    expect(data[T.nodeLabels].marker.size[k]).toBeGreaterThan(8);
+    const far = { range: { x: [-100, 100], y: [-400, 1] }, size, selected: -1 };
+    const out = Array.from(buildFigure({ ...long, n: 40 }, s, theme, far).data[T.nodeLabels].text);
+    expect(out.some((t) => t.includes('self_attn'))).toBe(false);
+  });
+  it('progress moves by restyle only, per step', () => {
+    const a = combine(statePatches(g, decodeState(boxState(3), g), theme, view()));
+    const b = combine(statePatches(g, decodeState(boxState(5), g), theme, view()));
+    const fill = (u) => Array.from(u[0].x[u[1].indexOf(T.boxFill)]);
+    expect(fill(b)[1]).toBeGreaterThan(fill(a)[1]);
+    const failed = decodeState({ ...boxState(4), node_state: [2, 2, 3, 0] }, g);
+    const [u, t] = combine(viewPatches(g, failed, theme, view()));
+    expect(u.x[t.indexOf(T.boxFailed)].length).toBe(3);
+  });
+  it('marks stale and freed nodes with badges', () => {
+    const { data } = buildFigure(g, decodeState(boxState(0), g), theme, view());
+    expect(data[T.badges].x).toHaveLength(2);
+    expect(data[T.badges].marker.symbol).toEqual(['triangle-up', 'x']);
+    expect(data[T.badges].marker.color[0]).toBe('#ff1f1f');
+  });
+  it('rings a selected box, glows the selected edge, marks highlighted items', () => {
+    const s = decodeState(boxState(0), g);
+    const { data } = buildFigure(g, s, theme, view({ selected: 3, selectedEdge: 1, highlight: [1, 2] }));
+    expect(data[T.boxRing].x.length).toBe(3);
+    expect(data[T.ring].x).toEqual([]);
+    expect(Array.from(data[T.edgeSel].x)).toEqual([0, 0, NaN]);
+    expect(data[T.highlight].x).toEqual([0, 0]);
+    expect(data[T.highlight].marker.size[1]).toBeGreaterThan(data[T.highlight].marker.size[0]);
+  });
+  it('styles box markers as invisible hit targets', () => {
+    const st = nodeStyles(g, decodeState(boxState(0), g), theme);
+    expect(Array.from(st.opacity)).toEqual([1, 1, 0, 0]);
+  });
+});

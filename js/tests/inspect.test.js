@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { decodeGraph } from '../src/model.js';
+import {
+  hookItems,
+  incomingSlots,
+  isNonfinite,
+  outgoingEdges,
+  savedDetailRows,
+  savedItems,
+  sequenceText,
+  summaryStats,
+  tracebackText,
+  valueText,
+  valuesPreview,
+} from '../src/inspect.js';
+import { addmmReply, boxGraph } from './fixtures.js';
+
+describe('tensor summaries', () => {
+  it('flags NaN and inf, as counts or as a non-finite norm', () => {
+    expect(isNonfinite({ nan: 1, inf: 0 })).toBe(true);
+    expect(isNonfinite({ nan: 0, inf: 0, norm: 'Infinity' })).toBe(true);
+    expect(isNonfinite({ nan: 0, inf: 0, norm: 2 })).toBe(false);
+    expect(isNonfinite(null)).toBe(false);
+  });
+  it('lists the statistics, alarms on non-finite ones', () => {
+    const rows = summaryStats({ shape: [2], dtype: 'float32', numel: 2, norm: 'inf', min: 0.25, max: 'inf', mean: 'inf', std: 'nan', nan: 0, inf: 1 });
+    expect(rows[0]).toEqual(['tensor', '[2] float32 (2 values)', false]);
+    expect(rows.find((r) => r[0] === 'max')).toEqual(['max', 'inf', true]);
+    expect(rows.find((r) => r[0] === 'min')).toEqual(['min', '0.25', false]);
+    expect(rows.at(-1)).toEqual(['NaN / inf', '0 / 1', true]);
+  });
+  it('previews values with a note on how many are shown', () => {
+    expect(valuesPreview([1, 2], 2)).toEqual({ text: '[1, 2]', note: '2 values', alarm: false });
+    const long = valuesPreview(Array.from({ length: 40 }, (_, i) => i), 40, 4);
+    expect(long.text).toBe('[0, 1, 2, 3, …]');
+    expect(long.note).toBe('first 4 of 40');
+    expect(valuesPreview(['nan', 1]).alarm).toBe(true);
+    expect(valuesPreview(null).text).toBe('');
+  });
+});
+
+describe('saved values', () => {
+  const items = savedItems(addmmReply().saved);
+  it('normalises every saved value with its state', () => {
+    expect(items.map((i) => [i.name, i.state])).toEqual([
+      ['alpha', 'ok'], ['mat1', 'ok'], ['mat2', 'stale'], ['self', 'freed'], ['other', 'packed'], ['ignore_index', 'ok'], ['mat1_sym_sizes', 'ok'],
+    ]);
+    const mat1 = items[1];
+    expect(mat1).toMatchObject({ tensor: true, shape: '[5, 8]', dtype: 'float32', size: '160 B', aliases: ['n1.result (LogSoftmaxBackward0)'], aliasIds: ['n1'] });
+    expect(items[0].value).toBe('1');
+    expect(items[5].value).toBe('-100');
+    expect(items[6].value).toBe('[5, 8]');
+    expect(items[4].value).toBe("'offloaded'"); // what the pack hook returned
+    expect(items[2].note).toMatch(/stale/);
+  });
+  it('detail rows: versions of a stale tensor, stride, statistics', () => {
+    const stale = savedDetailRows(items[2]);
+    expect(stale[0]).toEqual(['state', 'stale', true]);
+    expect(stale[1]).toEqual(['version', 'saved at 0, now 1', true]);
+    const ok = savedDetailRows(items[1]);
+    expect(ok.map((r) => r[0])).toEqual(['state', 'shape', 'dtype', 'device', 'stride', 'bytes', '‖·‖', 'min', 'max', 'mean', 'std', 'NaN / inf']);
+    expect(ok.find((r) => r[0] === 'stride')[1]).toBe('[8, 1]');
+  });
+  it('tolerates junk and duplicate names', () => {
+    expect(savedItems(null)).toEqual([]);
+    const d = savedItems([{ name: 'x', kind: 'tensor' }, { name: 'x', kind: 'none' }, null]);
+    expect(d.map((i) => i.key)).toEqual(['x', 'x#1']);
+    expect(d[1].value).toBe('None');
+    expect(valueText(true)).toBe('True');
+    expect(valueText({ a: 1 })).toBe('{"a":1}');
+  });
+});
+
+describe('node reply helpers', () => {
+  it('hooks and notes', () => {
+    const h = hookItems(addmmReply().hooks);
+    expect(h.hooks).toEqual([{ on: '2.weight', kind: 'tensor hook', fn: 'scale_grad' }]);
+    expect(h.notes[0]).toMatch(/cannot be listed/);
+  });
+  it('incoming slots with input metadata, outgoing edges by target name', () => {
+    const r = addmmReply();
+    const slots = incomingSlots(r);
+    expect(slots).toHaveLength(1);
+    expect(slots[0].meta).toBe('[5, 8] float32 cpu');
+    expect(slots[0].summary.nan).toBe(1);
+    const g = decodeGraph(boxGraph());
+    const outs = outgoingEdges({ outgoing: { 'n1:0': null, 'zz:0': {} } }, g);
+    expect(outs[0]).toEqual({ id: 'n1:0', to: '1', summary: null });
+    expect(outs[1].to).toBe('zz:0');
+  });
+  it('traceback text and sequence numbers', () => {
+    expect(tracebackText(addmmReply().traceback)).toBe('  File "<stdin>", line 3, in <module>\n    out = model(x)');
+    expect(tracebackText(null)).toBe('');
+    expect(sequenceText(4)).toBe('4');
+    expect(sequenceText(18446744073709552000)).toMatch(/UINT64_MAX/);
+  });
+});

@@ -1,0 +1,330 @@
+"""Part 2 in a real JupyterLab: module boxes, the inspector and its tabs, search, the plumbing
+toggle, "First NaN/Inf", the memory colour mode and stale/freed marks, driven like a user.
+
+Same harness as test_widget_browser.py: one server per session, a fresh page and kernel per test,
+no console error and no request leaving 127.0.0.1 (the `page` fixture), screenshots under
+tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .labtools import button, open_notebook, point, run_cell, save, status, widget_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+expect.set_options(timeout=20_000)
+
+MLP_CELL = """\
+import torch, torch.nn as nn, torch.nn.functional as F
+import autograd_widget as aw
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3))
+with aw.track(model):
+    out = model(torch.randn(5, 4))
+loss = F.cross_entropy(out, torch.tensor([0, 2, 1, 0, 1]))
+w = aw.explore(loss, model=model, collapse="{collapse}", height=620)
+w"""
+
+TRANSFORMER_CELL = """\
+import torch, torch.nn as nn
+import autograd_widget as aw
+torch.manual_seed(0)
+layer = nn.TransformerEncoderLayer(16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
+model = nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
+with aw.track(model):
+    out = model(torch.randn(2, 4, 16))
+w = aw.explore(out.pow(2).mean(), model=model, height=640)
+print(len(w.graph), "nodes;", len(w.collapsed), "folded")
+w"""
+
+# JS run in the page: the plotly div's traces, by uid (see js/src/figure.js).
+TRACE = "([root, uid]) => root.querySelector('.agw-plot').data.find((t) => t.uid === uid)"
+NODE_COUNT = f"root => ({TRACE})([root, 'agw-nodes']).x.length"
+LABELS = f"""root => Array.from(({TRACE})([root, 'agw-node-labels']).text,
+  (t) => t.replace(/<br>/g, ' ').replace(/<[^>]*>/g, '').trim())"""
+
+
+def trace_len(page, root, uid: str) -> int:
+    """How many points trace `uid` draws."""
+    js = f"([root, uid]) => ({TRACE})([root, uid]).x.length"
+    return page.evaluate(js, [root.element_handle(), uid])
+
+
+def labels(page, root) -> list[str]:
+    return page.evaluate(LABELS, root.element_handle())
+
+
+def node_count(page, root) -> int:
+    return page.evaluate(NODE_COUNT, root.element_handle())
+
+
+def inspector(root):
+    return root.get_by_role("region", name="Inspector")
+
+
+def click_label(page, root, text: str, shift: bool = False) -> None:
+    """Click the node (or module box) drawn with that label."""
+    p = point(page, root, "agw-node-labels", text=text)
+    if shift:
+        page.keyboard.down("Shift")
+    page.mouse.click(p["x"], p["y"])
+    if shift:
+        page.keyboard.up("Shift")
+
+
+def test_mlp_opens_collapsed_and_expands_on_click(page, lab_server):
+    cells = [MLP_CELL.format(collapse="modules"), "print('collapsed', w.collapsed)"]
+    open_notebook(page, lab_server, "mlp_boxes.ipynb", cells)
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    counts = root.locator(".agw-counts")
+    expect(counts).to_contain_text("5 modules folded")
+    assert node_count(page, root) == 7  # five boxes + NllLoss + LogSoftmax
+    shown = labels(page, root)
+    assert {"0 · 0%", "2 · 0%", "4 · 0%"} <= set(shown), shown
+    save(root, "inspector_mlp_collapsed.png")
+
+    # Stepping into module 4 moves its progress; "Run to node" on a box runs it through.
+    for _ in range(3):
+        button(root, "Step").click()
+    expect(status(root)).to_contain_text("step 3 /")
+    page.wait_for_function(
+        f"root => ({LABELS})(root).some((t) => /^4 · [1-9]\\d?%$/.test(t))",
+        arg=root.element_handle(),
+    )
+    # Shift+click inspects a box instead of expanding it.
+    click_label(page, root, "4", shift=True)
+    panel = inspector(root)
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("folded module · 4 nodes")
+    expect(panel).to_contain_text("AddmmBackward0")
+    expect(panel.get_by_role("button", name="Expand")).to_be_visible()
+    panel.get_by_role("button", name="Run through module").click()
+    page.wait_for_function(
+        f"root => ({LABELS})(root).includes('4 · 100%')", arg=root.element_handle()
+    )
+    save(root, "inspector_box.png")
+
+    # A plain click on a box expands it: its four nodes replace it.
+    click_label(page, root, "2")
+    expect(counts).to_contain_text("4 modules folded")
+    page.wait_for_function(f"root => ({NODE_COUNT})(root) === 10", arg=root.element_handle())
+    assert "2.weight [8, 8]" in labels(page, root)
+    assert "'2'" not in run_cell(page, 1)
+
+    # A node inside a module has "Collapse module": the box comes back.
+    click_label(page, root, "2.weight")
+    panel = inspector(root)
+    expect(panel).to_contain_text("AccumulateGrad")
+    panel.get_by_role("button", name="Collapse module").click()
+    expect(counts).to_contain_text("5 modules folded")
+    assert "'2'" in run_cell(page, 1)
+    page.page_log.assert_clean()
+
+
+def test_transformer_opens_collapsed_and_node_inspector_shows_shapes(page, lab_server):
+    open_notebook(page, lab_server, "transformer.ipynb", [TRANSFORMER_CELL, "print(w.collapsed)"])
+    out = run_cell(page, 0, timeout=120)
+    assert "12 folded" in out, out
+    root = widget_in(page, 0)
+    expect(root.locator(".agw-counts")).to_contain_text("12 modules folded")
+    shown = labels(page, root)
+    assert {f"layers.{i} · 0%" for i in range(12)} <= set(shown), shown
+    assert node_count(page, root) < 30
+    save(root, "inspector_transformer_collapsed.png")
+
+    # Click the loss's Mean node: the inspector names it and shows its slot's shape.
+    click_label(page, root, "Mean")
+    panel = inspector(root)
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("MeanBackward0")
+    expect(panel.get_by_role("tab", name="Gradients")).to_have_attribute("aria-selected", "true")
+    expect(panel).to_contain_text("[] float32 cpu")  # its input slot: the scalar loss
+    click_label(page, root, "Pow")
+    expect(panel).to_contain_text("PowBackward0")
+    expect(panel).to_contain_text("[2, 4, 16] float32 cpu")
+    save(root, "inspector_transformer_node.png")
+
+    # Expanding the last layer shows its submodules as boxes and its own ops as nodes.
+    click_label(page, root, "layers.11")
+    expect(root.locator(".agw-counts")).to_contain_text("16 modules folded")
+    out = run_cell(page, 1)
+    assert "'layers.11.self_attn'" in out and "'layers.11'" not in out, out
+    save(root, "inspector_transformer_expanded.png")
+    root.get_by_label("Layout direction").select_option("LR")
+    page.wait_for_timeout(500)
+    save(root, "inspector_transformer_lr.png")
+    page.page_log.assert_clean()
+
+
+def test_search_selects_a_hidden_leaf_and_plumbing_toggle(page, lab_server):
+    cells = [
+        MLP_CELL.format(collapse="modules"),
+        "print('selected', w.graph.nodes[w.selected].leaf_name, 'collapsed', w.collapsed)",
+    ]
+    open_notebook(page, lab_server, "mlp_search.ipynb", cells)
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    box = root.get_by_role("combobox", name="Search nodes")
+    box.fill("2.weight")
+    listbox = root.get_by_role("listbox", name="Matching nodes")
+    expect(listbox).to_be_visible()
+    option = listbox.get_by_role("option").first
+    expect(option).to_contain_text("2.weight")
+    expect(option).to_contain_text("in folded 2")
+    save(root, "inspector_search.png")
+    box.press("Enter")
+    # Python unfolds module 2, selects the leaf; the view zooms to it and inspects it.
+    expect(root.locator(".agw-counts")).to_contain_text("4 modules folded")
+    panel = inspector(root)
+    expect(panel).to_contain_text("AccumulateGrad")
+    expect(panel).to_contain_text("2.weight")
+    expect(panel).to_contain_text("[8, 8] float32 cpu")
+    out = run_cell(page, 1)
+    assert "selected 2.weight" in out and "'2'" not in out, out
+    assert trace_len(page, root, "agw-ring") == 1
+    save(root, "inspector_search_selected.png")
+
+    # Hide plumbing: module 2's TBackward0 goes, the count of drawn nodes drops by one.
+    before = node_count(page, root)
+    root.get_by_label("Hide plumbing").check()
+    expect(root.locator(".agw-counts")).to_contain_text("1 plumbing hidden")
+    assert node_count(page, root) == before - 1
+    root.get_by_label("Hide plumbing").uncheck()
+    expect(root.locator(".agw-counts")).not_to_contain_text("plumbing hidden")
+    assert node_count(page, root) == before
+    page.page_log.assert_clean()
+
+
+NAN_CELL = """\
+import torch
+import autograd_widget as aw
+x = torch.tensor([0.0, 4.0], requires_grad=True)
+scale = torch.tensor([1.0, 1.0], requires_grad=True)
+loss = torch.sqrt(x * scale).sum()   # d sqrt/du at u = 0 is inf; times 0 in Mul gives NaN
+w = aw.explore(loss, params={"x": x, "scale": scale}, height=480)
+w"""
+
+STALE_CELL = """\
+import torch
+import autograd_widget as aw
+a = torch.randn(3, requires_grad=True)
+y = a.exp()   # exp saves its result...
+y.add_(1)     # ...which this modifies in place: ExpBackward0 will fail
+w2 = aw.explore(y.sum(), params={"a": a}, height=380)
+w2"""
+
+
+def test_first_nonfinite_jumps_to_the_edge_and_stale_marks(page, lab_server):
+    check = (
+        "e, s = w.stepper.first_nonfinite()\nprint('first', e.id, 'selected_edge', w.selected_edge)"
+    )
+    from_python = (
+        "w.selected_edge = None\n"
+        "w.selected = next(n.id for n in w.graph.nodes.values() if n.name == 'SqrtBackward0')"
+    )
+    open_notebook(page, lab_server, "nan.ipynb", [NAN_CELL, check, STALE_CELL, from_python])
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    nan = button(root, "First NaN/Inf")
+    nan.click()  # nothing has flowed yet
+    expect(root.locator(".agw-alert")).to_contain_text("no NaN/Inf gradient so far")
+    button(root, "Run to end").click()
+    expect(status(root)).to_contain_text("done")
+    nan.click()
+    panel = inspector(root)
+    expect(panel).to_contain_text("SqrtBackward0 → Mul")
+    expect(panel).to_contain_text("contains 1 inf")
+    alarm = panel.locator(".agw-nonfinite")
+    expect(alarm).to_be_visible()
+    assert "rgb(255, 31, 31)" in alarm.evaluate("e => getComputedStyle(e).borderLeftColor")
+    out = run_cell(page, 1)
+    m = re.search(r"first (\S+) selected_edge (\S+)", out)
+    assert m and m.group(1) == m.group(2), out
+    # The edge is marked on the graph and the view zoomed in on it.
+    assert trace_len(page, root, "agw-edge-sel") == 3
+    save(root, "inspector_first_nan.png")
+    # Selection set from Python: the inspector follows.
+    run_cell(page, 3)
+    expect(panel.locator("h3")).to_have_text("SqrtBackward0")
+    expect(panel).to_contain_text("[2] float32 cpu")
+
+    # Stale saved tensor: ExpBackward0 carries a badge before any step, with a legend entry.
+    run_cell(page, 2)
+    root2 = widget_in(page, 2)
+    assert trace_len(page, root2, "agw-badges") == 1
+    expect(root2.locator(".agw-legend")).to_contain_text("stale saved tensor")
+    click_label(page, root2, "Exp")
+    panel2 = inspector(root2)
+    panel2.get_by_role("tab", name=re.compile("Saved")).click()
+    expect(panel2.locator(".agw-badge-stale")).to_be_visible()
+    expect(panel2).to_contain_text("modified in place")
+    save(root2, "inspector_stale.png")
+    page.page_log.assert_clean()
+
+
+def test_saved_tab_and_memory_mode(page, lab_server):
+    cells = [MLP_CELL.format(collapse="none"), "print('selected', w.graph.nodes[w.selected].name)"]
+    open_notebook(page, lab_server, "mlp_saved.ipynb", cells)
+    run_cell(page, 0)
+    root = widget_in(page, 0)
+    # The middle Addmm (module 2) saves mat1 [5, 8] (Tanh's output) and mat2 [8, 8].
+    p = page.evaluate(
+        """root => {
+          const gd = root.querySelector('.agw-plot');
+          const lab = gd.data.find((t) => t.uid === 'agw-node-labels');
+          const ys = [];
+          Array.from(lab.text).forEach((t, i) => {
+            if (t.startsWith('Addmm')) ys.push([Number(lab.y[i]), i]);
+          });
+          ys.sort((a, b) => b[0] - a[0]);
+          const i = ys[1][1];
+          const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+          return { x: box.left + fl._size.l + fl.xaxis.l2p(Number(lab.x[i])),
+                   y: box.top + fl._size.t + fl.yaxis.l2p(Number(lab.y[i])) };
+        }""",
+        root.element_handle(),
+    )
+    page.mouse.click(p["x"], p["y"])
+    panel = inspector(root)
+    expect(panel).to_contain_text("AddmmBackward0")
+    panel.get_by_role("tab", name=re.compile("Saved")).click()
+    saved = panel.get_by_role("list", name="Saved values")
+    expect(saved).to_contain_text("mat1")
+    expect(saved.locator("li[data-name='mat1']")).to_contain_text("[5, 8]")
+    expect(saved.locator("li[data-name='mat2']")).to_contain_text("[8, 8]")
+    expect(saved.locator("li[data-name='alpha']")).to_contain_text("= 1")
+    saved.get_by_role("button", name="mat1").click()
+    detail = saved.locator(".agw-saved-detail")
+    expect(detail).to_contain_text("stride")
+    expect(detail).to_contain_text("values (40 values)")
+    # mat1 is Tanh's result: that node is marked on the graph.
+    assert trace_len(page, root, "agw-highlight") == 1
+    save(root, "inspector_saved_tab.png")
+    assert "selected AddmmBackward0" in run_cell(page, 1)
+
+    # Memory colour mode: the total and the top holders; clicking one selects it.
+    root.get_by_label("Colour mode").select_option("memory")
+    mem = root.get_by_role("region", name="Memory")
+    expect(mem).to_contain_text("Total")
+    expect(mem.locator(".agw-mem-total")).to_contain_text(re.compile(r"\d+ B"))
+    holders = mem.locator(".agw-mem-top li")
+    expect(holders.first).to_be_visible()
+    colours = page.evaluate(
+        f"root => ({TRACE})([root, 'agw-nodes']).marker.color", root.element_handle()
+    )
+    assert len(set(colours)) >= 3, colours
+    save(root, "inspector_memory.png")
+    name = holders.first.get_by_role("button").inner_text()
+    holders.first.get_by_role("button").click()
+    expect(panel).to_contain_text(name)
+    page.wait_for_timeout(300)
+    assert f"selected {name}" in run_cell(page, 1)
+    mem.get_by_label("Activations only").check()
+    expect(mem.locator(".agw-mem-total")).to_be_visible()
+    page.page_log.assert_clean()
