@@ -150,7 +150,14 @@ def test_transformer_opens_collapsed_and_node_inspector_shows_shapes(page, lab_s
     expect(panel).to_contain_text("[2, 4, 16] float32 cpu")
     save(root, "inspector_transformer_node.png")
 
-    # Expanding the last layer shows its submodules as boxes and its own ops as nodes.
+    # Expanding the last layer shows its submodules as boxes and its own ops as nodes. Close the
+    # inspector first: it narrows the plot, and a box label that no longer fits is shortened.
+    panel.get_by_role("button", name="Close inspector").click()
+    expect(panel).to_be_hidden()
+    for _ in range(50):  # the plot widens again on the next frame: wait for the full label
+        if "layers.11 · 0%" in labels(page, root):
+            break
+        page.wait_for_timeout(100)
     click_label(page, root, "layers.11")
     expect(root.locator(".agw-counts")).to_contain_text("16 modules folded")
     out = run_cell(page, 1)
