@@ -27,6 +27,15 @@ are not (`keep="summaries"` or past an int budget), `back()` replays the plan fr
 is exact because CPU kernels are deterministic for identical inputs (a replay re-runs custom
 Functions' Python backward too).
 
+Probes and what-if edits (issue 10). `jacobian_norms()` calls nodes again with gradients of its
+own choosing (probes.py), apart from stepping: it changes nothing here. `set_edge_grad()` (and
+`scale_edge_grad`/`zero_edge_grad`) replaces what flowed on an edge whose source has run and
+whose destination has not; an edit lives ON ITS EDGE: every replay applies it when the source
+runs again, so back()/forward over later steps keeps it, back() past the edge's source (the step
+that produced the gradient) drops it, and reset() drops all of them. Applying an edit replays
+the plan from the start to the current position, which rebuilds the slot buffers and the undo
+log under the edit (exact and simple; an edit is a user action, not a hot path).
+
 The stepper holds no autograd node objects (it fetches them from the graph at call time; see the
 teardown hazard in AUTOGRAD_FACTS.md), writes no `.grad`, bumps no version counter and leaves no
 hook behind: the user's own `backward()` works afterwards with identical results.
@@ -45,9 +54,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import torch
 
@@ -55,7 +64,10 @@ from ._compat import check_step_api, gradient_edge
 from .graph import BackwardGraph, Edge, Node
 from .summary import Summary, SummaryStore, summarize
 
-__all__ = ["Difference", "StepInfo", "StepRecord", "Stepper"]
+if TYPE_CHECKING:
+    from .probes import JacobianNorm, LeafDiff
+
+__all__ = ["Difference", "EditInfo", "StepInfo", "StepRecord", "Stepper"]
 
 Keep = Literal["summaries", "tensors"] | int
 
@@ -568,6 +580,32 @@ class Difference:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class EditInfo:
+    """One what-if edit on an edge (see `Stepper.set_edge_grad`).
+
+    `kind`: "set" (`value` replaces the gradient), "scale" (the computed gradient times
+    `factor`) or "zero". `before`: the summary of what flowed on the edge before the edit (None
+    when the source sent no gradient there). Compared by identity (`value` is a tensor)."""
+
+    edge: str
+    kind: Literal["set", "scale", "zero"]
+    factor: float | complex | None
+    value: torch.Tensor | None
+    before: Summary | None
+
+    def as_dict(self) -> dict[str, Any]:
+        from .summary import _json_float
+
+        f = self.factor
+        return {
+            "edge": self.edge,
+            "kind": self.kind,
+            "factor": None if f is None else (str(f) if isinstance(f, complex) else _json_float(f)),
+            "before": None if self.before is None else self.before.as_dict(),
+        }
+
+
 class _History(Sequence):
     """A read-only sequence view of the executed steps' records (built on access)."""
 
@@ -648,6 +686,14 @@ class Stepper:
         self._guarded = False
         self._sigint = False
         self._limit: list[int] | None = None
+        # What-if edits: edge index -> EditInfo; the steps whose outputs they replace.
+        self._edits: dict[int, EditInfo] = {}
+        self._edit_steps: frozenset[int] = frozenset()
+        self._edit_seq = 0
+        self._edit_capture: dict[int, torch.Tensor | None] | None = None
+        self._faithful: Stepper | None = None
+        #: Node id -> why its Jacobian probe failed, from the last `jacobian_norms()` call.
+        self.probe_errors: dict[str, str] = {}
         self._reset_state()
 
     # ----------------------------------------------------------------- listeners
@@ -797,6 +843,7 @@ class Stepper:
         perf = time.perf_counter
         k = self._pos
         result: StepRecord | None = None
+        edit_steps = self._edit_steps
         grad_ctx = torch.enable_grad() if self.create_graph else torch.no_grad()
         # A deferred Ctrl-C (see `_interruptible`) lowers the limit: the loop stops at a step
         # boundary. Replays are not deferred (`_rebuild` restores the old state instead).
@@ -838,6 +885,8 @@ class Stepper:
                                     out = _apply_custom(custom[k], fns[node_of[k]], args)
                                 else:
                                     out = fns[node_of[k]](*args)
+                            if edit_steps and k in edit_steps:
+                                out = self._edited_outputs(k, out, replay)
                             if out is None:
                                 if not replay:
                                     nograd.add(k)
@@ -1108,6 +1157,8 @@ class Stepper:
         n_edges = len(plan.edge_ids)
         for ei in plan.out_edges[k]:
             self._edge_val[ei] = None
+        if k in self._edit_steps:  # the gradient an edit replaced is un-computed: drop the edit
+            self._drop_edits([ei for ei in plan.out_edges[k] if ei in self._edits])
         self._store.discard([*plan.out_edges[k], *(n_edges + s for s in plan.multi[k])])
         del self._seconds[k:]
         self._nograd.discard(k)
@@ -1115,8 +1166,11 @@ class Stepper:
         self._notify()
 
     def reset(self) -> None:
-        """Back to position 0 (root gradients seeded, nothing run)."""
+        """Back to position 0 (root gradients seeded, nothing run): the faithful run, without
+        any what-if edit."""
         self._check_open()
+        if self._edits:
+            self._drop_edits(list(self._edits))
         self._store.clear()
         self._seconds.clear()
         self._nograd.clear()
@@ -1329,7 +1383,8 @@ class Stepper:
         One `torch.autograd.grad(roots, leaves, grad_outputs, retain_graph=True)` with a
         temporary pre-hook on every node recording what it receives per input slot (the sum per
         slot, after tensor hooks), removed afterwards, also on error. Manual values come from a
-        separate full pass, so this stepper's position is untouched. Hooks that change gradients
+        separate full pass, so this stepper's position is untouched (and its what-if edits play
+        no part: the comparison is always of the faithful run). Hooks that change gradients
         (a x10 tensor hook on a non-leaf shows in that slot and downstream; one on a leaf shows in
         the leaf's gradient) are exactly what this finds. `.grad` of leaves is never written; a
         non-leaf with `retain_grad()` gets its `.grad` restored if it is an output or listed in
@@ -1426,10 +1481,281 @@ class Stepper:
         finally:
             shadow.close()
 
+    # ----------------------------------------------------------------- probes
+    def jacobian_norms(
+        self,
+        nodes: str | Node | Iterable[str | Node] | None = None,
+        samples: int = 16,
+        seed: int | None = None,
+        *,
+        exact_max: int | None = None,
+    ) -> dict[str, JacobianNorm]:
+        """Squared Frobenius norm of each node's gradient map, `{node_id: (estimate, stderr,
+        exact)}` (`probes.JacobianNorm`, a named tuple).
+
+        The map is what the node computes in a step: its incoming gradients (all input slots,
+        concatenated) -> the gradients it sends along its edges, after the engine's
+        `sum_to_size`/cast, i.e. its Jacobian restricted to the inputs that need grad. Plain
+        backward only ever evaluates this map once, at the gradient that flowed; here the node is
+        called again with gradients of our choosing: every basis vector for nodes with at most
+        `exact_max` (default `probes.EXACT_MAX` = 64) real input elements (`exact=True`, stderr
+        0.0), else `samples` Rademacher vectors (Hutchinson: `E ||J^T v||^2 = ||J||_F^2`), batched
+        with `torch.func.vmap` where the node allows it. AccumulateGrad nodes are the identity
+        (norm = numel, exact). `nodes`: ids or `Node` records (default: every node, in step
+        order). `seed` makes the result deterministic (per node: probing a subset gives the same
+        numbers); `None` draws one from the OS (torch's global RNG is never touched).
+
+        Nothing is disturbed: the calls run under `no_grad`, apart from stepping (position,
+        records, slot buffers and edits stay as they are), and node calls free nothing, write no
+        `.grad` and bump no version counter. A node whose call fails (saved tensors freed by a
+        `backward()` without `retain_graph`, or modified in place; a reentrant checkpoint) is
+        left out of the result and listed in `stepper.probe_errors` (node id -> the error),
+        which each call replaces: one bad node does not cost the others.
+        """
+        self._check_open()
+        from .probes import EXACT_MAX
+        from .probes import jacobian_norms as _probe
+
+        results, errors = _probe(
+            self, nodes, samples, seed, exact_max=EXACT_MAX if exact_max is None else exact_max
+        )
+        self.probe_errors = errors
+        return results
+
+    # ----------------------------------------------------------------- what-if edits
+    @property
+    def edits(self) -> dict[str, EditInfo]:
+        """Edge id -> the what-if edit on it, in step order of the edges' sources (for a view:
+        mark these edges; the edited value is `edge_summary(edge id)`, the old one `.before`)."""
+        plan = self._plan
+        order = sorted(self._edits, key=lambda ei: (plan.edge_step[ei], ei))
+        return {plan.edge_ids[ei]: self._edits[ei] for ei in order}
+
+    @property
+    def edit_seq(self) -> int:
+        """A counter bumped whenever the set of edits changes (set, clear, dropped by `back()`
+        or `reset()`): a view that updates incrementally by position re-reads the edited edges
+        when it moves, since an edit changes an edge's value without moving the position."""
+        return self._edit_seq
+
+    def set_edge_grad(self, edge_or_id: Edge | str, tensor: torch.Tensor) -> None:
+        """What-if: replace the gradient on an edge, at the current position, and continue.
+
+        Allowed for an edge whose gradient has flowed (its source ran) and whose destination has
+        not run yet; anything else raises ValueError saying whether the edge is in the future or
+        already consumed. `tensor` must have exactly the shape, dtype and device of the edge's
+        gradient (what the destination slot expects). The destination's slot buffer becomes the
+        other contributions plus the edited one, the edge's summary and records show the edited
+        value, and every later step uses it. The edit stays while the edge's gradient exists:
+        back() past the edge's source drops it, `reset()` drops all; `clear_edits()` undoes it
+        while the destination has not run. One edit per edge: a new one replaces the old.
+        Costs one replay from the start to the current position.
+        """
+        ei = self._editable(edge_or_id, "set the gradient of")
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
+        edge = self.graph.edge(self._plan.edge_ids[ei])
+        meta = self.graph.nodes[edge.dst].inputs[edge.input_nr]
+        shape, dtype, device = torch.Size(meta.shape), _dtype(meta.dtype), torch.device(meta.device)
+        if tensor.shape != shape or tensor.dtype != dtype or tensor.device != device:
+            raise ValueError(
+                f"edge {edge.id} carries a gradient of shape {list(shape)}, dtype {dtype}, device "
+                f"{device} (what {edge.dst} ({self.graph.nodes[edge.dst].name}) expects in slot "
+                f"{edge.input_nr}); got shape {list(tensor.shape)}, dtype {tensor.dtype}, device "
+                f"{tensor.device}"
+            )
+        self._apply_edit(ei, "set", None, tensor.detach().clone())
+
+    def scale_edge_grad(self, edge_or_id: Edge | str, factor: float) -> None:
+        """What-if: multiply the gradient the source computed for this edge by `factor` (not
+        compounding: a second scale replaces the first). Same rules as `set_edge_grad`."""
+        if isinstance(factor, bool) or not isinstance(factor, (int, float, complex)):
+            raise TypeError(f"factor must be a number, got {type(factor).__name__}")
+        ei = self._editable(edge_or_id, "scale the gradient of")
+        self._apply_edit(ei, "scale", factor, None)
+
+    def zero_edge_grad(self, edge_or_id: Edge | str) -> None:
+        """What-if: replace the gradient on this edge by zeros. Same rules as `set_edge_grad`."""
+        ei = self._editable(edge_or_id, "zero the gradient of")
+        self._apply_edit(ei, "zero", None, None)
+
+    def clear_edits(self, edge_or_id: Edge | str | None = None) -> None:
+        """Undo the edit on one edge (a no-op if it has none), or every edit. Only while the
+        edited gradient has not been consumed (its destination has not run): past that, earlier
+        records already show its consequences; back() to before the destination, or `reset()`."""
+        self._check_open()
+        if edge_or_id is None:
+            targets = list(self._edits)
+        else:
+            ei = self._edge(edge_or_id)
+            targets = [ei] if ei in self._edits else []
+        for ei in targets:
+            self._editable(self._plan.edge_ids[ei], "clear the edit on")
+        if targets:
+            self._change_edits({}, targets)
+
+    def leaf_grad_diff(self) -> dict[str, LeafDiff]:
+        """Leaf id -> `probes.LeafDiff`: each leaf's gradient here (edits applied) against the
+        unedited run at the same position (partial sums before a leaf's AccumulateGrad ran; the
+        full gradients once done). The unedited run is a separate faithful stepper, made on the
+        first request and moved to this position on each (a replay). Without edits both sides
+        are this stepper's gradients, and no faithful run is made."""
+        self._check_open()
+        from .probes import LeafDiff
+
+        plan = self._plan
+        leaves = self.graph.leaves
+
+        def leaf_grads(st: Stepper) -> list:
+            return [st._slots[plan.node_start[int(lid[1:])]] for lid in leaves]
+
+        mine = leaf_grads(self)
+        theirs = leaf_grads(self._faithful_at(self._pos)) if self._edits else mine
+        nodes = self.graph.nodes
+        return {
+            lid: LeafDiff(lid, nodes[lid].leaf_name, a, b)
+            for lid, a, b in zip(leaves, mine, theirs)
+        }
+
+    def _faithful_at(self, pos: int) -> Stepper:
+        ref = self._faithful
+        if ref is None or ref._closed:
+            ref = self._faithful = Stepper(self.graph, keep="summaries")
+        if ref.position > pos:
+            ref.reset()
+        if ref.position < pos:
+            ref.run(until=self._plan.order[pos - 1])
+        if ref.position != pos:
+            err = ref.failure.error if ref.failure is not None else "it stopped early"
+            raise RuntimeError(
+                f"the unedited run cannot reach position {pos} to compare with: {err}"
+            )
+        return ref
+
+    def _editable(self, edge_or_id: Edge | str, what: str) -> int:
+        """The edge's index, if its gradient can be edited now, else a ValueError saying why."""
+        self._check_open()
+        ei = self._edge(edge_or_id)
+        plan, nodes, pos = self._plan, self.graph.nodes, self._pos
+        eid = plan.edge_ids[ei]
+        edge = self.graph.edge(eid)
+        ks, kd = plan.edge_step[ei], plan.step_of[edge.dst]
+        src, dst = f"{edge.src} ({nodes[edge.src].name})", f"{edge.dst} ({nodes[edge.dst].name})"
+        if ks >= pos:
+            raise ValueError(
+                f"cannot {what} edge {eid}: it is in the future, its gradient has not flowed yet "
+                f"(its source {src} runs at step {ks}, the stepper is at position {pos}); step "
+                f"to position {ks + 1} or later first"
+            )
+        if kd < pos:
+            raise ValueError(
+                f"cannot {what} edge {eid}: it is in the past, its gradient was already consumed "
+                f"by {dst} at step {kd} (the stepper is at position {pos}); back() to a position "
+                f"from {ks + 1} to {kd} first"
+            )
+        return ei
+
+    def _apply_edit(
+        self,
+        ei: int,
+        kind: Literal["set", "scale", "zero"],
+        factor: float | complex | None,
+        value: torch.Tensor | None,
+    ) -> None:
+        prev = self._edits.get(ei)
+        before = prev.before if prev is not None else self._summary_of(ei)
+        eid = self._plan.edge_ids[ei]
+        if kind != "set" and before is None:
+            raise ValueError(
+                f"cannot {kind} the gradient of edge {eid}: its source sent no gradient along it "
+                "(None); set_edge_grad() puts one there"
+            )
+        self._change_edits({ei: EditInfo(eid, kind, factor, value, before)}, [])
+
+    def _change_edits(self, new: dict[int, EditInfo], drop: list[int]) -> None:
+        """Add `new` edits and remove `drop`, then replay to the current position under them;
+        on failure everything (state, edits, summaries) is as before and the error propagates."""
+        plan = self._plan
+        old_edits, old_steps = self._edits, self._edit_steps
+        edits = {ei: e for ei, e in old_edits.items() if ei not in drop}
+        edits.update(new)
+        affected = [*new, *drop]
+        old_summaries = {ei: self._summary_of(ei) for ei in affected}
+        self._edits = edits
+        self._edit_steps = frozenset(plan.edge_step[ei] for ei in edits)
+        for ei in affected:
+            self._store.pop(ei)
+        self._edit_capture = {}
+        try:
+            self._rebuild(self._pos)
+            captured = self._edit_capture
+        except BaseException:
+            self._edits, self._edit_steps = old_edits, old_steps
+            for ei, s in old_summaries.items():
+                if s is not None:
+                    self._store.put(ei, s)
+            raise
+        finally:
+            self._edit_capture = None
+        for ei in new:
+            g = captured.get(ei)
+            if g is not None:
+                self._store.put(ei, Summary.of(g))
+        for ei in drop:
+            before = old_edits[ei].before  # what the source computes, unedited
+            if before is not None and not isinstance(self._edge_val[ei], torch.Tensor):
+                self._store.put(ei, before)
+        self._failure = None
+        self._edit_seq += 1
+        self._notify()
+
+    def _drop_edits(self, eis: list[int]) -> None:
+        """Forget edits whose state the caller is discarding anyway (back(), reset())."""
+        if not eis:
+            return
+        for ei in eis:
+            self._edits.pop(ei, None)
+        self._edit_steps = frozenset(self._plan.edge_step[ei] for ei in self._edits)
+        self._edit_seq += 1
+
+    def _edited_outputs(self, k: int, out: Any, replay: bool) -> tuple:
+        """Step k's outputs with the edits on its edges applied (after the engine's reduction,
+        so an edit is in the destination's shape and dtype); called inside `_advance`."""
+        plan = self._plan
+        rts = plan.routes[k]
+        if out is None:  # not called (every slot empty): an edit can still put a gradient out
+            if not replay:
+                self._nograd.add(k)
+            res: list = [None] * (max(r[0] for r in rts) + 1)
+        else:
+            res = list(out) if type(out) is tuple else [out]
+        cap = self._edit_capture
+        for onr, ei, _s, shape, dtype, dev in rts:
+            ed = self._edits.get(ei)
+            if ed is None:
+                continue
+            if ed.kind == "set":
+                g = ed.value
+            else:
+                g = res[onr]
+                if g is None:
+                    continue
+                g = _validate(g, shape, dtype, dev, plan.names[k], onr)
+                g = g * ed.factor if ed.kind == "scale" else torch.zeros_like(g)
+            res[onr] = g
+            if cap is not None:
+                cap[ei] = g
+        return tuple(res)
+
     # ----------------------------------------------------------------- cleanup
     def close(self) -> None:
         """Drop every tensor this stepper holds (the graph stays open; it is the caller's)."""
         self._closed = True
+        self._edits = {}
+        self._edit_steps = frozenset()
+        if self._faithful is not None:
+            self._faithful.close()
+            self._faithful = None
         self._store.clear()
         self._slots = []
         self._edge_val = []

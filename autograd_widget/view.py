@@ -243,6 +243,7 @@ class StateView:
         self.edge_flag = np.zeros(m, np.uint8)
         self.edge_values: dict[str, list] = {}
         self._applied = 0  # steps reflected in the arrays
+        self._edit_seq = getattr(stepper, "edit_seq", 0)
         self._next = -1
         self._error: dict[str, Any] | None = None
         self.seq = 0
@@ -289,6 +290,13 @@ class StateView:
         """The `_state` payload for the stepper's current position."""
         st = self.stepper
         pos = st.position
+        edit_seq = getattr(st, "edit_seq", 0)
+        if edit_seq != self._edit_seq:
+            # A what-if edit changed gradients without moving the position: redo every step.
+            self._edit_seq = edit_seq
+            for k in range(self._applied):
+                self._clear_step(k)
+            self._applied = 0
         if self._next >= 0 and self.node_state[self._next] in (NEXT, FAILED):
             self.node_state[self._next] = PENDING
         if pos < self._applied:

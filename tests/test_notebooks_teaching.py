@@ -218,6 +218,51 @@ def test_02_fan_in_broadcasting_and_non_scalar_outputs():
     )
 
 
+@pytest.mark.slow
+def test_02_probes_jacobian_norms_and_what_if():
+    _, text = run("02_step_through_backward.ipynb")
+    # Section 9's tensors, rebuilt here from the same generator seed
+    gen = torch.Generator().manual_seed(10)
+    X = torch.randn(16, 5, generator=gen)
+    W = torch.randn(5, 6, generator=gen)
+    u = torch.randn(200, generator=gen)
+    h = X @ W
+    jac_soft = torch.autograd.functional.jacobian(lambda t: t.softmax(-1), h)
+    closed = {  # ||J||_F^2 of each node, by closed form or jacobian() of the forward op
+        "MmBackward0": 6 * float(X.double().pow(2).sum()),
+        "ExpBackward0": float(torch.exp(2 * u.double()).sum()),
+        "MulBackward0": 0.25 * 200,
+        "SoftmaxBackward0": float(jac_soft.double().pow(2).sum()),
+    }
+    for name, want in closed.items():
+        row = line_after(text, f"probe {name}")
+        est, err = floats(row)[:2]
+        assert row.endswith("estimated"), name
+        assert abs(est - want) <= 4 * err + 1e-3 * want, (name, est, err, want)
+        assert floats(line_after(text, f"check {name}:"))[-1] == pytest.approx(want, rel=1e-3)
+    # elementwise ops: Rademacher samples on a diagonal Jacobian have no spread
+    assert floats(line_after(text, "probe ExpBackward0"))[1] == 0.0
+    # small nodes and leaves: exact (the identity on W has 5 * 6 = 30 entries)
+    for name, want in (("SelectBackward0", 16.0), ("AccumulateGrad(W)", 30.0)):
+        row = line_after(text, f"probe {name}")
+        assert floats(row)[:2] == [want, 0.0] and row.endswith("exact"), name
+    assert "position after probing: 0 | W.grad: None" in text
+
+    # what-if on z = x**2 + y at x = 2, y = 3, against the engine
+    x = torch.tensor(2.0, requires_grad=True)
+    y = torch.tensor(3.0, requires_grad=True)
+    gx, gy = torch.autograd.grad(x**2 + y, (x, y))
+    assert floats(line_after(text, "edge n1:0 -> AccumulateGrad(x) carries")) == [gx.item()]
+    assert "edits: {'n1:0': 'zero'}" in text
+    dx = floats(line_after(text, "what-if dz/dx:"))
+    assert dx == [0.0, gx.item()] and line_after(text, "what-if dz/dx:").endswith("True")
+    dy = floats(line_after(text, "what-if dz/dy:"))
+    assert dy == [gy.item(), gy.item()] and line_after(text, "what-if dz/dy:").endswith("False")
+    assert floats(line_after(text, "after reset():")) == [gx.item(), gy.item()]
+    assert floats(line_after(text, "scaled by 10:")) == [10 * gx.item(), gy.item()]
+    assert "x.grad: None | y.grad: None" in text
+
+
 # --------------------------------------------------------------------------- 03
 def _transformer():
     torch.manual_seed(0)

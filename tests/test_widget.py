@@ -314,3 +314,17 @@ def test_bad_options():
     w = aw.AutogradWidget(g)
     assert w.graph is g
     w.close()
+
+
+def test_a_what_if_edit_from_python_shows_on_the_edge(zw):
+    zw.stepper.run(until=zw.stepper.order[2])  # Add, y, Pow have run; x's slot waits
+    e_x = edge_index(zw, "Pow", "x")
+    assert zw._state["edge_values"][str(e_x)] == [4.0]
+    zw.stepper.zero_edge_grad(zw.graph.edges[e_x].id)  # the stepper notifies the widget
+    assert zw._state["edge_values"][str(e_x)] == [0.0]
+    zw.stepper.run()
+    x_leaf = next(n.id for n in zw.graph.nodes.values() if n.leaf_name == "x")
+    assert zw._state["done"] and x_leaf
+    zw.stepper.reset()
+    zw.stepper.run()
+    assert zw._state["edge_values"][str(e_x)] == [4.0]
