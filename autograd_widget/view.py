@@ -376,6 +376,11 @@ class StateView:
                     }
                 )
         arrays = self.visible_arrays()
+        edits: dict[str, Any] = {}
+        for eid, info in getattr(st, "edits", {}).items():
+            k = self.edge_index.get(eid)
+            for j in self._vis_edges_of_real.get(k, ()) if k is not None else ():
+                edits[str(j)] = {"id": eid, **info.as_dict()}
         error = None
         if self._error is not None:
             error = dict(self._error)
@@ -396,6 +401,7 @@ class StateView:
             "edge_norm": _buf(arrays["edge_norm"]),
             "edge_flag": _buf(arrays["edge_flag"]),
             "edge_values": arrays["edge_values"],
+            "edits": edits,
             "norm_range": norm_range,
             "waiting": waiting,
             "status": status_line(self.graph, st),

@@ -427,6 +427,83 @@ class AutogradWidget(anywidget.AnyWidget):
             })
         self.send({"type": "reply", "request": req, "data": {"matches": matches}})
 
+    def _msg_probe(self, msg: dict) -> None:
+        req = msg.get("request")
+        samples, seed = msg.get("samples", 16), msg.get("seed", 0)
+        if isinstance(req, bool) or not isinstance(req, int):
+            self._warn("probe needs an integer request id")
+            return
+        if isinstance(samples, bool) or not isinstance(samples, int) or not 2 <= samples <= 1024:
+            self._warn("probe: samples must be an int in 2..1024")
+            return
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            self._warn("probe: seed must be an int or null")
+            return
+        self.send({"type": "reply", "request": req, "data": self.sensitivity(samples, seed)})
+
+    def sensitivity(self, samples: int = 16, seed: int | None = 0) -> dict[str, Any]:
+        """Per visible item: log10 of the squared Frobenius norm of the node's gradient map
+        (`Stepper.jacobian_norms`; a box shows the largest of its members), for colouring."""
+        norms = self.stepper.jacobian_norms(samples=samples, seed=seed)
+        vis = self._visible
+        items: list[Any] = [None] * vis.n_items
+        stderr: list[Any] = [None] * vis.n_items
+        exact: list[Any] = [None] * vis.n_items
+        for nid, jn in norms.items():
+            j = int(vis.real_item[self._view.node_index[nid]])
+            d = jn.as_dict()
+            if j < 0 or d["log10"] is None:
+                continue
+            if items[j] is None or d["log10"] > items[j]:
+                items[j], stderr[j], exact[j] = d["log10"], d["stderr"], d["exact"]
+        logs = [v for v in items if v is not None]
+        return {
+            "items": items,
+            "stderr": [view._json_number(v) if isinstance(v, float) else v for v in stderr],
+            "exact": exact,
+            "nodes": {nid: jn.as_dict() for nid, jn in norms.items()},
+            "range": [min(logs), max(logs)] if logs else None,
+            "errors": dict(getattr(self.stepper, "probe_errors", {}) or {}),
+            "samples": samples,
+        }
+
+    def _msg_edit_edge(self, msg: dict) -> None:
+        op = msg.get("op")
+        idx = msg.get("edge")
+        vis_edges = self._visible.edge_real
+        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(vis_edges):
+            self._warn("edit_edge needs a visible edge index")
+            return
+        eid = self.graph.edges[int(vis_edges[idx])].id
+        try:
+            if op == "zero":
+                self.stepper.zero_edge_grad(eid)
+            elif op == "scale":
+                factor = msg.get("factor")
+                if isinstance(factor, bool) or not isinstance(factor, int | float):
+                    self._warn("edit_edge scale needs a numeric factor")
+                    return
+                self.stepper.scale_edge_grad(eid, float(factor))
+            elif op == "clear":
+                self.stepper.clear_edits(eid)
+            else:
+                self._warn("edit_edge op must be 'zero', 'scale' or 'clear'")
+                return
+        except (ValueError, TypeError, KeyError) as e:
+            self._warn(str(e))
+
+    def _msg_leaf_diff(self, msg: dict) -> None:
+        req = msg.get("request")
+        if isinstance(req, bool) or not isinstance(req, int):
+            self._warn("leaf_diff needs an integer request id")
+            return
+        diffs = self.stepper.leaf_grad_diff()
+        data = {}
+        for nid, d in diffs.items():
+            item = int(self._visible.real_item[self._view.node_index[nid]])
+            data[nid] = {**d.as_dict(), "item": item}
+        self.send({"type": "reply", "request": req, "data": {"leaves": data}})
+
     def _msg_saved_values(self, msg: dict) -> None:
         req, nid, name = msg.get("request"), msg.get("id"), msg.get("name")
         if isinstance(req, bool) or not isinstance(req, int):
@@ -677,6 +754,9 @@ _HANDLERS = {
     "first_nonfinite": AutogradWidget._msg_first_nonfinite,
     "memory": AutogradWidget._msg_memory,
     "saved_values": AutogradWidget._msg_saved_values,
+    "probe": AutogradWidget._msg_probe,
+    "edit_edge": AutogradWidget._msg_edit_edge,
+    "leaf_diff": AutogradWidget._msg_leaf_diff,
     "select_edge": AutogradWidget._msg_select_edge,
     "step": AutogradWidget._msg_step,
     "back": AutogradWidget._msg_back,

@@ -286,3 +286,36 @@ def test_stale_marks_follow_in_place_changes_after_explore():
     assert w._state["error"] is not None
     assert arr(w._graph["nodes"]["saved_state"], np.uint8)[exp] == view.SAVED_STALE
     w.close()
+
+
+def test_probe_edit_and_leaf_diff_messages():
+    x = torch.tensor(2.0, requires_grad=True)
+    y = torch.tensor(3.0, requires_grad=True)
+    w = aw.explore(x**2 + y, params={"x": x, "y": y})
+    (reply,) = send(w, {"type": "probe", "request": 1, "samples": 8, "seed": 0})
+    data = reply["data"]
+    pow_item = w._graph["nodes"]["label"].index("Pow")
+    # PowBackward0 at x=2: d(x^2)/dx = 4, so the squared norm is 16, exactly.
+    assert data["items"][pow_item] == pytest.approx(np.log10(16.0))
+    assert data["exact"][pow_item] is True
+    w.stepper.run(until=w.stepper.order[2])
+    e = next(
+        k for k, eid in enumerate(w._graph["edges"]["id"])
+        if w.graph.nodes[w.graph.edge(eid).dst].leaf_name == "x"
+    )
+    assert send(w, {"type": "edit_edge", "edge": e, "op": "zero"}) == []
+    assert w._state["edits"][str(e)]["kind"] == "zero"
+    assert w._state["edge_values"][str(e)] == [0.0]
+    w.stepper.run()
+    (reply,) = send(w, {"type": "leaf_diff", "request": 2})
+    leaves = reply["data"]["leaves"]
+    by_name = {d["name"]: d for d in leaves.values()}
+    assert by_name["x"]["changed"] and not by_name["y"]["changed"]
+    sent = send(w, {"type": "edit_edge", "edge": e, "op": "scale", "factor": 2})
+    assert sent and sent[0]["type"] == "warning" and "past" in sent[0]["message"]
+    for bad in ({"type": "probe", "request": 1, "samples": 1},
+                {"type": "edit_edge", "edge": e, "op": "bend"},
+                {"type": "leaf_diff"}):
+        sent = send(w, bad)
+        assert sent and sent[0]["type"] == "warning", bad
+    w.close()
