@@ -30,7 +30,7 @@ from . import groups, view
 from .capture import capture
 from .graph import BackwardGraph
 from .saved import node_validity
-from .stepper import Stepper
+from .stepper import Stepper, _gc_paused
 
 log = logging.getLogger("autograd_widget")
 
@@ -122,12 +122,16 @@ class AutogradWidget(anywidget.AnyWidget):
         self._released = False
         self._running = False
         self._collapsed: set[str] = groups.default_collapsed(graph, collapse)
-        self._visible = groups.visible_graph(graph, self._collapsed, self.show_plumbing)
-        self._layout = view.compute_layout(graph, orientation, self._visible)
-        self._view = view.StateView(graph, self.stepper, self._visible)
+        # The view model allocates an object or two per node: let the cycle collector rescan
+        # the world once afterwards rather than many times during (halves a 50k-node build).
+        with _gc_paused():
+            self._visible = groups.visible_graph(graph, self._collapsed, self.show_plumbing)
+            self._layout = view.compute_layout(graph, orientation, self._visible)
+            self._view = view.StateView(graph, self.stepper, self._visible)
         self._validity = node_validity(graph)
         self._seen_error: tuple[str, str] | None = None
-        self._graph = view.graph_payload(graph, self._layout, self._visible, self._validity)
+        with _gc_paused():
+            self._graph = view.graph_payload(graph, self._layout, self._visible, self._validity)
         self._notice = _freed_notice(graph)
         self._refresh()
         self.stepper.add_listener(self._on_stepper_change)
@@ -190,13 +194,13 @@ class AutogradWidget(anywidget.AnyWidget):
         """New visible graph (folds, plumbing) and layout; the step state is mapped onto it."""
         if not self._released:
             self._validity = node_validity(self.graph)
-        self._visible = groups.visible_graph(self.graph, self._collapsed, self.show_plumbing)
-        self._layout = view.compute_layout(self.graph, self.orientation, self._visible)
-        self._view.set_visible(self._visible)
+        with _gc_paused():
+            self._visible = groups.visible_graph(self.graph, self._collapsed, self.show_plumbing)
+            self._layout = view.compute_layout(self.graph, self.orientation, self._visible)
+            self._view.set_visible(self._visible)
+            payload = view.graph_payload(self.graph, self._layout, self._visible, self._validity)
         with self.hold_sync():
-            self._graph = view.graph_payload(
-                self.graph, self._layout, self._visible, self._validity
-            )
+            self._graph = payload
             state = dict(self._state)
             state.update(self._view.payload(running=self._running))
             state["running"] = self._running and not state["done"]
