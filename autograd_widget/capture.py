@@ -7,7 +7,6 @@ next functions); saved values are read later, on request, by `saved.py`.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ import torch
 
 from . import track as track_module
 from ._compat import check_node_api, gradient_edge
+from ._gc import gc_paused
 from .graph import BackwardGraph, Edge, Node, TensorMeta, _Live, drain_parked
 from .track import MODULE_KEY
 
@@ -284,21 +284,17 @@ def capture(
         root_edges.append((index[fn], output_nr))
 
     check_node_api(fns[0])
-    gc_was_enabled = gc.isenabled()
     # Every node visited gets a fresh Python wrapper; letting the cycle collector scan them all
     # while we allocate costs 2-3x the walk itself.
-    gc.disable()
     try:
-        nodes, edges, param_module = _walk(fns, index, names, model is not None)
+        with gc_paused():
+            nodes, edges, param_module = _walk(fns, index, names, model is not None)
     except AttributeError:
         # A node lacking an attribute every node had: a torch whose private API moved. Name the
         # torch version (UnsupportedTorchError) instead of an AttributeError from inside the walk.
         for fn in fns:
             check_node_api(fn)
         raise
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
     for i, _ in root_edges:
         nodes[f"n{i}"].is_root = True

@@ -46,7 +46,6 @@ from __future__ import annotations
 import _signal
 import contextlib
 import ctypes
-import gc
 import heapq
 import math
 import os
@@ -61,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import torch
 
 from ._compat import check_step_api, gradient_edge
+from ._gc import gc_paused
 from .graph import BackwardGraph, Edge, Node
 from .summary import Summary, SummaryStore, summarize
 
@@ -298,19 +298,7 @@ def _validate(
     return g
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cycle collector while stepping: every step makes Python objects (tensor
-    wrappers, tuples), and each collection rescans thousands of live tensors: it cost 50%+ of a
-    10k-node run. We create no reference cycles; anything the user's code creates is collected
-    once the collector runs again (same trick as capture())."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+_gc_paused = gc_paused  # (see _gc.py) used around stepping and plan building
 
 
 # --------------------------------------------------------------------------- the plan

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import make_mlp, make_transformer
+from conftest import arr, make_mlp, make_transformer, send
 
 import autograd_widget as aw
 from autograd_widget import groups, view
@@ -15,21 +15,6 @@ def tracked(model, *inputs, loss=lambda o: o.pow(2).mean()):
     with aw.track(model):
         out = model(*inputs)
     return aw.capture(loss(out), model=model)
-
-
-def arr(buf, dtype):
-    return np.frombuffer(bytes(buf), dtype=dtype)
-
-
-def send(w, msg):
-    sent = []
-    orig = w.send
-    w.send = lambda content, buffers=None: sent.append(content)
-    try:
-        w._handle_message(w, msg, [])
-    finally:
-        w.send = orig
-    return sent
 
 
 def test_top_level_groups_look_through_containers():

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
-from conftest import make_mlp
+from conftest import arr, make_mlp, send
 
 import autograd_widget as aw
 from autograd_widget import view
@@ -20,21 +20,6 @@ def zxy():
     x = torch.tensor(2.0, requires_grad=True)
     y = torch.tensor(3.0, requires_grad=True)
     return x, y, x**2 + y
-
-
-def arr(buf, dtype):
-    return np.frombuffer(bytes(buf), dtype=dtype)
-
-
-def send(w, msg):
-    sent = []
-    orig = w.send
-    w.send = lambda content, buffers=None: sent.append(content)
-    try:
-        w._handle_message(w, msg, [])
-    finally:
-        w.send = orig
-    return sent
 
 
 @pytest.fixture
