@@ -8,9 +8,11 @@ import { MARGIN, nodeSize, plotArea, pxPerUnit } from './geometry.js';
 import { LABEL_CHAR_PX, boxHalfWidths, boxHitPoints, boxLabel, boxSegments, boxSize } from './groups.js';
 import { edgeLabel, escapeHtml, nodeLabel, visibleIndices } from './labels.js';
 import { memoryColors } from './memory.js';
+import { sensitivityColors } from './sensitivity.js';
 import { NODE_STATE } from './model.js';
 import {
   ALARM_COLOR,
+  EDIT_COLOR,
   HIGHLIGHT_COLOR,
   N_BINS,
   NEXT_COLOR,
@@ -71,8 +73,9 @@ export const N_TRACES = 20 + N_BINS;
  * @property {number} selected item index (a node or a box) or -1
  * @property {number} [selectedEdge] visible edge index or -1
  * @property {number[]} [highlight] item indices to mark
- * @property {'gradient' | 'memory'} [colorMode]
+ * @property {'gradient' | 'memory' | 'sensitivity'} [colorMode]
  * @property {import('./memory.js').Memory | null} [memory]
+ * @property {import('./sensitivity.js').Sensitivity | null} [sensitivity]
  */
 
 /**
@@ -178,7 +181,9 @@ export function labelData(graph, state, range, ppu, theme, sizeScale = null, box
   const labelled = [];
   const texts = new Map();
   for (let e = 0; e < graph.m; e++) {
-    const t = edgeLabel(state, e);
+    const t0 = edgeLabel(state, e);
+    // an edited gradient (what-if) is marked with a pencil
+    const t = state.edits?.has(e) ? (t0 ? `✎ ${t0}` : '✎') : t0;
     if (t) {
       labelled.push(e);
       texts.set(e, t);
@@ -211,7 +216,7 @@ export function labelData(graph, state, range, ppu, theme, sizeScale = null, box
       x: edges.map((e) => graph.midX[e]),
       y: edges.map((e) => graph.midY[e]),
       text: edges.map((e) => texts.get(e)),
-      color: edges.map((e) => (state.edgeFlag[e] === 2 ? ALARM_COLOR : theme.font)),
+      color: edges.map((e) => (state.edgeFlag[e] === 2 ? ALARM_COLOR : state.edits?.has(e) ? EDIT_COLOR : theme.font)),
       size: EDGE_LABEL_GAP,
       index: edges,
     },
@@ -256,9 +261,12 @@ export function nodeMarkers(graph, state, theme, ppu, view, box = null) {
   const opacity = Array.from(s.opacity);
   const boxH = box ? box.h : base * 1.5;
   for (const i of graph.boxes ?? []) size[i] = boxH;
-  if (v.colorMode === 'memory' && v.memory) {
-    // Shaded by saved bytes; the outline still tells the step state.
-    color = memoryColors(v.memory.items, graph.n, theme.noMemory);
+  const shaded = (v.colorMode === 'memory' && v.memory) || (v.colorMode === 'sensitivity' && v.sensitivity);
+  if (shaded) {
+    // Shaded by saved bytes or by Jacobian norm; the outline still tells the step state.
+    color = v.colorMode === 'memory' && v.memory
+      ? memoryColors(v.memory.items, graph.n, theme.noMemory)
+      : sensitivityColors(/** @type {import('./sensitivity.js').Sensitivity} */ (v.sensitivity), graph.n, theme.noMemory);
     symbol = s.symbol.map((/** @type {string} */ sym) => sym.replace(/-open$/, ''));
     for (let i = 0; i < graph.n; i++) {
       opacity[i] = 1;

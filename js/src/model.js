@@ -4,6 +4,7 @@
  * Pure: no DOM, no plotly. Every field is validated to the lengths the graph declares, so the
  * drawing code can index without checks; a missing or short array reads as "nothing yet".
  */
+import { decodeEdits } from './sensitivity.js';
 import { toTyped, toNumbers } from './buffers.js';
 
 /** Node step states in `_state.node_state`. */
@@ -257,6 +258,7 @@ function csr(n, src) {
  * @property {string} status
  * @property {string} notice a standing message from Python (graph freed by backward, released), or ""
  * @property {{ node: number, message: string, id: string | null } | null} error
+ * @property {Map<number, import('./sensitivity.js').Edit>} edits what-if edits by visible edge index
  */
 
 /**
@@ -315,6 +317,7 @@ export function decodeState(raw, graph) {
     status: typeof s.status === 'string' ? s.status : '',
     notice: typeof s.notice === 'string' ? s.notice : '',
     error,
+    edits: decodeEdits(s.edits, m),
   };
 }
 

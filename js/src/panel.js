@@ -21,6 +21,7 @@ import {
 } from './inspect.js';
 import { shapeText } from './labels.js';
 import { MEMORY_COLORS, formatBytes, memoryLegend } from './memory.js';
+import { SENSITIVITY_COLORS, editText, parseFactor, powText, sensitivityLegend } from './sensitivity.js';
 
 /**
  * @typedef {object} InspectorHandlers
@@ -30,6 +31,8 @@ import { MEMORY_COLORS, formatBytes, memoryLegend } from './memory.js';
  * @property {(target: { item: number } | { id: string }) => void} runTo
  * @property {(id: string) => void} selectNode select a real node by id
  * @property {(ids: string[]) => void} highlight mark nodes on the graph ([] clears)
+ * @property {(edge: number, op: 'zero' | 'scale' | 'clear', factor?: number) => void} [editEdge] a what-if edit
+ * @property {() => void} [leafDiff] ask for the leaf gradients against the faithful run
  *
  * @typedef {object} InspectorTarget
  * @property {'node' | 'edge' | 'box'} kind
@@ -40,6 +43,11 @@ import { MEMORY_COLORS, formatBytes, memoryLegend } from './memory.js';
  * @property {string | null} [error] why there is no reply
  * @property {import('./model.js').Graph} graph
  * @property {import('./model.js').State} state
+ * @property {string} [norm] the node's Jacobian norm text (sensitivity mode), or ""
+ * @property {string | null} [normError] why the probe has no value for this node
+ * @property {boolean} [live] a kernel answers (what-if edits are offered)
+ * @property {string | null} [editWarning] Python rejected the last edit of this edge
+ * @property {{ loading: boolean, error: string | null, leaves: import('./sensitivity.js').LeafDiff[] } | null} [leafDiff]
  */
 
 /** A clicked saved tensor shows this many of its values (Python sends up to 64). */
@@ -237,6 +245,8 @@ export function createInspector(doc, handlers) {
   function gradientsTab(t) {
     const { data, graph } = t;
     const out = [];
+    if (t.norm) out.push(h('div', { class: 'agw-sens-norm', role: 'note', title: 'Squared Frobenius norm of this node\'s gradient map (incoming -> outgoing gradients)' }, t.norm));
+    if (t.normError) out.push(note(`✖ probe: ${t.normError}`, 'agw-insp-error'));
     const slots = incomingSlots(data);
     out.push(h('h4', {}, 'Incoming gradients (per input slot)'));
     if (!slots.length) out.push(note('no input slots'));
@@ -348,6 +358,66 @@ export function createInspector(doc, handlers) {
     }
     out.push(h('h4', {}, 'Gradient'));
     out.push(summaryBlock(data.summary, 'not flowed yet (or None)'));
+    if (t.live && e >= 0) out.push(...whatIf(t, e));
+    return out;
+  }
+
+  /**
+   * What-if edits of the edge's gradient: zero it, scale it, undo; the leaf gradients against
+   * the faithful run.
+   * @param {InspectorTarget} t @param {number} e
+   */
+  function whatIf(t, e) {
+    const out = [h('h4', {}, 'What-if')];
+    const edit = t.state.edits?.get(e) ?? null;
+    if (edit) {
+      out.push(h('div', { class: 'agw-edit-mark', role: 'note' }, `✎ edited: ${editText(edit)}`));
+      if (edit.before) out.push(h('div', { class: 'agw-meta' }, 'before the edit:'), summaryBlock(edit.before));
+    }
+    const zero = button('Zero this gradient', 'Replace this gradient by zeros; later steps use it');
+    zero.addEventListener('click', () => handlers.editEdge?.(e, 'zero'));
+    const factor = /** @type {HTMLInputElement} */ (h('input', { type: 'number', step: 'any', value: '0.5', class: 'agw-factor', 'aria-label': 'Scale factor' }));
+    const scale = button('Scale by…', 'Multiply this gradient by the factor; later steps use it');
+    const apply = () => {
+      const f = parseFactor(factor.value);
+      if (f === null) {
+        factor.setAttribute('aria-invalid', 'true');
+        return;
+      }
+      factor.removeAttribute('aria-invalid');
+      handlers.editEdge?.(e, 'scale', f);
+    };
+    scale.addEventListener('click', apply);
+    factor.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') {
+        ev.preventDefault();
+        ev.stopPropagation();
+        apply();
+      }
+    });
+    const actions = h('div', { class: 'agw-insp-actions agw-edit-actions' }, zero, factor, scale);
+    if (edit) {
+      const undo = button('Undo edit', 'Back to the faithful gradient on this edge');
+      undo.addEventListener('click', () => handlers.editEdge?.(e, 'clear'));
+      actions.append(undo);
+    }
+    out.push(actions);
+    if (t.editWarning) out.push(h('div', { class: 'agw-insp-error', role: 'alert' }, `⚠ ${t.editWarning}`));
+    if (t.state.edits?.size) {
+      const cmp = button('Compare with faithful run', 'Each leaf gradient now against the run without edits');
+      cmp.addEventListener('click', () => handlers.leafDiff?.());
+      out.push(h('div', { class: 'agw-insp-actions' }, cmp));
+      const ld = t.leafDiff;
+      if (ld?.loading) out.push(note('…', 'agw-insp-loading'));
+      else if (ld?.error) out.push(note(`✖ ${ld.error}`, 'agw-insp-error'));
+      else if (ld) {
+        const changed = ld.leaves.filter((l) => l.changed);
+        if (!changed.length) out.push(note('No leaf gradient differs from the faithful run.'));
+        else {
+          out.push(h('ul', { class: 'agw-leaf-diff', 'aria-label': 'Changed leaves' }, ...changed.map((l) => h('li', {}, h('b', {}, l.name), ` max |Δ| = ${l.maxAbsDiff === null ? '?' : formatNumber(l.maxAbsDiff)}`, l.edited?.values ? h('span', { class: 'agw-meta' }, ` (now ${valuesPreview(l.edited.values, l.edited.numel ?? null).text}, faithful ${valuesPreview(l.faithful?.values, l.faithful?.numel ?? null).text})`) : null))));
+        }
+      }
+    }
     return out;
   }
 
@@ -470,4 +540,59 @@ export function createMemoryPanel(doc, handlers) {
   }
 
   return { el, render, hide, colors: MEMORY_COLORS };
+}
+
+/**
+ * @typedef {object} SensitivityHandlers
+ * @property {(id: string) => void} select select a node by real id (a probe error)
+ */
+
+/**
+ * The list shown in the "sensitivity" colour mode: the scale, the range, the probe errors.
+ * @param {Document} doc @param {SensitivityHandlers} handlers
+ */
+export function createSensitivityPanel(doc, handlers) {
+  const { h } = domHelpers(doc);
+  const el = h('section', { class: 'agw-sensitivity', 'aria-label': 'Sensitivity', hidden: '' });
+
+  /**
+   * @param {import('./sensitivity.js').Sensitivity | null} sens null: loading (or the error)
+   * @param {{ error: string | null, names?: (id: string) => string }} opts
+   */
+  function render(sens, opts) {
+    el.hidden = false;
+    const out = [
+      h('h3', { class: 'agw-insp-title' }, 'Sensitivity: ‖J‖²_F per node'),
+      h('p', { class: 'agw-meta' }, 'Squared Frobenius norm of each node\'s gradient map (log colour scale); exact for small nodes, else a Hutchinson estimate.'),
+    ];
+    if (opts.error) out.push(h('p', { class: 'agw-insp-error' }, `✖ ${opts.error}`));
+    else if (!sens) out.push(h('p', { class: 'agw-insp-loading' }, '…'));
+    if (sens) {
+      const legend = sensitivityLegend(sens);
+      if (legend.length && sens.range) {
+        out.push(h('div', { class: 'agw-mem-scale', 'aria-label': 'Colour scale, log ‖J‖²_F' }, ...legend.map((st) => h('span', { class: 'agw-mem-stop', style: `background:${st.color}`, title: `from ${st.from}` })), h('span', { class: 'agw-meta agw-sens-range' }, ` ${powText(sens.range[0])} … ${powText(sens.range[1])}`)));
+      } else {
+        out.push(h('p', { class: 'agw-insp-note' }, 'No node has a nonzero gradient map.'));
+      }
+      out.push(h('p', { class: 'agw-meta' }, `${sens.samples} samples per estimate`));
+      if (sens.errors.length) {
+        out.push(h('h4', {}, `Probe errors (${sens.errors.length})`));
+        const list = h('ul', { class: 'agw-probe-errors' });
+        for (const [id, msg] of sens.errors) {
+          const b = h('button', { type: 'button', class: 'agw-link', title: `Select ${id}` }, opts.names ? opts.names(id) : id);
+          b.addEventListener('click', () => handlers.select(id));
+          list.append(h('li', {}, b, h('span', { class: 'agw-insp-error' }, ` ✖ ${msg}`)));
+        }
+        out.push(list);
+      }
+    }
+    el.replaceChildren(...out);
+  }
+
+  function hide() {
+    el.hidden = true;
+    el.replaceChildren();
+  }
+
+  return { el, render, hide, colors: SENSITIVITY_COLORS };
 }

@@ -23,6 +23,8 @@ export const KIND_STYLE = Object.freeze({
 
 export const FAILED_COLOR = '#e15759';
 export const NEXT_COLOR = '#f5b700';
+/** Edge labels of gradients changed by a what-if edit (✎). */
+export const EDIT_COLOR = '#8e44ad';
 export const ALARM_COLOR = '#ff1f1f';
 export const SELECT_COLOR = '#1a73e8';
 /** Collapsed module boxes: the done part of the progress bar; the rest is this mixed into the background. */

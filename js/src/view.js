@@ -19,10 +19,11 @@ import {
 import { BOX_HIT_POINTS, boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
 import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
 import { decodeMemory } from './memory.js';
-import { createInspector, createMemoryPanel } from './panel.js';
+import { createInspector, createMemoryPanel, createSensitivityPanel } from './panel.js';
+import { PROBE_SAMPLES, decodeLeafDiff, decodeProbe, normText } from './sensitivity.js';
 import { createSearch } from './search.js';
 import { readTheme, watchTheme } from './theme.js';
-import { ALARM_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, SAVED_BADGE, SELECT_COLOR } from './style.js';
+import { ALARM_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, SAVED_BADGE, SELECT_COLOR } from './style.js';
 
 /** Chunk length asked of the kernel for "Run to end" (ms of stepping per message). */
 export const RUN_CHUNK_MS = 100;
@@ -96,8 +97,8 @@ export function createView({ model, el, backend, options = {} }) {
   const nanBtn = button('First NaN/Inf', 'Jump to the first edge whose gradient has a NaN or an inf');
   const plumbing = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', class: 'agw-plumbing-input' }));
   const plumbingBox = h('label', { class: 'agw-check', title: 'Hide pure plumbing nodes (views, reshapes, transposes, expands); their edges are contracted' }, plumbing, 'Hide plumbing');
-  const colorMode = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient) or by the bytes their saved tensors hold (memory)' }));
-  colorMode.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'));
+  const colorMode = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient), by the bytes their saved tensors hold (memory) or by the norm of their Jacobian (sensitivity)' }));
+  colorMode.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'), h('option', { value: 'sensitivity' }, 'Colour: sensitivity'));
   const counts = h('span', { class: 'agw-counts', 'aria-label': 'Visible nodes' });
   nav.append(search.el, nanBtn, sep(), plumbingBox, sep(), colorMode, counts);
   // A recording (standalone export) has no kernel to re-lay out, fold plumbing or count bytes.
@@ -136,6 +137,8 @@ export function createView({ model, el, backend, options = {} }) {
       buildLegend();
       patchView();
     },
+    editEdge: (edge, op, factor) => editEdge(edge, op, factor),
+    leafDiff: () => requestLeafDiff(),
   });
   const memoryPanel = createMemoryPanel(doc, {
     select: (id) => jumpToNode(id, null),
@@ -144,7 +147,8 @@ export function createView({ model, el, backend, options = {} }) {
       requestMemory();
     },
   });
-  side.append(memoryPanel.el, inspector.el);
+  const sensitivityPanel = createSensitivityPanel(doc, { select: (id) => jumpToNode(id, null) });
+  side.append(memoryPanel.el, sensitivityPanel.el, inspector.el);
   body.append(main, side);
   const legend = h('div', { class: 'agw-legend', 'aria-label': 'Legend' });
   root.append(toolbar, nav, progress, status, waiting, notice, alert, body, legend);
@@ -167,8 +171,21 @@ export function createView({ model, el, backend, options = {} }) {
    * selected node is ringed through its box. */
   /** @type {Map<string, string | null>} */
   const moduleOf = new Map();
-  /** @type {'gradient' | 'memory'} */
+  /** @type {'gradient' | 'memory' | 'sensitivity'} */
   let colorBy = 'gradient';
+  /** @type {import('./sensitivity.js').Sensitivity | null} */
+  let sensitivity = null;
+  /** @type {string | null} */
+  let sensitivityError = null;
+  let sensitivitySeq = 0;
+  /** The last rejected what-if edit, shown on that edge's card. */
+  /** @type {{ key: string, message: string } | null} */
+  let editWarning = null;
+  /** An edit sent and not yet answered (a warning in this window belongs to it). */
+  /** @type {{ key: string, at: number } | null} */
+  let editPending = null;
+  /** @type {{ seq: number, loading: boolean, error: string | null, leaves: import('./sensitivity.js').LeafDiff[] } | null} */
+  let leafDiff = null;
   /** @type {import('./memory.js').Memory | null} */
   let memory = null;
   /** @type {string | null} */
@@ -241,7 +258,7 @@ export function createView({ model, el, backend, options = {} }) {
 
   /** @returns {import('./figure.js').ViewSpec} */
   function currentView() {
-    return { range, size: plotSize(), selected, selectedEdge, highlight: highlightItems(), colorMode: colorBy, memory: colorBy === 'memory' ? memory : null };
+    return { range, size: plotSize(), selected, selectedEdge, highlight: highlightItems(), colorMode: colorBy, memory: colorBy === 'memory' ? memory : null, sensitivity: colorBy === 'sensitivity' ? sensitivity : null };
   }
 
   function plotSize() {
@@ -410,7 +427,7 @@ export function createView({ model, el, backend, options = {} }) {
   }
 
   function updateSide() {
-    const open = !inspector.el.hidden || !memoryPanel.el.hidden;
+    const open = !inspector.el.hidden || !memoryPanel.el.hidden || !sensitivityPanel.el.hidden;
     side.hidden = !open;
     root.classList.toggle('agw-side-open', open);
   }
@@ -516,7 +533,7 @@ export function createView({ model, el, backend, options = {} }) {
     speedOut.textContent = `${speed.value}/s`;
   });
   plumbing.addEventListener('change', () => send({ type: 'plumbing', show: !plumbing.checked }));
-  colorMode.addEventListener('change', () => setColorMode(colorMode.value === 'memory' ? 'memory' : 'gradient'));
+  colorMode.addEventListener('change', () => setColorMode(colorMode.value === 'memory' || colorMode.value === 'sensitivity' ? colorMode.value : 'gradient'));
   nanBtn.addEventListener('click', firstNonfinite);
 
   function fitView() {
@@ -606,18 +623,84 @@ export function createView({ model, el, backend, options = {} }) {
       });
   }
 
-  /** @param {'gradient' | 'memory'} m */
+  /** @param {'gradient' | 'memory' | 'sensitivity'} m */
   function setColorMode(m) {
     colorBy = m;
     colorMode.value = m;
     root.classList.toggle('agw-memory-mode', m === 'memory');
+    root.classList.toggle('agw-sensitivity-mode', m === 'sensitivity');
+    if (m !== 'memory') memoryPanel.hide();
+    if (m !== 'sensitivity') sensitivityPanel.hide();
     if (m === 'memory') requestMemory();
-    else {
-      memoryPanel.hide();
-      updateSide();
-    }
+    else if (m === 'sensitivity') requestSensitivity();
+    updateSide();
     buildLegend();
     patchView();
+    renderInspector();
+  }
+
+  /** Ask for the Jacobian norms of the visible graph (once per graph; they do not change with the step). */
+  function requestSensitivity() {
+    if (colorBy !== 'sensitivity') return;
+    const mine = ++sensitivitySeq;
+    const n = graph.n;
+    const g = graph;
+    const have = sensitivity && sensitivity.items.length === n ? sensitivity : null;
+    sensitivityError = null;
+    sensitivityPanel.render(have, { error: null, names: nameOf });
+    updateSide();
+    if (have) return;
+    request({ type: 'probe', samples: PROBE_SAMPLES, seed: 0 })
+      .then((data) => {
+        if (mine !== sensitivitySeq || g !== graph || colorBy !== 'sensitivity') return;
+        sensitivity = decodeProbe(data, n);
+        sensitivityPanel.render(sensitivity, { error: null, names: nameOf });
+        buildLegend();
+        patchView();
+        renderInspector();
+      })
+      .catch((err) => {
+        if (mine !== sensitivitySeq) return;
+        sensitivityError = String(err?.message ?? err);
+        sensitivityPanel.render(null, { error: sensitivityError, names: nameOf });
+        renderInspector();
+      });
+  }
+
+  /** A real node's name when it is shown, else its id. @param {string} id */
+  function nameOf(id) {
+    const i = graph.indexOf.get(id);
+    return i === undefined ? id : graph.names[i] || graph.labels[i] || id;
+  }
+
+  /**
+   * A what-if edit of visible edge `edge`; Python answers with a new `_state` or a warning.
+   * @param {number} edge @param {'zero' | 'scale' | 'clear'} op @param {number} [factor]
+   */
+  function editEdge(edge, op, factor) {
+    if (!live || mode !== 'idle') return;
+    editPending = { key: focusKey(), at: now() };
+    editWarning = null;
+    send(op === 'scale' ? { type: 'edit_edge', edge, op, factor } : { type: 'edit_edge', edge, op });
+    renderInspector();
+  }
+
+  function requestLeafDiff() {
+    const seq = state.seq;
+    leafDiff = { seq, loading: true, error: null, leaves: [] };
+    renderInspector();
+    request({ type: 'leaf_diff' })
+      .then((data) => {
+        if (leafDiff?.seq !== seq) return;
+        leafDiff = { seq, loading: false, error: null, leaves: decodeLeafDiff(data) };
+      })
+      .catch((err) => {
+        if (leafDiff?.seq !== seq) return;
+        leafDiff = { seq, loading: false, error: String(err?.message ?? err), leaves: [] };
+      })
+      .finally(() => {
+        if (!destroyed) renderInspector();
+      });
   }
 
   function requestMemory() {
@@ -841,8 +924,27 @@ export function createView({ model, el, backend, options = {} }) {
       error: have ? inspected.error : null,
       graph,
       state,
+      ...whatIfFields(key),
     });
     updateSide();
+  }
+
+  /**
+   * The inspector's sensitivity and what-if fields for the target `key`.
+   * @param {string} key
+   */
+  function whatIfFields(key) {
+    /** @type {{ norm: string, normError: string | null, live: boolean, editWarning: string | null, leafDiff: any }} */
+    const out = { norm: '', normError: null, live, editWarning: editWarning && editWarning.key === key ? editWarning.message : null, leafDiff: null };
+    if (focus?.kind === 'node' && colorBy === 'sensitivity') {
+      if (sensitivity) {
+        out.norm = normText(sensitivity.nodes.get(focus.id), sensitivity.samples);
+        const err = sensitivity.errors.find(([id]) => id === focus?.id);
+        if (err) out.normError = err[1];
+      } else if (sensitivityError) out.normError = sensitivityError;
+    }
+    if (leafDiff && leafDiff.seq === state.seq) out.leafDiff = leafDiff;
+    return out;
   }
 
   /** @param {any} ev */
@@ -943,10 +1045,21 @@ export function createView({ model, el, backend, options = {} }) {
     if (plotted) draw();
     applyJump();
     refreshInspector(true);
+    sensitivity = sensitivity && sensitivity.items.length === graph.n ? sensitivity : null;
     if (colorBy === 'memory') requestMemory();
+    if (colorBy === 'sensitivity') {
+      sensitivity = null; // the items are renumbered: ask again
+      requestSensitivity();
+    }
   };
   const onState = () => {
+    const hadEdits = state.edits.size > 0;
     state = decodeState(model.get('_state'), graph);
+    if (hadEdits !== state.edits.size > 0) buildLegend();
+    if (editPending) {
+      editPending = null; // the edit went through
+      editWarning = null;
+    }
     replies.clear();
     updateChrome();
     if (hovered && !card.hidden) showCard(hovered, null); // the card follows the step
@@ -991,6 +1104,12 @@ export function createView({ model, el, backend, options = {} }) {
   model.on('change:selected_edge', onSelectedEdge);
   model.on('change:height', onHeight);
   const stopWarnings = backend.onWarning((message) => {
+    if (editPending && now() - editPending.at < JUMP_FOLLOW_MS) {
+      // Python rejected the edit (e.g. the edge is in the past): say so on the edge's card
+      editWarning = { key: editPending.key, message };
+      editPending = null;
+      renderInspector();
+    }
     if (mode !== 'idle') stopQuietly();
     showAlert(message, 'warning');
   });
@@ -1074,6 +1193,9 @@ export function createView({ model, el, backend, options = {} }) {
     const items = [];
     if (colorBy === 'memory') {
       items.push(h('span', { class: 'agw-legend-item' }, 'nodes: saved bytes (log scale, see the list) · outline: step state'));
+    } else if (colorBy === 'sensitivity') {
+      const r = sensitivity?.range;
+      items.push(h('span', { class: 'agw-legend-item agw-sens-legend' }, `nodes: ‖J‖²_F of their gradient map (log scale${r ? `, 10^${r[0].toFixed(1)} … 10^${r[1].toFixed(1)}` : ''}) · outline: step state`));
     } else {
       for (const ks of Object.values(KIND_STYLE)) items.push(legendItem(`agw-swatch agw-sym-${ks.symbol}`, `background:${ks.color}`, ks.label));
     }
@@ -1096,6 +1218,7 @@ export function createView({ model, el, backend, options = {} }) {
       legendItem('agw-line agw-line-alarm', `border-color:${ALARM_COLOR}`, 'NaN/inf'),
       legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'),
     );
+    if (state.edits?.size) items.push(legendItem('agw-line agw-line-edit', `border-color:${EDIT_COLOR}`, '✎ edited gradient'));
     if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
     legend.replaceChildren(...items);
   }
