@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     widget = _tour_widget(args.orientation)
     try:
         path = widget.save_html(args.html)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     finally:
         widget.close()
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): open it in any browser")

@@ -123,3 +123,30 @@ def test_save_html_is_self_contained(tmp_path):
     with pytest.raises(ValueError, match="html"):
         w.save_html(tmp_path / "z.png")
     w.close()
+
+
+def test_headless_demo_writes_the_tour_graph(tmp_path):
+    """`make tour HTML=...` runs `python -m autograd_widget demo --html PATH`."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "tour.html"
+    r = subprocess.run(
+        [sys.executable, "-m", "autograd_widget", "demo", "--html", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"wrote {out}" in r.stdout
+    text = out.read_text()
+    rec = json.loads(re.search(
+        r'<script type="application/json" id="autograd-widget-recording">(.*?)</script>',
+        text, re.S,
+    ).group(1))
+    assert rec["title"].startswith("autograd_widget — backward of Sequential")
+    assert len(rec["steps"]) == rec["state"]["total"] > 10
+    bad = subprocess.run(
+        [sys.executable, "-m", "autograd_widget", "demo", "--html", str(tmp_path / "x.png")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "html" in bad.stderr
+    assert "Traceback" not in bad.stderr
