@@ -109,6 +109,28 @@ describe('render', () => {
     cleanup();
   });
 
+  it('switches to WebGL when a new graph is big and back to svg when it is small again', async () => {
+    const big = (n) => ({
+      version: 1, orientation: 'TB', bounds: [0, 1, -n, 0],
+      nodes: { count: n, id: Array.from({ length: n }, (_, i) => `n${i}`), x: new Float32Array(n), y: Float32Array.from({ length: n }, (_, i) => -i) },
+      edges: { count: 0 },
+    });
+    // Unfolding a model's boxes can take the visible graph past the threshold, folding back under.
+    const { model, cleanup } = mount(0, { _graph: big(10), _state: { seq: 1, status: 'step 0 / 0' } });
+    const drawn = () => [...byName('newPlot'), ...byName('react')].at(-1).args[0];
+    await Promise.resolve();
+    expect(drawn()[T.nodes].type).toBe('scatter');
+    model.push('_graph', big(3000));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(drawn()[T.nodes].type).toBe('scattergl');
+    expect(drawn()[T.idle].type).toBe('scattergl');
+    model.push('_graph', big(12));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(drawn()[T.nodes].type).toBe('scatter');
+    expect(drawn()[T.idle].type).toBe('scatter');
+    cleanup();
+  });
+
   it('sets the height from the trait and follows changes', () => {
     const { model, el, cleanup } = mount(0, { height: 420 });
     const root = el.querySelector('.agw-root');
