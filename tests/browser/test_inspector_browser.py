@@ -68,8 +68,15 @@ def inspector(root):
 
 
 def click_label(page, root, text: str, shift: bool = False) -> None:
-    """Click the node (or module box) drawn with that label."""
+    """Click the node (or module box) drawn with that label, once the drawing is still: opening
+    or closing the inspector resizes the plot on a later frame, which moves every point."""
     p = point(page, root, "agw-node-labels", text=text)
+    for _ in range(40):
+        page.wait_for_timeout(120)
+        q = point(page, root, "agw-node-labels", text=text)
+        if abs(q["x"] - p["x"]) < 0.5 and abs(q["y"] - p["y"]) < 0.5:
+            break
+        p = q
     if shift:
         page.keyboard.down("Shift")
     page.mouse.click(p["x"], p["y"])
