@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).with_name("RESULTS.md")
+sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
+from _results import RESULTS, write_section  # noqa: E402
+
 SECTION = "browser"
 CHROMIUM = os.environ.get("AUTOGRAD_WIDGET_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -417,20 +419,6 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
             f"{r.target()} | {r.met()} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def write_section(name: str, body: str, path: Path = RESULTS) -> None:
-    """Replace this script's section of RESULTS.md (between its markers), keep everything else."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    block = f"{start}\n{body}{end}\n"
-    text = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    if start in text and end in text:
-        before = text[: text.index(start)]
-        after = text[text.index(end) + len(end) :].lstrip("\n")
-        text = before + block + ("\n" + after if after else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,7 +56,9 @@ import autograd_widget as aw
 from autograd_widget import groups, layout, repeats, view
 from autograd_widget.stepper import Stepper
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
+sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
+from _results import RESULTS, write_section
+
 SECTION = "scale"
 #: Seconds `dot` may run on one graph before it counts as "did not finish".
 DOT_TIMEOUT_S = 120.0
@@ -896,20 +898,6 @@ def scale_section(rows: list[Row], repeats_n: int, argv: list[str], load: str) -
                 *[f"| {where} | {ms:.1f} |" for where, ms in r.profile],
             ]
     return "\n".join(lines) + "\n"
-
-
-def write_section(name: str, body: str, path: Path = RESULTS) -> None:
-    """Replace this script's section of RESULTS.md (between its markers), keep everything else."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    block = f"{start}\n{body}{end}\n"
-    text = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    if start in text and end in text:
-        before = text[: text.index(start)]
-        after = text[text.index(end) + len(end) :].lstrip("\n")
-        text = before + block + ("\n" + after if after else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,9 @@ import torch
 import autograd_widget as aw
 from autograd_widget.stepper import Stepper
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
+sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
+from _results import RESULTS, write_section
+
 SECTION = "stepper"
 
 
@@ -252,20 +254,6 @@ def stepper_section(rows: list[Row], repeats: int, argv: list[str], load: str) -
             f"{r.ratio:.2f}x | {target} | {r.met} | {r.reset_ms:.2f} | {r.plan_ms:.1f} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def write_section(name: str, body: str, path: Path = RESULTS) -> None:
-    """Replace this script's section of RESULTS.md (between its markers), keep everything else."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    block = f"{start}\n{body}{end}\n"
-    text = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    if start in text and end in text:
-        before = text[: text.index(start)]
-        after = text[text.index(end) + len(end) :].lstrip("\n")
-        text = before + block + ("\n" + after if after else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
