@@ -171,44 +171,65 @@ _dtype_names: dict = {}
 _device_names: dict = {}
 
 
+def _tensor_meta(key: tuple, metas: dict) -> TensorMeta:
+    """The `TensorMeta` of `(shape, torch dtype, torch device)`, made once per capture."""
+    shape, dt, dev = key
+    dts = _dtype_names.get(dt)
+    if dts is None:
+        dts = _dtype_names[dt] = _dtype_str(dt)
+    devs = _device_names.get(dev)
+    if devs is None:
+        devs = _device_names[dev] = str(dev)
+    tm = metas[key] = TensorMeta(shape, dts, devs)
+    return tm
+
+
 def _walk(
     fns: list, index: dict, names: dict[int, str], has_model: bool
 ) -> tuple[dict[str, Node], list[Edge], dict[int, str]]:
-    """Breadth-first over `next_functions`; `fns` doubles as the queue, so no recursion."""
+    """Breadth-first over `next_functions`; `fns` doubles as the queue, so no recursion.
+
+    The hot loop of a capture (a few microseconds per node, most of it in torch's accessors):
+    node ids are made once when a node is discovered and shared by its edges, edges are built
+    with `tuple.__new__` (a NamedTuple's own constructor is Python code), and equal input
+    metadata share one `TensorMeta` (a dict hit instead of a new record).
+    """
     # `node.metadata` allocates a dict on first access (a third of the walk's cost): read it only
     # when something can have written to it: track() in this process, or anomaly mode (which
     # stamps every node of the forward, so the root tells).
     read_md = track_module.ever_used or bool(fns[0].metadata)
     nodes: dict[str, Node] = {}
     edges: list[Edge] = []
+    add_edge = edges.append
+    new_edge = tuple.__new__
     param_module: dict[int, str] = {}
-    dtype_names, device_names = _dtype_names, _device_names
-    tm = TensorMeta
+    metas: dict[tuple, TensorMeta] = {}
+    meta_of = metas.get
     kinds = _kinds
+    ids = [f"n{i}" for i in range(len(fns))]
     unnamed = 0
     head = 0
     while head < len(fns):
         fn = fns[head]
-        nid = f"n{head}"
+        nid = ids[head]
         nexts = fn.next_functions
-        for out_nr, (nxt, in_nr) in enumerate(nexts):
-            if nxt is None:
-                continue
-            j = index.get(nxt)
-            if j is None:
-                j = index[nxt] = len(fns)
-                fns.append(nxt)
-            edges.append(Edge(nid, out_nr, f"n{j}", in_nr))
+        out_nr = 0
+        for nxt, in_nr in nexts:
+            if nxt is not None:
+                j = index.get(nxt)
+                if j is None:
+                    j = index[nxt] = len(fns)
+                    fns.append(nxt)
+                    ids.append(f"n{j}")
+                add_edge(new_edge(Edge, (nid, out_nr, ids[j], in_nr)))
+            out_nr += 1
         inputs = []
         for m in fn._input_metadata:
-            dt, dev = m.dtype, m.device
-            dts = dtype_names.get(dt)
-            if dts is None:
-                dts = dtype_names[dt] = _dtype_str(dt)
-            devs = device_names.get(dev)
-            if devs is None:
-                devs = device_names[dev] = str(dev)
-            inputs.append(tm(tuple(m.shape), dts, devs))
+            key = (tuple(m.shape), m.dtype, m.device)
+            try:
+                inputs.append(meta_of(key) or _tensor_meta(key, metas))
+            except TypeError:  # a symbolic size is not hashable: a record of its own
+                inputs.append(_tensor_meta(key, {}))
         md = fn.metadata if read_md else None
         tb = md.get("traceback_") if md else None
         kind = kinds.get(type(fn)) or _kind(fn)
@@ -222,7 +243,7 @@ def _walk(
             None,
             list(tb) if tb else None,
             None,
-            len(nexts),
+            out_nr,
         )
         if kind == "accumulate_grad":
             var = fn.variable

@@ -50,21 +50,27 @@ def _encode(obj: Any) -> Any:
     return obj
 
 
+#: Element types of the buffers of a version-1 graph payload (version 2 names its own).
+_V1_DTYPES = {
+    "nodes": {"root": "uint8", "members": "int32", "saved_state": "uint8", "real": "int32",
+              "x": "float32", "y": "float32"},
+    "edges": {"src": "int32", "dst": "int32", "output_nr": "int32", "input_nr": "int32",
+              "real": "int32", "path_x": "float32", "path_y": "float32",
+              "path_ptr": "int32", "mid_x": "float32", "mid_y": "float32"},
+}
+
+
 def _typed_graph(payload: dict[str, Any]) -> dict[str, Any]:
-    """The graph payload with each buffer tagged by its element type (memoryviews carry bytes)."""
-    dtypes = {
-        "nodes": {"root": "uint8", "members": "int32", "saved_state": "uint8", "real": "int32",
-                  "x": "float32", "y": "float32"},
-        "edges": {"src": "int32", "dst": "int32", "output_nr": "int32", "input_nr": "int32",
-                  "real": "int32", "path_x": "float32", "path_y": "float32",
-                  "path_ptr": "int32", "mid_x": "float32", "mid_y": "float32"},
-    }
+    """The graph payload with each buffer tagged by its element type (memoryviews carry bytes):
+    the payload's own `dtypes` ("nodes.label" -> "uint16"), else version 1's fixed types."""
+    named = payload.get("dtypes") or {}
     out = dict(payload)
-    for part, fields in dtypes.items():
+    for part, fields in _V1_DTYPES.items():
         sec = dict(payload[part])
-        for name, dtype in fields.items():
-            if name in sec and isinstance(sec[name], memoryview):
-                sec[name] = np.frombuffer(sec[name].tobytes(), dtype=dtype)
+        for name, value in sec.items():
+            dtype = named.get(f"{part}.{name}") or fields.get(name)
+            if dtype is not None and isinstance(value, memoryview):
+                sec[name] = np.frombuffer(value.tobytes(), dtype=dtype)
         out[part] = sec
     return out
 

@@ -6,19 +6,27 @@ Real models have hundreds to thousands of nodes. Two folds make them readable:
   gradients flowing into and out of the module stay visible;
 - pure plumbing nodes (views, reshapes, transposes, expands...) can be hidden: their edges are
   contracted, and the contracted edge shows the gradient that finally arrives (the last real edge
-  of the path), which is what the receiving node sees.
+  of the path), which is what the receiving node sees;
+- a run of structurally identical sibling blocks (`repeats.find_repeats`, 48 Transformer layers)
+  can fold into ONE box for the whole run, "layers.0–47 ×48", keyed by `fold_keys`.
 
 Pure: works on the graph records (no torch), so it is cheap and testable on a graph from a dict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .graph import BackwardGraph
+
+if TYPE_CHECKING:
+    from .repeats import Repeat
 
 #: Nodes that only move or re-view data: their backward re-shapes the gradient, nothing more.
 PLUMBING = frozenset(
@@ -104,13 +112,62 @@ def top_level_groups(graph: BackwardGraph) -> list[str]:
     return out
 
 
-def default_collapsed(graph: BackwardGraph, mode: str) -> set[str]:
-    """Groups folded at start: none, the top-level modules, or those when the graph is big."""
-    if mode == "none":
+def default_collapsed(graph: BackwardGraph, mode: str, folded: Iterable[str] = ()) -> set[str]:
+    """Groups folded at start: none, the top-level modules, or those when the graph is big.
+
+    `folded`: member paths of the runs folded at start (collapse="auto" folds repeats first).
+    They are left to their fold box, and a top-level module holding one is looked through (its
+    other children are collapsed instead), or it would swallow the fold box.
+    """
+    if mode in ("none", "repeats"):
         return set()
     if mode == "modules" or (mode == "auto" and len(graph.nodes) > AUTO_COLLAPSE_NODES):
-        return set(top_level_groups(graph))
+        tops = top_level_groups(graph)
+        members = set(folded)
+        if not members:
+            return set(tops)
+        paths = module_paths(graph)
+        out: set[str] = set()
+        todo = list(tops)
+        while todo:
+            p = todo.pop()
+            if any(in_group(p, f) for f in members):
+                continue  # inside a folded member: the fold box shows it
+            if any(in_group(f, p) for f in members):
+                prefix = f"{p}." if p else ""
+                todo += [c for c in paths if c.startswith(prefix) and "." not in c[len(prefix):]
+                         and c != p]
+                continue
+            out.add(p)
+        return out
     return set()
+
+
+#: Prefix of a fold key whose run's label happens to be a module path too (see `fold_keys`).
+FOLD_PREFIX = "fold:"
+
+
+def fold_keys(repeats: Iterable[Repeat], paths: Iterable[str] = ()) -> dict[str, Repeat]:
+    """Key -> run, in the runs' order: the key names the run's box (item id "group:<key>").
+
+    The key is the run's label, "layers.0–47 ×48": a module path never has that form unless a
+    module is literally named like one ("0–47 ×48"); such a clash with one of `paths` (the
+    graph's module paths) or with another key gets `FOLD_PREFIX` until there is none, so a key
+    never names a module.
+    """
+    taken = set(paths)
+    out: dict[str, Repeat] = {}
+    for r in repeats:
+        key = r.label
+        while key in taken or key in out:
+            key = FOLD_PREFIX + key
+        out[key] = r
+    return out
+
+
+def fold_members(folds: Mapping[str, Repeat]) -> dict[str, str]:
+    """Member module path -> fold key, for `visible_graph(folds=...)`."""
+    return {m: key for key, r in folds.items() for m in r.members}
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +189,9 @@ class VisibleGraph:
     edge_real: np.ndarray
     collapsed: frozenset[str]
     show_plumbing: bool
+    #: Keys of the folded runs of repeated blocks (see `visible_graph`'s `folds`); a box whose
+    #: `item_group` is one of them stands for a whole run.
+    folds: frozenset[str] = frozenset()
 
     @property
     def n_items(self) -> int:
@@ -145,20 +205,45 @@ class VisibleGraph:
 
 
 def visible_graph(
-    graph: BackwardGraph, collapsed: Iterable[str] = (), show_plumbing: bool = True
+    graph: BackwardGraph,
+    collapsed: Iterable[str] = (),
+    show_plumbing: bool = True,
+    *,
+    folds: Mapping[str, str] | None = None,
+    _merged: Mapping[int, str] | None = None,
 ) -> VisibleGraph:
-    """Fold `collapsed` module groups into boxes and, unless `show_plumbing`, hide plumbing."""
+    """Fold `collapsed` module groups into boxes and, unless `show_plumbing`, hide plumbing.
+
+    `folds` maps the member module paths of folded runs of repeated blocks to the run's fold key
+    (`fold_keys`): every node under any member joins ONE box for the whole run, named by the key,
+    exactly like a collapsed module (edges inside the run vanish, edges crossing it stay). A
+    collapsed module holding the whole run still wins (outermost wins); a collapsed module
+    inside a member, and a run nested inside a member, are absorbed by the fold.
+
+    The result is always a DAG: a box whose nodes are not contiguous (the ReLU a parent runs
+    between two folded layers) absorbs the items on a cycle through it (`_cycle_merge`).
+    """
     nodes = list(graph.nodes.values())
     n = len(nodes)
     index = {node.id: i for i, node in enumerate(nodes)}
     groups = sorted(set(collapsed), key=lambda g: (g.count(".") if g else -1, g))
-    # Outermost collapsed group of each node (groups sorted outermost first).
+    if not groups and not folds and not _merged:
+        same = _identity_visible(graph, nodes, index, show_plumbing)
+        if same is not None:
+            return same
+    # Outermost collapsed group of each node (groups sorted outermost first), once per module.
     group_of: list[str | None] = [None] * n
-    for i, node in enumerate(nodes):
-        for g in groups:
-            if in_group(node.module, g):
-                group_of[i] = g
-                break
+    if groups:
+        outermost: dict[str | None, str | None] = {}
+        for i, node in enumerate(nodes):
+            m = node.module
+            if m not in outermost:
+                outermost[m] = next((g for g in groups if in_group(m, g)), None)
+            group_of[i] = outermost[m]
+    if folds:
+        _apply_folds(nodes, group_of, folds)
+    for i, g in (_merged or {}).items():
+        group_of[i] = g
     roots = {index[r] for r, _ in graph.roots}
     hidden = np.zeros(n, bool)
     if not show_plumbing:
@@ -184,46 +269,52 @@ def visible_graph(
             item_real.append(i)
             item_group.append(None)
 
-    out_edges: list[list[int]] = [[] for _ in range(n)]
-    src = np.fromiter((index[e.src] for e in graph.edges), np.int64, len(graph.edges))
-    dst = np.fromiter((index[e.dst] for e in graph.edges), np.int64, len(graph.edges))
-    for k in range(len(src)):
-        out_edges[src[k]].append(k)
-
-    e_src: list[int] = []
-    e_dst: list[int] = []
-    e_real: list[int] = []
-    for k in range(len(src)):
-        u, v = int(src[k]), int(dst[k])
-        if hidden[u]:
-            continue  # reached through the visible node before it
-        a = int(real_item[u])
-        if not hidden[v]:
-            b = int(real_item[v])
-            if a != b:
-                e_src.append(a)
-                e_dst.append(b)
-                e_real.append(k)
-            continue
-        # Contract through hidden plumbing (iteratively: chains of views are common).
-        stack = [v]
-        seen: set[int] = set()
-        while stack:
-            h = stack.pop()
-            if h in seen:
-                continue
-            seen.add(h)
-            for k2 in out_edges[h]:
-                w = int(dst[k2])
-                if hidden[w]:
-                    stack.append(w)
-                else:
-                    b = int(real_item[w])
-                    if a != b:
-                        e_src.append(a)
-                        e_dst.append(b)
-                        e_real.append(k2)
-    return VisibleGraph(
+    src, _, dst, _ = edge_arrays(graph, index)
+    # Edges between two visible items map straight across (vectorised); an edge out of a
+    # hidden node is reached through the visible node before it; an edge into a hidden node is
+    # contracted through the plumbing. Output order: by real edge, contractions in place.
+    a_of, b_of = real_item[src], real_item[dst]
+    hid_u, hid_v = hidden[src], hidden[dst]
+    direct = np.flatnonzero(~hid_u & ~hid_v & (a_of != b_of))
+    c_k: list[int] = []
+    c_src: list[int] = []
+    c_dst: list[int] = []
+    c_real: list[int] = []
+    into_hidden = np.flatnonzero(~hid_u & hid_v)
+    if len(into_hidden):
+        out_edges: dict[int, list[int]] = {}
+        for k2 in np.flatnonzero(hid_u).tolist():
+            out_edges.setdefault(int(src[k2]), []).append(k2)
+        for k in into_hidden.tolist():
+            a = int(a_of[k])
+            # Contract through hidden plumbing (iteratively: chains of views are common).
+            stack = [int(dst[k])]
+            seen: set[int] = set()
+            while stack:
+                h = stack.pop()
+                if h in seen:
+                    continue
+                seen.add(h)
+                for k2 in out_edges.get(h, ()):
+                    w = int(dst[k2])
+                    if hidden[w]:
+                        stack.append(w)
+                    else:
+                        b = int(real_item[w])
+                        if a != b:
+                            c_k.append(k)
+                            c_src.append(a)
+                            c_dst.append(b)
+                            c_real.append(k2)
+    e_src = a_of[direct]
+    e_dst = b_of[direct]
+    e_real = direct
+    if c_k:
+        order = np.argsort(np.concatenate([direct, np.asarray(c_k, np.int64)]), kind="stable")
+        e_src = np.concatenate([e_src, np.asarray(c_src, np.int32)])[order]
+        e_dst = np.concatenate([e_dst, np.asarray(c_dst, np.int32)])[order]
+        e_real = np.concatenate([e_real, np.asarray(c_real, np.int64)])[order]
+    vis = VisibleGraph(
         item_real=np.asarray(item_real, np.int32),
         item_group=item_group,
         item_members=[
@@ -234,6 +325,183 @@ def visible_graph(
         edge_dst=np.asarray(e_dst, np.int32),
         edge_real=np.asarray(e_real, np.int32),
         collapsed=frozenset(groups),
+        show_plumbing=show_plumbing,
+        folds=frozenset(folds.values()) if folds else frozenset(),
+    )
+    if group_item and _merged is None:
+        merged = _cycle_merge(vis)
+        if merged:
+            return visible_graph(graph, groups, show_plumbing, folds=folds, _merged=merged)
+    return vis
+
+
+def _cycle_merge(vis: VisibleGraph) -> dict[int, str]:
+    """Real nodes to move into a box so that the visible graph is a DAG ({} when it is one).
+
+    A box whose nodes are not contiguous in the graph has an edge out to a node that leads back
+    into it: the ReLU a parent runs between two layers of a folded run (or of a collapsed
+    ModuleList), or a run interleaved with another. That is a cycle, which a layered layout
+    cannot draw. The graph itself is a DAG, so every cycle passes through a box: the items of
+    each strongly connected component join the box holding the most nodes among them, and the
+    drawing becomes its condensation, a DAG. Cost: one pass over the visible edges when there
+    is no cycle (the usual case).
+    """
+    n = vis.n_items
+    src, dst = vis.edge_src.tolist(), vis.edge_dst.tolist()
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(src, dst):
+        succ[a].append(b)
+        pred[b].append(a)
+    # Peel sources, then sinks: what is left lies on a cycle or between two.
+    alive = [True] * n
+    for fwd, back in ((pred, succ), (succ, pred)):
+        deg = [sum(1 for u in fwd[v] if alive[u]) for v in range(n)]
+        todo = [v for v in range(n) if alive[v] and deg[v] == 0]
+        while todo:
+            v = todo.pop()
+            alive[v] = False
+            for w in back[v]:
+                if alive[w]:
+                    deg[w] -= 1
+                    if deg[w] == 0:
+                        todo.append(w)
+    rest = [v for v in range(n) if alive[v]]
+    if not rest:
+        return {}
+    # Tarjan (iterative) on what is left.
+    num: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    comps: list[list[int]] = []
+    nxt_of = {v: [w for w in succ[v] if alive[w]] for v in rest}
+    for root in rest:
+        if root in num:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, k = work.pop()
+            if k == 0:
+                num[v] = low[v] = len(num)
+                stack.append(v)
+                on_stack.add(v)
+            nxt = nxt_of[v]
+            while k < len(nxt):
+                w = nxt[k]
+                k += 1
+                if w not in num:
+                    work.append((v, k))
+                    work.append((w, 0))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], num[w])
+            else:
+                if low[v] == num[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        comps.append(comp)
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+    merged: dict[int, str] = {}
+    size = [0 if m is None else len(m) for m in vis.item_members]
+    for comp in comps:
+        target = max((j for j in comp if vis.item_real[j] < 0), key=lambda j: (size[j], -j))
+        key = vis.item_group[target]
+        assert key is not None
+        for j in comp:
+            if j == target:
+                continue
+            r = int(vis.item_real[j])
+            for i in (vis.item_members[j] if r < 0 else (r,)):  # type: ignore[union-attr]
+                merged[int(i)] = key
+    return merged
+
+
+def _apply_folds(nodes: list, group_of: list[str | None], folds: Mapping[str, str]) -> None:
+    """Put each node under a folded member into its run's box, unless a collapsed module
+    holding the whole run already took it (in place, on `group_of`)."""
+    # Outermost folded member holding each distinct module path (O(depth) per distinct path).
+    member_of: dict[str | None, str | None] = {None: None}
+    for i, node in enumerate(nodes):
+        m = node.module
+        if m not in member_of:
+            hit, a = None, m
+            while a:
+                if a in folds:
+                    hit = a
+                a = a.rpartition(".")[0]
+            member_of[m] = hit
+        f = member_of[m]
+        if f is None:
+            continue
+        g = group_of[i]
+        if g is not None and g != f and in_group(f, g):
+            continue  # a collapsed module holding the whole run wins
+        group_of[i] = folds[f]
+
+
+_edge_arrays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def edge_arrays(
+    graph: BackwardGraph, index: dict[str, int] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`(src, output_nr, dst, input_nr)` of every edge of `graph` as read-only int32 arrays, src
+    and dst as node positions (the order of `graph.nodes`; `index`: node id -> position, when
+    the caller has it).
+
+    Built once per graph at C speed (no Python loop body per edge) and cached: folding, unfolding
+    and the graph payload all read them. A graph's edges never change after it is built.
+    """
+    cached = _edge_arrays.get(graph)
+    if cached is None:
+        if index is None:
+            index = {nid: i for i, nid in enumerate(graph.nodes)}
+        edges, m = graph.edges, len(graph.edges)
+        pos = index.__getitem__
+        cached = (
+            np.fromiter(map(pos, map(itemgetter(0), edges)), np.int32, m),
+            np.fromiter(map(itemgetter(1), edges), np.int32, m),
+            np.fromiter(map(pos, map(itemgetter(2), edges)), np.int32, m),
+            np.fromiter(map(itemgetter(3), edges), np.int32, m),
+        )
+        for a in cached:
+            a.flags.writeable = False
+        _edge_arrays[graph] = cached
+    return cached
+
+
+def _identity_visible(
+    graph: BackwardGraph, nodes: list, index: dict[str, int], show_plumbing: bool
+) -> VisibleGraph | None:
+    """Nothing folded and nothing hidden: every node is its own item and every edge is kept,
+    built with no Python loop over the edges. None when plumbing would be hidden after all."""
+    n = len(nodes)
+    if not show_plumbing:
+        roots = {index[r] for r, _ in graph.roots}
+        if any(is_plumbing(node.name) and i not in roots for i, node in enumerate(nodes)):
+            return None
+    src, _, dst, _ = edge_arrays(graph, index)
+    keep = src != dst  # a self-loop (only in a hand-made graph) joins an item to itself
+    edge_real = np.arange(len(src), dtype=np.int32) if keep.all() else np.flatnonzero(keep)
+    ident = np.arange(n, dtype=np.int32)
+    return VisibleGraph(
+        item_real=ident,
+        item_group=[None] * n,
+        item_members=[None] * n,
+        real_item=ident.copy(),
+        edge_src=src[edge_real].astype(np.int32),
+        edge_dst=dst[edge_real].astype(np.int32),
+        edge_real=edge_real.astype(np.int32),
+        collapsed=frozenset(),
         show_plumbing=show_plumbing,
     )
 

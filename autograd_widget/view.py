@@ -13,19 +13,25 @@ traitlets or anywidget; everything autograd comes from the graph and the stepper
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .groups import VisibleGraph, module_paths, visible_graph
+from ._gc import gc_paused
+from .groups import VisibleGraph, edge_arrays, module_paths, visible_graph
 from .layout import Layout, layered_layout
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     import plotly.graph_objects as go
 
     from .graph import BackwardGraph
+    from .repeats import Repeat
     from .stepper import Stepper
     from .summary import Summary
 
@@ -86,119 +92,388 @@ SAVED_OK, SAVED_STALE, SAVED_FREED = 0, 1, 2
 _SAVED_CODES = {"stale": SAVED_STALE, "freed": SAVED_FREED}
 
 
+#: Version of the graph payload's format (`graph_payload`); the front-end also reads version 1.
+PAYLOAD_VERSION = 2
+
+
+class _Table:
+    """Unique values in first-seen order, and each one's index: a payload's string tables."""
+
+    __slots__ = ("index", "items")
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.items: list[Any] = []
+
+    def add(self, value: Any) -> int:
+        i = self.index.get(value)
+        if i is None:
+            i = self.index[value] = len(self.items)
+            self.items.append(value)
+        return i
+
+
+def _factorize(keys: Iterable[Any], count: int) -> tuple[np.ndarray, list[Any]]:
+    """Codes of `keys` (hashable) into the list of their distinct values, first-seen order."""
+    table: dict[Any, int] = {}
+    # Each key's first position, at C speed; then the positions renumbered 0, 1, 2...
+    first = np.fromiter(map(table.setdefault, keys, itertools.count()), np.int64, count)
+    _, codes = np.unique(first, return_inverse=True)
+    return codes.reshape(-1), list(table)
+
+
+def _small_uint(a: np.ndarray) -> np.ndarray:
+    """`a` (non-negative integers) in the narrowest of uint8 / uint16 / uint32."""
+    top = int(a.max()) if len(a) else 0
+    return a.astype(np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.uint32)
+
+
+class _NodeKey(NamedTuple):
+    """What a node's label, name, kind and module depend on (`_NODE_KEY` reads it off a Node)."""
+
+    name: str
+    kind: str
+    leaf_name: str | None
+    leaf_kind: str | None
+    module: str | None
+
+
+_NODE_KEY = attrgetter("name", "kind", "leaf_name", "leaf_kind", "module")
+_INPUTS = attrgetter("inputs")
+_CANONICAL_IDS: list[str] = []
+
+
+def _canonical_ids(graph: BackwardGraph) -> bool:
+    """True when node i is named "n{i}" (every captured graph): the front-end derives the ids."""
+    n = len(graph.nodes)
+    if len(_CANONICAL_IDS) < n:
+        _CANONICAL_IDS.extend(f"n{i}" for i in range(len(_CANONICAL_IDS), n))
+    return list(graph.nodes) == _CANONICAL_IDS[:n]
+
+
 def graph_payload(
     graph: BackwardGraph,
     layout: Layout,
     visible: VisibleGraph | None = None,
     validity: dict[str, str] | None = None,
+    *,
+    folds: Mapping[str, Repeat] | None = None,
 ) -> dict[str, Any]:
     """The `_graph` trait: everything static about the drawing of the visible graph, once.
 
     `validity` (from `saved.node_validity`) marks nodes whose saved tensors are stale or freed,
-    so the drawing shows which nodes will fail before any step.
+    so the drawing shows which nodes will fail before any step. `folds` (fold key -> run, as
+    given to `visible_graph`) names the fold boxes: a box whose module is a fold key is labelled
+    with the run ("layers.0–47 ×48"), and the top-level `folds` list describes every folded run
+    (key, label, count, period, nodes_per_unit, members, and `item`: its box, -1 when hidden).
+
+    Format (version 2), compact for big graphs (about 25 bytes a node for a 50k-node chain, 50
+    for a 48-layer Transformer); buffers are binary, each one's element type in `dtypes`
+    ("nodes.label" -> "uint8"), and `decode_graph` (or the front-end's `decodeGraph`) expands it
+    to one record per item and edge:
+    - `nodes.strings`: the distinct strings; `label`, `name`, `module` (null: no module) and
+      `shape` (a leaf's shape, else "") are index buffers into it. `nodes.kind` indexes
+      `nodes.kinds`; `nodes.inputs` indexes `nodes.input_sigs`, the distinct lists of input slot
+      metadata `[shape, dtype, device]`. `nodes.roots`: the items holding a root.
+    - left out when they carry nothing: `nodes.id` (node i is "n{i}", a box "group:{module}"),
+      `nodes.real` and `edges.real` (every node an item, every edge kept), `nodes.members` (no
+      box), `nodes.saved_state` (all usable).
+    - edge ids: "{src}:{output_nr}" with src the id of the edge's source item; `edges.src_id`
+      (`index`, `id`) names the real source where that is not the item (a box, hidden plumbing).
+    - polylines: an edge runs from its source's (x, y) through its bends to its target's; only
+      edges that bend are listed (`bent`), their points in `bend_x`/`bend_y` from `bend_ptr`.
     """
     vis = visible if visible is not None else visible_graph(graph)
-    validity = validity or {}
+    with gc_paused():
+        return _graph_payload(graph, layout, vis, validity or {}, folds)
+
+
+def _graph_payload(
+    graph: BackwardGraph,
+    layout: Layout,
+    vis: VisibleGraph,
+    validity: dict[str, str],
+    folds: Mapping[str, Repeat] | None,
+) -> dict[str, Any]:
     nodes = list(graph.nodes.values())
-    edges = graph.edges
-    e_count = len(vis.edge_real)
-    ptr = np.asarray(layout.edge_ptr, np.int32)
-    # Label anchor: the middle point of each polyline (its first segment's middle for 2 points).
-    ex, ey = np.asarray(layout.edge_x), np.asarray(layout.edge_y)
-    if e_count:
-        npts = ptr[1:] - ptr[:-1] - 1
-        a = ptr[:-1] + np.maximum((npts - 1) // 2, 0)
-        b = np.minimum(a + 1, ptr[:-1] + npts - 1)
-        mid_x = ((ex[a] + ex[b]) / 2).astype(np.float32)
-        mid_y = ((ey[a] + ey[b]) / 2).astype(np.float32)
-    else:
-        mid_x = mid_y = np.zeros(0, np.float32)
+    n_items = vis.n_items
+    item_real = vis.item_real
     x, y = np.asarray(layout.x, np.float32), np.asarray(layout.y, np.float32)
     bounds = [0.0, 0.0, 0.0, 0.0]
-    if vis.n_items:
+    if n_items:
         bounds = [float(x.min()), float(x.max()), float(y.min()), float(y.max())]
-    root_ids = {r for r, _ in graph.roots}
-    ids, labels, names, kinds, modules, shapes, inputs = [], [], [], [], [], [], []
-    root = np.zeros(vis.n_items, np.uint8)
-    members = np.zeros(vis.n_items, np.int32)
-    saved_state = np.zeros(vis.n_items, np.uint8)
-    for j in range(vis.n_items):
-        r = int(vis.item_real[j])
-        if r < 0:
-            path = vis.item_group[j] or ""
-            mem = vis.item_members[j]
-            if validity and mem is not None:
-                saved_state[j] = max(
-                    (_SAVED_CODES.get(validity.get(nodes[int(i)].id, ""), 0) for i in mem),
-                    default=0,
-                )
-            members[j] = 0 if mem is None else len(mem)
-            ids.append(f"group:{path}")
+    identity = vis.is_identity
+    strings, kinds, sigs = _Table(), _Table(), _Table()
+    label = np.zeros(n_items, np.int64)
+    name = np.zeros(n_items, np.int64)
+    kind = np.zeros(n_items, np.int64)
+    module = np.zeros(n_items, np.int64)
+    shape = np.zeros(n_items, np.int64)
+    inputs = np.zeros(n_items, np.int64)
+    no_shape = strings.add("")
+
+    # Real nodes: one Python step per node (its key), the rest per distinct key, vectorised.
+    real_j = np.flatnonzero(item_real >= 0)
+    sel = nodes if identity else [nodes[r] for r in item_real[real_j].tolist()]
+    if sel:
+        row_of, rows = _factorize(map(_NODE_KEY, sel), len(sel))
+        sig_of, sig_list = _factorize(map(tuple, map(_INPUTS, sel)), len(sel))
+        row_cols = np.zeros((len(rows), 4), np.int64)
+        row_leaf = np.zeros(len(rows), bool)
+        for r, key in enumerate(rows):
+            node = _NodeKey._make(key)
+            row_cols[r] = (strings.add(short_label(node)), strings.add(node.name),
+                           kinds.add(display_kind(node)), strings.add(node.module))
+            row_leaf[r] = node.kind == "accumulate_grad"
+        sig_index = np.array([sigs.add(sig) for sig in sig_list], np.int64)
+        # A leaf's box shows its shape: the first input slot's.
+        leaf = row_leaf[row_of]
+        sig_shape = np.full(len(sig_list), no_shape, np.int64)
+        for s in np.unique(sig_of[leaf]).tolist():
+            if sig_list[s]:
+                sig_shape[s] = strings.add(str(list(sig_list[s][0].shape)))
+        label[real_j], name[real_j], kind[real_j], module[real_j] = row_cols[row_of].T
+        inputs[real_j] = sig_index[sig_of]
+        shape[real_j] = np.where(leaf, sig_shape[sig_of], no_shape)
+
+    # Boxes: a handful of items.
+    members = np.zeros(n_items, np.int32)
+    fold_item: dict[str, int] = {}
+    labels: list[str] = []
+    names: list[str] = []
+    box_j = np.flatnonzero(item_real < 0).tolist()
+    for j in box_j:
+        path = vis.item_group[j] or ""
+        mem = vis.item_members[j]
+        members[j] = 0 if mem is None else len(mem)
+        run = folds.get(path) if folds and path in vis.folds else None
+        if run is not None:
+            fold_item[path] = j
+            labels.append(run.label)
+            names.append(f"{run.label}: {run.count} blocks × {run.nodes_per_unit} nodes "
+                         f"({members[j]} nodes)")
+        else:
             labels.append(group_label(path, graph.model_name))
             names.append(f"{group_label(path, graph.model_name)} ({members[j]} nodes)")
-            kinds.append("group")
-            modules.append(path)
-            shapes.append("")
-            inputs.append([])
-            if mem is not None and any(nodes[int(i)].id in root_ids for i in mem):
-                root[j] = 1
-            continue
-        n = nodes[r]
-        saved_state[j] = _SAVED_CODES.get(validity.get(n.id, ""), 0)
-        ids.append(n.id)
-        labels.append(short_label(n))
-        names.append(n.name)
-        kinds.append(display_kind(n))
-        modules.append(n.module)
-        if n.kind == "accumulate_grad" and n.inputs:
-            shapes.append(str(list(n.inputs[0].shape)))
-        else:
-            shapes.append("")
-        inputs.append([[list(m.shape), m.dtype, m.device] for m in n.inputs])
-        root[j] = n.id in root_ids
-    real_edges = vis.edge_real
-    return {
-        "version": 1,
+        module[j] = strings.add(path)
+    if box_j:
+        label[box_j] = [strings.add(s) for s in labels]
+        name[box_j] = [strings.add(s) for s in names]
+        kind[box_j] = kinds.add("group")
+        shape[box_j] = no_shape
+        inputs[box_j] = sigs.add(())
+
+    # Roots and saved-tensor marks, through each real node's item (a box takes its members').
+    real_item = vis.real_item
+    canonical = _canonical_ids(graph)
+    pos: dict[str, int] | None = None
+    if validity or not canonical:
+        pos = {nid: i for i, nid in enumerate(graph.nodes)}
+    at = pos.__getitem__ if pos is not None else (lambda nid: int(nid[1:]))
+    roots = sorted({int(real_item[at(r)]) for r, _ in graph.roots} - {-1})
+    saved_state = np.zeros(n_items, np.uint8)
+    for nid, st in validity.items():
+        code = _SAVED_CODES.get(st, SAVED_OK)
+        i = pos.get(nid) if pos is not None else None
+        if code and i is not None and real_item[i] >= 0:
+            saved_state[real_item[i]] = max(saved_state[real_item[i]], code)
+
+    # Edges.
+    e_real = vis.edge_real
+    e_count = len(e_real)
+    src_all, out_all, _, in_all = edge_arrays(graph)
+    edges_identity = e_count == len(src_all) and bool((e_real == np.arange(e_count)).all())
+    real_src = src_all[e_real]
+    odd = np.flatnonzero(real_src != item_real[vis.edge_src]) if e_count else real_src
+    ptr = np.asarray(layout.edge_ptr, np.int64)
+    bends = ptr[1:] - ptr[:-1] - 3  # points less the two ends and the NaN separator
+    bent = np.flatnonzero(bends > 0)
+    count = bends[bent]
+    bend_ptr = np.concatenate(([0], np.cumsum(count))).astype(np.int64)
+    pick = np.arange(int(bend_ptr[-1])) - np.repeat(bend_ptr[:-1] - ptr[bent] - 1, count)
+
+    dtypes: dict[str, str] = {}
+    out: dict[str, Any] = {
+        "version": PAYLOAD_VERSION,
         "orientation": layout.orientation,
         "bounds": bounds,
         "collapsed": sorted(vis.collapsed),
         "show_plumbing": vis.show_plumbing,
         "real_count": len(nodes),
-        "hidden": int((vis.real_item < 0).sum()),
+        "hidden": int((real_item < 0).sum()),
         "groups": module_paths(graph),
+        "folds": [
+            {"key": key, "label": run.label, "count": run.count, "period": run.period,
+             "nodes_per_unit": run.nodes_per_unit, "members": list(run.members),
+             "item": fold_item.get(key, -1)}
+            for key, run in (folds or {}).items() if key in vis.folds
+        ],
+        "dtypes": dtypes,
         "nodes": {
-            "count": vis.n_items,
-            "id": ids,
-            "label": labels,
-            "name": names,
-            "kind": kinds,
-            "root": _buf(root),
-            "module": modules,
-            "shape": shapes,
-            "inputs": inputs,
-            "members": _buf(members),
-            "saved_state": _buf(saved_state),
-            "real": _buf(vis.item_real.astype(np.int32)),
-            "x": _buf(x),
-            "y": _buf(y),
+            "count": n_items,
+            "strings": strings.items,
+            "kinds": kinds.items,
+            "input_sigs": [[[list(m.shape), m.dtype, m.device] for m in s] for s in sigs.items],
+            "roots": roots,
         },
-        "edges": {
-            "count": e_count,
-            "id": [edges[int(k)].id for k in real_edges],
-            "src": _buf(vis.edge_src.astype(np.int32)),
-            "dst": _buf(vis.edge_dst.astype(np.int32)),
-            "output_nr": _buf(np.fromiter((edges[int(k)].output_nr for k in real_edges),
-                                          np.int32, e_count)),
-            "input_nr": _buf(np.fromiter((edges[int(k)].input_nr for k in real_edges),
-                                         np.int32, e_count)),
-            "real": _buf(real_edges.astype(np.int32)),
-            "path_x": _buf(np.asarray(layout.edge_x, np.float32)),
-            "path_y": _buf(np.asarray(layout.edge_y, np.float32)),
-            "path_ptr": _buf(ptr),
-            "mid_x": _buf(mid_x),
-            "mid_y": _buf(mid_y),
-        },
+        "edges": {"count": e_count},
     }
+    nodes_out, edges_out = out["nodes"], out["edges"]
+
+    def put(part: str, key: str, a: np.ndarray) -> None:
+        out[part][key] = _buf(a)
+        dtypes[f"{part}.{key}"] = str(a.dtype)
+
+    for key, a in (("label", label), ("name", name), ("kind", kind), ("module", module),
+                   ("shape", shape), ("inputs", inputs)):
+        put("nodes", key, _small_uint(a))
+    put("nodes", "x", x)
+    put("nodes", "y", y)
+    if not identity:
+        put("nodes", "real", item_real.astype(np.int32))
+    if box_j:
+        put("nodes", "members", members)
+    if saved_state.any():
+        put("nodes", "saved_state", saved_state)
+    if not canonical:
+        nodes_out["id"] = [
+            nodes[r].id if r >= 0 else f"group:{vis.item_group[j] or ''}"
+            for j, r in enumerate(item_real.tolist())
+        ]
+    put("edges", "src", vis.edge_src.astype(np.int32))
+    put("edges", "dst", vis.edge_dst.astype(np.int32))
+    put("edges", "output_nr", _small_uint(out_all[e_real]))
+    put("edges", "input_nr", _small_uint(in_all[e_real]))
+    if not edges_identity:
+        put("edges", "real", e_real.astype(np.int32))
+    if len(odd):
+        edges_out["src_id"] = {"index": odd.tolist(),
+                               "id": [nodes[int(i)].id for i in real_src[odd]]}
+    if len(bent):
+        put("edges", "bent", bent.astype(np.int32))
+        put("edges", "bend_ptr", bend_ptr.astype(np.int32))
+        put("edges", "bend_x", np.asarray(layout.edge_x, np.float32)[pick])
+        put("edges", "bend_y", np.asarray(layout.edge_y, np.float32)[pick])
+    return out
+
+
+def _as_array(v: Any, dtype: Any) -> np.ndarray:
+    """A payload buffer (memoryview, bytes, numpy array or list) as a numpy array."""
+    if isinstance(v, np.ndarray):
+        return v.astype(dtype, copy=False)
+    if isinstance(v, memoryview | bytes | bytearray):
+        return np.frombuffer(v, dtype=dtype)
+    return np.asarray(v if v is not None else [], dtype=dtype)
+
+
+def decode_graph(payload: dict[str, Any]) -> dict[str, Any]:
+    """A graph payload (version 1 or 2) as version 1's one-record-per-item shape, in Python.
+
+    `nodes`: count, id, label, name, kind, module, shape, inputs (lists), root, members,
+    saved_state, real, x, y (numpy); `edges`: count, id (list), src, dst, output_nr, input_nr,
+    real, path_x, path_y, path_ptr (polylines, each ending with a NaN slot), mid_x, mid_y (label
+    anchors) (numpy). The other keys are copied. What the front-end's `decodeGraph` computes.
+    """
+    nodes, edges = payload["nodes"], payload["edges"]
+    out = {k: v for k, v in payload.items() if k not in ("nodes", "edges")}
+    if int(payload.get("version", 1)) < 2:
+        nd, ed = dict(nodes), dict(edges)
+        for k, dt in (("root", np.uint8), ("members", np.int32), ("saved_state", np.uint8),
+                      ("real", np.int32), ("x", np.float32), ("y", np.float32)):
+            nd[k] = _as_array(nodes.get(k), dt)
+        for k, dt in (("src", np.int32), ("dst", np.int32), ("output_nr", np.int32),
+                      ("input_nr", np.int32), ("real", np.int32), ("path_x", np.float32),
+                      ("path_y", np.float32), ("path_ptr", np.int32), ("mid_x", np.float32),
+                      ("mid_y", np.float32)):
+            ed[k] = _as_array(edges.get(k), dt)
+        return {**out, "nodes": nd, "edges": ed}
+    n, m = int(nodes["count"]), int(edges["count"])
+    dtypes = payload.get("dtypes", {})
+
+    def buf(part: dict, key: str, default: Any, fill: Any, length: int) -> np.ndarray:
+        part_name = "nodes" if part is nodes else "edges"
+        v = part.get(key)
+        if v is None:
+            return np.full(length, fill, default)
+        return _as_array(v, dtypes.get(f"{part_name}.{key}", default))
+
+    strings = list(nodes.get("strings", []))
+
+    def texts(key: str) -> list:
+        return [strings[i] for i in buf(nodes, key, np.int64, 0, n).tolist()]
+
+    kind_names = list(nodes.get("kinds", []))
+    kind = [kind_names[i] for i in buf(nodes, "kind", np.int64, 0, n).tolist()]
+    module = texts("module")
+    real = buf(nodes, "real", np.int32, -2, n).astype(np.int32)
+    if "real" not in nodes:
+        real = np.where(np.asarray(kind, object) == "group", -1, np.arange(n)).astype(np.int32)
+    if "id" in nodes:
+        ids = [str(s) for s in nodes["id"]]
+    else:
+        ids = [f"n{r}" if r >= 0 else f"group:{module[j] or ''}"
+               for j, r in enumerate(real.tolist())]
+    sig_list = nodes.get("input_sigs", [])
+    root = np.zeros(n, np.uint8)
+    root[[int(j) for j in nodes.get("roots", [])]] = 1
+    x = buf(nodes, "x", np.float32, 0, n).astype(np.float32)
+    y = buf(nodes, "y", np.float32, 0, n).astype(np.float32)
+    nd = {
+        "count": n,
+        "id": ids,
+        "label": texts("label"),
+        "name": texts("name"),
+        "kind": kind,
+        "module": module,
+        "shape": texts("shape"),
+        "inputs": [[list(s) for s in sig_list[i]] for i in buf(nodes, "inputs", np.int64, 0, n)],
+        "root": root,
+        "members": buf(nodes, "members", np.int32, 0, n).astype(np.int32),
+        "saved_state": buf(nodes, "saved_state", np.uint8, 0, n).astype(np.uint8),
+        "real": real,
+        "x": x,
+        "y": y,
+    }
+    src = buf(edges, "src", np.int32, 0, m).astype(np.int32)
+    dst = buf(edges, "dst", np.int32, 0, m).astype(np.int32)
+    output_nr = buf(edges, "output_nr", np.int32, 0, m).astype(np.int32)
+    src_ids = [ids[s] for s in src.tolist()]
+    odd = edges.get("src_id") or {"index": [], "id": []}
+    for k, sid in zip(odd["index"], odd["id"]):
+        src_ids[int(k)] = str(sid)
+    # Polylines: source, bends, target, NaN.
+    nb = np.zeros(m, np.int64)
+    bent = buf(edges, "bent", np.int32, 0, 0).astype(np.int64)
+    bend_ptr = buf(edges, "bend_ptr", np.int32, 0, 1).astype(np.int64)
+    nb[bent] = np.diff(bend_ptr)
+    ptr = np.concatenate(([0], np.cumsum(nb + 3))).astype(np.int64)
+    px = np.full(int(ptr[-1]), np.nan, np.float32)
+    py = np.full(int(ptr[-1]), np.nan, np.float32)
+    px[ptr[:-1]], py[ptr[:-1]] = x[src], y[src]
+    px[ptr[1:] - 2], py[ptr[1:] - 2] = x[dst], y[dst]
+    if len(bent):
+        inner = np.arange(int(bend_ptr[-1])) - np.repeat(bend_ptr[:-1] - ptr[bent] - 1, nb[bent])
+        px[inner] = buf(edges, "bend_x", np.float32, 0, 0)
+        py[inner] = buf(edges, "bend_y", np.float32, 0, 0)
+    npts = nb + 2
+    a = ptr[:-1] + (npts - 1) // 2
+    b = np.minimum(a + 1, ptr[:-1] + npts - 1)
+    ed = {
+        "count": m,
+        "id": [f"{s}:{o}" for s, o in zip(src_ids, output_nr.tolist())],
+        "src": src,
+        "dst": dst,
+        "output_nr": output_nr,
+        "input_nr": buf(edges, "input_nr", np.int32, 0, m).astype(np.int32),
+        "real": (buf(edges, "real", np.int32, 0, m) if "real" in edges
+                 else np.arange(m)).astype(np.int32),
+        "path_x": px,
+        "path_y": py,
+        "path_ptr": ptr.astype(np.int32),
+        "mid_x": ((px[a] + px[b]) / 2).astype(np.float32),
+        "mid_y": ((py[a] + py[b]) / 2).astype(np.float32),
+    }
+    return {**out, "nodes": nd, "edges": ed}
 
 
 def summary_payload(s: Summary | None) -> dict[str, Any] | None:
@@ -450,7 +725,8 @@ def to_figure(payload: dict[str, Any], arrays: dict[str, Any] | None, title: str
     """A plotly figure of the visible graph (`graph_payload`) in a state (`visible_arrays`)."""
     import plotly.graph_objects as go
 
-    nodes, edges = payload["nodes"], payload["edges"]
+    decoded = decode_graph(payload)
+    nodes, edges = decoded["nodes"], decoded["edges"]
     n_items, n_edges = nodes["count"], edges["count"]
 
     def arr(buf: Any, dtype: Any) -> np.ndarray:

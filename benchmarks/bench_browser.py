@@ -7,9 +7,11 @@ the section into another file. For each graph and repeat:
 - painted: a setup cell builds a fresh forward (untimed) and counts the graph's nodes; then the
   cell `w = aw.explore(loss, collapse="none"); w` is run with Shift+Enter. Measured IN THE PAGE
   with performance.now(): from the Shift+Enter keydown event's timestamp to the first animation
-  frame after the widget's `.agw-plot` holds its node trace (`agw-nodes`) with every node.
+  frame after the widget's `.agw-plot` holds its node trace (`agw-nodes`) with every node and
+  the overlay canvas (edges, node states) has been painted.
 - step round trip: ~10 real mouse clicks on "Step"; each from the click event's timestamp to the
-  first animation frame after the status line shows the next position (page performance.now()).
+  first animation frame after the status line shows the next position AND the overlay canvas
+  has been repainted (page performance.now()).
   Per repeat the median of the clicks; reported: the median over repeats.
 
 Server and browser set-up copied from tests/browser/conftest.py (all Jupyter dirs temporary).
@@ -246,7 +248,9 @@ ARM_PAINT = """([i, n]) => {
   const full = () => {
     const gd = cellEl.querySelector('.agw-root .agw-plot');
     const t = gd?.data?.find?.((d) => d.uid === 'agw-nodes');
-    return !!(t && t.x && t.x.length === n && gd.querySelector('.main-svg'));
+    const canvas = gd?.querySelector('canvas.agw-overlay');
+    const drawn = canvas && Number(canvas.dataset.painted) > 0;
+    return !!(t && t.x && t.x.length === n && gd.querySelector('.main-svg') && drawn);
   };
   const tick = () => {
     if (st.t0 !== null && full()) {
@@ -265,11 +269,14 @@ ARM_STEP = """([i, k]) => {
   const st = (window.__agwStep = { t0: null, ms: null });
   const root = document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.agw-root');
   const status = root.querySelector('.agw-status');
+  const canvas = root.querySelector('canvas.agw-overlay');
+  const painted = Number(canvas.dataset.painted);
   const want = `step ${k} /`;
   const onClick = (e) => { if (st.t0 === null) st.t0 = e.timeStamp; };
   root.addEventListener('click', onClick, true);
   const tick = () => {
-    if (st.t0 !== null && status.textContent.startsWith(want)) {
+    const repainted = Number(canvas.dataset.painted) > painted;
+    if (st.t0 !== null && status.textContent.startsWith(want) && repainted) {
       requestAnimationFrame(() => {
         st.ms = performance.now() - st.t0;
         root.removeEventListener('click', onClick, true);
@@ -404,9 +411,10 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
         "`performance.now()` against the input event's timestamp. painted = Shift+Enter "
         'keydown on `w = aw.explore(loss, collapse="none"); w` (a fresh forward built '
         "untimed in the cell before) to the first animation frame after the widget's "
-        "`.agw-plot` holds its `agw-nodes` trace with every node; includes capture, layout, "
-        "payload, comm transfer and plotly's draw. step = a real mouse click on Step to the first "
-        "animation frame after the status line shows the next position (kernel round trip + "
+        "`.agw-plot` holds its `agw-nodes` trace with every node and the overlay canvas is "
+        "painted; includes capture, layout, payload, comm transfer, plotly's draw and the "
+        "canvas. step = a real mouse click on Step to the first animation frame after the "
+        "status line shows the next position and the canvas was repainted (kernel round trip + "
         f"redraw). {repeats} repeats per graph (each a fresh forward and widget); painted = "
         f"median over repeats; step = median over repeats of the median of {clicks} clicks.",
         "",

@@ -337,9 +337,9 @@ def visible_dot(payload: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
 
     Edges point as ours do (root to leaves), so dot's ranks run top-down like our layers.
     """
-    nodes, edges = payload["nodes"], payload["edges"]
-    src = np.frombuffer(bytes(edges["src"]), np.int32)
-    dst = np.frombuffer(bytes(edges["dst"]), np.int32)
+    decoded = view.decode_graph(payload)  # labels per item, whatever the payload's version
+    nodes, edges = decoded["nodes"], decoded["edges"]
+    src, dst = edges["src"], edges["dst"]
     unique = sorted({(int(a), int(b)) for a, b in zip(src.tolist(), dst.tolist())})
     lines = [
         "digraph G {",
@@ -611,7 +611,7 @@ def measure(case: Case, repeats_n: int, timeout: float) -> Row:
     else:
         status, secs, plain = _run_dot(source, "plain", timeout)
         if status == "ok" and plain is not None:
-            dq = dot_quality(plain, len(payload["nodes"]["label"]), unique)
+            dq = dot_quality(plain, payload["nodes"]["count"], unique)
             dot_text = f"{secs:.1f} s"
         elif status == "timeout":
             dot_text = f"timeout (> {timeout:.0f} s)"

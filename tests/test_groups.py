@@ -112,7 +112,7 @@ def mlp_widget():
 
 def test_widget_opens_collapsed_and_expands(mlp_widget):
     w = mlp_widget
-    g = w._graph
+    g = view.decode_graph(w._graph)
     assert w.collapsed == ["0", "1", "2", "3", "4"]
     kinds = g["nodes"]["kind"]
     assert kinds.count("group") == 5
@@ -129,7 +129,7 @@ def test_widget_opens_collapsed_and_expands(mlp_widget):
 
 def test_collapsed_box_steps_as_one_unit(mlp_widget):
     w = mlp_widget
-    box = w._graph["nodes"]["id"].index("group:4")
+    box = view.decode_graph(w._graph)["nodes"]["id"].index("group:4")
     w.stepper.run(until=w.stepper.order[3])  # NllLoss, LogSoftmax, and into module 4
     s = w._state
     progress = arr(s["progress"], np.float32)
@@ -172,11 +172,12 @@ def test_search_message_and_select_by_id_reveals(mlp_widget):
     (reply,) = send(w, {"type": "search", "request": 3, "query": "4.bias"})
     (m, *_) = reply["data"]["matches"]
     assert m["leaf_name"] == "4.bias"
-    assert w._graph["nodes"]["kind"][m["item"]] == "group", "hidden inside module 4's box"
+    kinds = view.decode_graph(w._graph)["nodes"]["kind"]
+    assert kinds[m["item"]] == "group", "hidden inside module 4's box"
     send(w, {"type": "select", "id": m["id"]})
     assert w.selected == m["id"]
     assert "4" not in w.collapsed
-    assert m["id"] in w._graph["nodes"]["id"]
+    assert m["id"] in view.decode_graph(w._graph)["nodes"]["id"]
 
 
 def test_first_nonfinite_jumps_to_the_edge():
@@ -191,7 +192,7 @@ def test_first_nonfinite_jumps_to_the_edge():
     assert data["id"] == edge.id and w.selected_edge == edge.id
     assert data["src"] == "SqrtBackward0"
     vis_edge = data["edge"]
-    assert w._graph["edges"]["id"][vis_edge] == edge.id
+    assert view.decode_graph(w._graph)["edges"]["id"][vis_edge] == edge.id
     assert arr(w._state["edge_flag"], np.uint8)[vis_edge] == view.NONFINITE
     w.close()
 
@@ -202,7 +203,7 @@ def test_inspector_for_node_group_and_hooks():
     with aw.track(model):
         out = model(torch.randn(5, 4))
     w = aw.explore(out.sum(), model=model, collapse="modules")
-    box = w._graph["nodes"]["id"].index("group:0")
+    box = view.decode_graph(w._graph)["nodes"]["id"].index("group:0")
     (reply,) = send(w, {"type": "inspect", "request": 1, "node": box})
     data = reply["data"]
     assert data["kind"] == "group" and data["members"] == 4
@@ -264,12 +265,14 @@ def test_stale_marks_follow_in_place_changes_after_explore():
     x = torch.randn(3, requires_grad=True)
     y = x.exp()
     w = aw.explore(y.sum())
-    exp = w._graph["nodes"]["name"].index("ExpBackward0")
-    assert arr(w._graph["nodes"]["saved_state"], np.uint8)[exp] == view.SAVED_OK
+    nodes = view.decode_graph(w._graph)["nodes"]
+    exp = nodes["name"].index("ExpBackward0")
+    assert arr(nodes["saved_state"], np.uint8)[exp] == view.SAVED_OK
     y.add_(1)  # after explore(): the first failing step refreshes the marks
     w.stepper.run()
     assert w._state["error"] is not None
-    assert arr(w._graph["nodes"]["saved_state"], np.uint8)[exp] == view.SAVED_STALE
+    nodes = view.decode_graph(w._graph)["nodes"]
+    assert arr(nodes["saved_state"], np.uint8)[exp] == view.SAVED_STALE
     w.close()
 
 
@@ -279,13 +282,13 @@ def test_probe_edit_and_leaf_diff_messages():
     w = aw.explore(x**2 + y, params={"x": x, "y": y})
     (reply,) = send(w, {"type": "probe", "request": 1, "samples": 8, "seed": 0})
     data = reply["data"]
-    pow_item = w._graph["nodes"]["label"].index("Pow")
+    pow_item = view.decode_graph(w._graph)["nodes"]["label"].index("Pow")
     # PowBackward0 at x=2: d(x^2)/dx = 4, so the squared norm is 16, exactly.
     assert data["items"][pow_item] == pytest.approx(np.log10(16.0))
     assert data["exact"][pow_item] is True
     w.stepper.run(until=w.stepper.order[2])
     e = next(
-        k for k, eid in enumerate(w._graph["edges"]["id"])
+        k for k, eid in enumerate(view.decode_graph(w._graph)["edges"]["id"])
         if w.graph.nodes[w.graph.edge(eid).dst].leaf_name == "x"
     )
     assert send(w, {"type": "edit_edge", "edge": e, "op": "zero"}) == []

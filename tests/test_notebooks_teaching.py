@@ -21,6 +21,7 @@ import torch
 from test_notebooks import NOTEBOOKS, execute
 
 import autograd_widget as aw
+from autograd_widget import view
 
 TEACHING = (
     "02_step_through_backward.ipynb",
@@ -86,7 +87,7 @@ def widget_states(nb: nbformat.NotebookNode) -> list[dict]:
 
 def widget_edge_values(state: dict) -> dict[str, list[float]]:
     """Edge id -> the values the widget writes on that edge (small gradients only)."""
-    ids = state["_graph"]["edges"]["id"]
+    ids = view.decode_graph(state["_graph"])["edges"]["id"]
     return {ids[int(k)]: v for k, v in state["_state"]["edge_values"].items()}
 
 

@@ -31,7 +31,7 @@ def zw():
 
 
 def edge_index(w, src_label, dst_label):
-    g = w._graph
+    g = view.decode_graph(w._graph)
     labels = g["nodes"]["label"]
     src, dst = arr(g["edges"]["src"], np.int32), arr(g["edges"]["dst"], np.int32)
     for i, (a, b) in enumerate(zip(src, dst)):
@@ -41,8 +41,9 @@ def edge_index(w, src_label, dst_label):
 
 
 def test_graph_payload(zw):
-    g = zw._graph
-    assert g["version"] == 1 and g["orientation"] == "TB"
+    assert zw._graph["version"] == view.PAYLOAD_VERSION == 2
+    g = view.decode_graph(zw._graph)
+    assert g["orientation"] == "TB"
     assert g["nodes"]["count"] == 4 and g["edges"]["count"] == 3
     assert g["nodes"]["label"] == ["Add", "Pow", "y", "x"]
     assert g["nodes"]["kind"] == ["function", "function", "parameter", "parameter"]
@@ -111,7 +112,7 @@ def test_step_back_reset_run_to_select_messages(zw):
     assert zw._state["position"] == 3 == zw.stepper.position
     send(zw, {"type": "reset"})
     assert zw.stepper.position == 0
-    pow_idx = zw._graph["nodes"]["label"].index("Pow")
+    pow_idx = view.decode_graph(zw._graph)["nodes"]["label"].index("Pow")
     send(zw, {"type": "run_to", "node": pow_idx})
     assert zw.stepper.position == 3 and zw._state["status"] == "step 3 / 4 — AccumulateGrad (x)"
     send(zw, {"type": "select", "node": pow_idx})
@@ -197,7 +198,7 @@ def test_failing_node_is_shown_and_widget_stays_usable():
     s = w._state
     assert s["error"] is not None and "inplace" in s["error"]["message"]
     failed = s["error"]["node"]
-    assert w._graph["nodes"]["name"][failed] == "ExpBackward0"
+    assert view.decode_graph(w._graph)["nodes"]["name"][failed] == "ExpBackward0"
     assert arr(s["node_state"], np.uint8)[failed] == view.FAILED
     assert "failed" in s["status"]
     send(w, {"type": "back"})

@@ -3,28 +3,23 @@
  * state or a new view range needs. Pure: returns plain objects, calls no plotly function, so the
  * whole mapping is unit-tested without a browser.
  */
-import { formatNumber } from './format.js';
 import { MARGIN, nodeSize, plotArea, pxPerUnit } from './geometry.js';
 import { LABEL_CHAR_PX, boxHalfWidths, boxHitPoints, boxLabel, boxSegments, boxSize } from './groups.js';
 import { edgeLabel, escapeHtml, nodeLabel, visibleIndices } from './labels.js';
 import { memoryColors } from './memory.js';
+import { colorbar, edgeLayers } from './overlay.js';
 import { sensitivityColors } from './sensitivity.js';
 import { NODE_STATE } from './model.js';
 import {
   ALARM_COLOR,
   EDIT_COLOR,
   HIGHLIGHT_COLOR,
-  N_BINS,
   NEXT_COLOR,
   SAVED_BADGE,
   SELECT_COLOR,
-  binWidth,
   bucketEdges,
-  decadeTicks,
-  discreteColorscale,
   gatherPaths,
   nodeStyles,
-  scaleRange,
 } from './style.js';
 
 export { MARGIN, nodeSize, plotArea, pxPerUnit };
@@ -39,31 +34,29 @@ export const MIN_PX_PER_UNIT_FOR_NODE_LABELS = 28;
 /** Edge value labels keep this many pixels (an invisible marker) between the line and the text. */
 const EDGE_LABEL_GAP = 7;
 
-/** Trace indices, in drawing order (later is on top). */
+/**
+ * Trace indices, in drawing order (later is on top). Edges, node markers and the colour bar are
+ * painted on the canvas under the plot (overlay.js); the node trace here is invisible and only
+ * answers hover and click.
+ */
 export const T = Object.freeze({
   edgeSel: 0, // glow under the selected edge
-  fresh: 1,
-  idle: 2,
-  noGrad: 3,
-  bin0: 4, // bins 0..N_BINS-1 are traces bin0..bin0+N_BINS-1
-  nonfinite: 4 + N_BINS,
-  edgeHit: 5 + N_BINS,
-  edgeLabels: 6 + N_BINS,
-  halo: 7 + N_BINS,
-  ring: 8 + N_BINS,
-  boxHalo: 9 + N_BINS, // module boxes are thick line segments: glow, frame, body, progress
-  boxRing: 10 + N_BINS,
-  boxFrame: 11 + N_BINS,
-  boxFailed: 12 + N_BINS,
-  boxBody: 13 + N_BINS,
-  boxFill: 14 + N_BINS,
-  highlight: 15 + N_BINS, // nodes aliasing the saved tensor open in the inspector
-  nodes: 16 + N_BINS,
-  boxHit: 17 + N_BINS, // invisible markers over the boxes' width (hover, click)
-  badges: 18 + N_BINS, // stale / freed saved tensors
-  nodeLabels: 19 + N_BINS,
+  edgeHit: 1, // invisible markers at edge midpoints (hover, click)
+  edgeLabels: 2,
+  ring: 3,
+  boxHalo: 4, // module boxes are thick line segments: glow, frame, body, progress
+  boxRing: 5,
+  boxFrame: 6,
+  boxFailed: 7,
+  boxBody: 8,
+  boxFill: 9,
+  highlight: 10, // nodes aliasing the saved tensor open in the inspector
+  nodes: 11,
+  boxHit: 12, // invisible markers over the boxes' width (hover, click)
+  badges: 13, // stale / freed saved tensors
+  nodeLabels: 14,
 });
-export const N_TRACES = 20 + N_BINS;
+export const N_TRACES = 15;
 
 /**
  * What the view shows besides the state: zoom, size, selection, highlights, colour mode.
@@ -89,8 +82,6 @@ export const UID = Object.freeze(
   ),
 );
 
-/** Edge traces whose x/y change with the state, in the order {@link edgeGeometry} returns. */
-export const EDGE_TRACES = [T.fresh, T.idle, T.noGrad, ...Array.from({ length: N_BINS }, (_, b) => T.bin0 + b), T.nonfinite];
 
 /** Fit never spreads nodes further apart than this (pixels per layout unit): small graphs sit
  * centred at a readable size instead of filling a wide cell. */
@@ -118,51 +109,14 @@ export function fitRange(graph, size = { width: 800, height: 500 }) {
 }
 
 /**
- * x/y for every edge trace ({@link EDGE_TRACES} order) plus the bucketing they came from.
+ * x/y of every edge bucket (fresh, idle, no gradient, bins..., non-finite: the overlay's painting
+ * order) plus the bucketing they came from.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  */
 export function edgeGeometry(graph, state) {
   const b = bucketEdges(graph, state);
   const groups = [b.fresh, b.idle, b.noGrad, ...b.bins, b.nonfinite];
   return { buckets: b, paths: groups.map((g) => gatherPaths(graph, g)) };
-}
-
-/**
- * The edge-midpoint trace carries the colour bar: marker colour = log10 norm of flowed edges.
- * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
- * @param {import('./style.js').Theme} theme
- */
-export function colorbarMarker(graph, state, theme) {
-  const range = scaleRange(state.normRange);
-  const color = new Array(graph.m);
-  for (let e = 0; e < graph.m; e++) {
-    const v = state.edgeNorm[e];
-    color[e] = v > 0 && Number.isFinite(v) ? Math.log10(v) : null;
-  }
-  const r = range ?? [0, 1];
-  const ticks = decadeTicks(r, (v) => formatNumber(v, 2));
-  return {
-    color,
-    colorscale: discreteColorscale(theme.bins),
-    cmin: r[0],
-    cmax: r[1],
-    showscale: range !== null,
-    opacity: 0,
-    colorbar: {
-      title: { text: '‖grad‖', side: 'top', font: { color: theme.font, size: 11 } },
-      tickvals: ticks.tickvals,
-      ticktext: ticks.ticktext,
-      tickfont: { color: theme.fontMuted, size: 10 },
-      thickness: 10,
-      len: 0.55,
-      lenmode: 'fraction',
-      x: 1.005,
-      xanchor: 'left',
-      xpad: 4,
-      y: 0.5,
-      outlinewidth: 0,
-    },
-  };
 }
 
 /**
@@ -368,9 +322,8 @@ export function buildFigure(graph, state, theme, view) {
   const gl = graph.n > GL_THRESHOLD;
   const marker = gl ? 'scattergl' : 'scatter';
   const ppu = pxPerUnit(view.range, view.size);
-  const { paths } = edgeGeometry(graph, state);
   const bx = boxTraces(graph, state, view, ppu);
-  const nm = nodeMarkers(graph, state, theme, ppu, view, bx.size);
+  const nm = nodeMarkers(graph, restingState(state), theme, ppu, view, bx.size);
   const labels = labelData(graph, state, view.range, ppu, theme, nm.sizeScale, { halfW: bx.halfW, kx: bx.size.kx, w: bx.size.w, h: bx.size.h });
   const badges = badgeData(graph, view, ppu, nm.sizeScale, bx.size, bx.halfW);
   const sel = selectedEdgePath(graph, view);
@@ -378,15 +331,7 @@ export function buildFigure(graph, state, theme, view) {
   const base = { hoverinfo: 'none', showlegend: false };
   /** @type {any[]} */
   const data = new Array(N_TRACES);
-  const line = (/** @type {number} */ t, /** @type {string} */ name, /** @type {any} */ style) => {
-    data[t] = { ...base, type: marker, mode: 'lines', name, x: paths[EDGE_TRACES.indexOf(t)].x, y: paths[EDGE_TRACES.indexOf(t)].y, line: style, hoverinfo: 'skip', connectgaps: false };
-  };
   data[T.edgeSel] = { ...base, type: marker, mode: 'lines', name: 'selected edge', x: sel.x, y: sel.y, line: { color: hexAlpha(SELECT_COLOR, 0.5), width: 11 }, hoverinfo: 'skip', connectgaps: false };
-  line(T.fresh, 'just computed', { color: hexAlpha(NEXT_COLOR, 0.45), width: 9 });
-  line(T.idle, 'not flowed', { color: theme.idleEdge, width: 1.2 });
-  line(T.noGrad, 'no gradient', { color: theme.noGradEdge, width: 1.2, dash: 'dot' });
-  for (let b = 0; b < N_BINS; b++) line(T.bin0 + b, `norm bin ${b}`, { color: theme.bins[b], width: binWidth(b) });
-  line(T.nonfinite, 'NaN/inf', { color: ALARM_COLOR, width: 3, dash: 'dash' });
   data[T.edgeHit] = {
     ...base,
     type: marker,
@@ -394,7 +339,7 @@ export function buildFigure(graph, state, theme, view) {
     name: 'edges',
     x: graph.midX,
     y: graph.midY,
-    marker: { ...colorbarMarker(graph, state, theme), size: Math.max(8, nodeSize(ppu) * 0.8) },
+    marker: { size: Math.max(8, nodeSize(ppu) * 0.8), opacity: 0 },
   };
   data[T.edgeLabels] = {
     ...base,
@@ -409,16 +354,6 @@ export function buildFigure(graph, state, theme, view) {
     textposition: textPos,
     textfont: { color: labels.edges.color, size: 12, family: theme.fontFamily, shadow: 'auto' },
     cliponaxis: false,
-  };
-  data[T.halo] = {
-    ...base,
-    hoverinfo: 'skip',
-    type: marker,
-    mode: 'markers',
-    name: 'next',
-    x: nm.halo.x,
-    y: nm.halo.y,
-    marker: { size: nm.halo.size, color: hexAlpha(NEXT_COLOR, 0.35), line: { color: NEXT_COLOR, width: 2 } },
   };
   data[T.ring] = {
     ...base,
@@ -449,7 +384,7 @@ export function buildFigure(graph, state, theme, view) {
     y: nm.highlight.y,
     marker: { size: nm.highlight.size, symbol: 'circle-open', color: HIGHLIGHT_COLOR, line: { width: 3 } },
   };
-  data[T.nodes] = { ...base, type: marker, mode: 'markers', name: 'nodes', x: graph.x, y: graph.y, marker: nm.nodes };
+  data[T.nodes] = { ...base, type: marker, mode: 'markers', name: 'nodes', x: graph.x, y: graph.y, marker: hitMarker(graph, nm) };
   data[T.boxHit] = {
     ...base,
     type: marker,
@@ -500,6 +435,9 @@ export function buildFigure(graph, state, theme, view) {
     uirevision: 'graph',
   };
   const config = {
+    // The paper colour goes on the plot div, behind the canvas the overlay paints under plotly's
+    // (then transparent) SVG.
+    setBackground: paintBehind,
     // plotly 4 shows a "Share chart" button that uploads the figure to cloud.plotly.com: never.
     showSendToCloud: false,
     showEditInChartStudio: false,
@@ -510,11 +448,10 @@ export function buildFigure(graph, state, theme, view) {
     doubleClick: 'reset',
     responsive: false,
     showTips: false,
-    modeBarButtonsToRemove: ['select2d', 'lasso2d', 'autoScale2d', 'resetScale2d', 'toggleSpikelines', 'hoverClosestCartesian', 'hoverCompareCartesian'],
-    toImageButtonOptions: { filename: 'autograd_widget', scale: 2 },
+    modeBarButtonsToRemove: ['toImage', 'select2d', 'lasso2d', 'autoScale2d', 'resetScale2d', 'toggleSpikelines', 'hoverClosestCartesian', 'hoverCompareCartesian'],
   };
   data.forEach((trace, t) => {
-    trace.uid = t >= T.bin0 && t < T.bin0 + N_BINS ? `agw-bin${t - T.bin0}` : UID[t];
+    trace.uid = UID[t];
   });
   return { data, layout, config, gl };
 }
@@ -548,34 +485,85 @@ export function mergeRestyles(patches) {
 }
 
 /**
- * The patches for a new state: edges regrouped, colour bar, node styles, the halo, labels, box
- * progress. Nothing about the graph's structure is resent.
+ * The node state every node is drawn in by plotly: pending, nothing next. The step state itself
+ * is painted by the overlay, so plotly's traces (hit markers, labels placed beside them) do not
+ * change when a step only moves the state on.
+ * @param {import('./model.js').State} state
+ * @returns {import('./model.js').State}
+ */
+export function restingState(state) {
+  return { ...state, nodeState: new Uint8Array(state.nodeState.length), next: -1 };
+}
+
+/**
+ * The node trace's marker: invisible over real nodes (the overlay paints them), answering hover
+ * and click; over a module box it shows only in memory/sensitivity mode, on top of the box.
+ * @param {import('./model.js').Graph} graph @param {ReturnType<typeof nodeMarkers>} nm
+ */
+function hitMarker(graph, nm) {
+  const isBox = graph.isBox ?? new Uint8Array(graph.n);
+  const opacity = Array.from(nm.nodes.opacity, (o, i) => (isBox[i] ? o : 0));
+  return { color: nm.nodes.color, symbol: nm.nodes.symbol, size: nm.nodes.size, opacity };
+}
+
+/**
+ * What the overlay canvas paints for a state and view: every edge by bucket, the next node's
+ * halo, every node marker in its state, the colour bar.
+ * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
+ * @param {import('./style.js').Theme} theme
+ * @param {ViewSpec} view
+ * @returns {import('./overlay.js').Scene}
+ */
+export function overlayScene(graph, state, theme, view) {
+  const ppu = pxPerUnit(view.range, view.size);
+  const { paths } = edgeGeometry(graph, state);
+  const bs = boxSize(view.range, view.size, ppu);
+  const nm = nodeMarkers(graph, state, theme, ppu, view, bs);
+  const shaded = (view.colorMode === 'memory' && view.memory) || (view.colorMode === 'sensitivity' && view.sensitivity);
+  return {
+    edges: edgeLayers(paths, theme),
+    halo: nm.halo,
+    nodes: {
+      x: graph.x,
+      y: graph.y,
+      color: nm.nodes.color,
+      symbol: nm.nodes.symbol,
+      size: nm.nodes.size,
+      opacity: nm.nodes.opacity,
+      lineColor: nm.nodes.line.color,
+      lineWidth: nm.nodes.line.width,
+      isBox: graph.isBox ?? null,
+    },
+    colorbar: shaded ? null : colorbar(state, theme),
+  };
+}
+
+/**
+ * plotly's `setBackground`: the paper colour on the graph div itself, so the overlay canvas
+ * (first in plotly's container) shows through the SVG. The PNG button is removed for the same
+ * reason: plotly's image would lack the canvas (`AutogradWidget.to_figure` exports the state).
+ * @param {any} gd @param {string} color
+ */
+export function paintBehind(gd, color) {
+  if (gd?.style) gd.style.background = color;
+}
+
+/**
+ * The plotly patches for a new state: labels (edge values, box progress) and the module boxes.
+ * Edges and node markers are the overlay's; the caller drops patches equal to what plotly
+ * already shows, so a step that changes no label or box costs plotly nothing.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
  * @param {ViewSpec} view
  * @returns {[number, Record<string, unknown>][]}
  */
 export function statePatches(graph, state, theme, view) {
-  const ppu = pxPerUnit(view.range, view.size);
-  const { paths } = edgeGeometry(graph, state);
-  /** @type {[number, Record<string, unknown>][]} */
-  const patches = EDGE_TRACES.map((t, k) => [t, { x: paths[k].x, y: paths[k].y }]);
-  const cb = colorbarMarker(graph, state, theme);
-  patches.push([T.edgeHit, {
-    'marker.color': cb.color,
-    'marker.cmin': cb.cmin,
-    'marker.cmax': cb.cmax,
-    'marker.showscale': cb.showscale,
-    'marker.colorbar.tickvals': cb.colorbar.tickvals,
-    'marker.colorbar.ticktext': cb.colorbar.ticktext,
-  }]);
-  patches.push(...viewPatches(graph, state, theme, view, ppu));
-  return patches;
+  return viewPatches(graph, state, theme, view);
 }
 
 /**
  * The patches that depend on the zoom (marker sizes, box widths, which labels fit), on the
- * selection and colour mode, and on the state.
+ * selection and colour mode, and on the state (labels, boxes).
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
  * @param {ViewSpec} view
@@ -584,21 +572,13 @@ export function statePatches(graph, state, theme, view) {
  */
 export function viewPatches(graph, state, theme, view, ppu = pxPerUnit(view.range, view.size)) {
   const bx = boxTraces(graph, state, view, ppu);
-  const nm = nodeMarkers(graph, state, theme, ppu, view, bx.size);
+  const nm = nodeMarkers(graph, restingState(state), theme, ppu, view, bx.size);
   const labels = labelData(graph, state, view.range, ppu, theme, nm.sizeScale, { halfW: bx.halfW, kx: bx.size.kx, w: bx.size.w, h: bx.size.h });
   const badges = badgeData(graph, view, ppu, nm.sizeScale, bx.size, bx.halfW);
   const sel = selectedEdgePath(graph, view);
   const seg = (/** @type {{ x: Float32Array, y: Float32Array }} */ s, /** @type {number} */ w) => ({ x: s.x, y: s.y, 'line.width': w });
   return [
-    [T.nodes, {
-      'marker.color': nm.nodes.color,
-      'marker.symbol': nm.nodes.symbol,
-      'marker.opacity': nm.nodes.opacity,
-      'marker.size': nm.nodes.size,
-      'marker.line.color': nm.nodes.line.color,
-      'marker.line.width': nm.nodes.line.width,
-    }],
-    [T.halo, { x: nm.halo.x, y: nm.halo.y, 'marker.size': nm.halo.size }],
+    [T.nodes, (({ color, symbol, size, opacity }) => ({ 'marker.color': color, 'marker.symbol': symbol, 'marker.size': size, 'marker.opacity': opacity }))(hitMarker(graph, nm))],
     [T.ring, { x: nm.ring.x, y: nm.ring.y, 'marker.size': nm.ring.size }],
     [T.highlight, { x: nm.highlight.x, y: nm.highlight.y, 'marker.size': nm.highlight.size }],
     [T.edgeSel, { x: sel.x, y: sel.y }],
@@ -614,6 +594,51 @@ export function viewPatches(graph, state, theme, view, ppu = pxPerUnit(view.rang
     [T.edgeLabels, { x: labels.edges.x, y: labels.edges.y, text: labels.edges.text, 'textfont.color': labels.edges.color }],
     [T.nodeLabels, { x: labels.nodes.x, y: labels.nodes.y, text: labels.nodes.text, textposition: labels.nodes.position, 'marker.size': labels.nodes.size }],
   ];
+}
+
+/**
+ * The patches in `patches` that change something: attribute values are compared with `shown`
+ * (what plotly last got, per trace and attribute; updated in place), arrays element by element.
+ * @param {[number, Record<string, unknown>][]} patches
+ * @param {Map<number, Record<string, unknown>>} shown
+ * @returns {[number, Record<string, unknown>][]}
+ */
+export function changedPatches(patches, shown) {
+  /** @type {[number, Record<string, unknown>][]} */
+  const out = [];
+  for (const [t, attrs] of patches) {
+    const had = shown.get(t) ?? {};
+    /** @type {Record<string, unknown>} */
+    const diff = {};
+    let any = false;
+    for (const [k, v] of Object.entries(attrs)) {
+      if (!sameValue(had[k], v)) {
+        diff[k] = v;
+        any = true;
+      }
+    }
+    if (any) {
+      out.push([t, diff]);
+      shown.set(t, { ...had, ...diff });
+    }
+  }
+  return out;
+}
+
+/** @param {unknown} a @param {unknown} b */
+function sameValue(a, b) {
+  if (a === b) return true;
+  const arr = (/** @type {unknown} */ v) => Array.isArray(v) || ArrayBuffer.isView(v);
+  if (!arr(a) || !arr(b)) return false;
+  const x = /** @type {ArrayLike<unknown>} */ (a);
+  const y = /** @type {ArrayLike<unknown>} */ (b);
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    const u = x[i];
+    const w = y[i];
+    if (u !== w && !(Number.isNaN(u) && Number.isNaN(w))) return false;
+  }
+  return true;
 }
 
 /**

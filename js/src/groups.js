@@ -135,8 +135,13 @@ export function boxRows(graph, state, i) {
   const members = graph.members[i];
   const p = state.progress[i];
   const done = Math.round(p * members);
+  const fold = graph.foldAt?.get(i);
+  /** @type {[string, string]} */
+  const what = fold
+    ? ['repeats', `${fold.count} identical blocks × ${formatNumber(fold.nodesPerUnit)} nodes`]
+    : ['module', graph.modules[i] === '' ? '(whole model)' : graph.modules[i] ?? graph.labels[i]];
   return [
-    ['module', graph.modules[i] === '' ? '(whole model)' : graph.modules[i] ?? graph.labels[i]],
+    what,
     ['nodes', String(members)],
     ['progress', `${progressText(p)} (${done} / ${members} ran)`],
   ];
@@ -188,20 +193,24 @@ export function inGroup(module, group) {
  */
 export function boxOfModule(graph, module) {
   for (const i of graph.boxes) {
-    const path = graph.modules[i] ?? '';
-    if (inGroup(module, path)) return i;
+    const fold = graph.foldAt?.get(i);
+    if (fold ? fold.members.some((m) => inGroup(module, m)) : inGroup(module, graph.modules[i] ?? '')) return i;
   }
   return -1;
 }
 
 /**
- * "7 shown · 16 nodes · 5 modules folded · 3 plumbing hidden": what the visible graph is made of.
+ * "7 shown · 16 nodes · 5 modules folded · 1 repeat folded · 3 plumbing hidden": what the visible
+ * graph is made of (a folded run of repeated blocks counts as a repeat, not a module).
  * @param {import('./model.js').Graph} graph
  */
 export function countsText(graph) {
   const parts = [`${formatNumber(graph.n)} shown`];
   if (graph.realCount !== graph.n || graph.boxes.length || graph.hidden) parts.push(`${formatNumber(graph.realCount)} nodes`);
-  if (graph.boxes.length) parts.push(`${graph.boxes.length} module${graph.boxes.length === 1 ? '' : 's'} folded`);
+  const runs = graph.foldAt?.size ?? 0;
+  const mods = graph.boxes.length - runs;
+  if (mods) parts.push(`${mods} module${mods === 1 ? '' : 's'} folded`);
+  if (runs) parts.push(`${runs} repeat${runs === 1 ? '' : 's'} folded`);
   if (graph.hidden) parts.push(`${graph.hidden} plumbing hidden`);
   return parts.join(' · ');
 }

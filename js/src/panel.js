@@ -430,7 +430,8 @@ export function createInspector(doc, handlers) {
     const label = data?.label ?? (i >= 0 ? graph.labels[i] : path);
     const members = data?.members ?? (i >= 0 ? graph.members[i] : 0);
     const p = i >= 0 ? state.progress[i] : Number(data?.progress ?? 0);
-    const out = [header(label || 'module', `folded module · ${members} nodes`)];
+    const fold = i >= 0 ? graph.foldAt?.get(i) : undefined;
+    const out = [header(label || 'module', fold ? `folded repeats · ${fold.count} blocks · ${members} nodes` : `folded module · ${members} nodes`)];
     const actions = h('div', { class: 'agw-insp-actions' });
     const expand = button('Expand', `Unfold ${label}: its submodules become boxes`);
     expand.addEventListener('click', () => handlers.expand(path));

@@ -8,6 +8,7 @@
  * the view's commands and inspector requests from the recording. The view itself is unchanged.
  */
 import { createView } from './view.js';
+import { decodeGraph } from './model.js';
 
 export const RECORDING_FORMAT = 'autograd_widget.recording/1';
 
@@ -19,6 +20,8 @@ const CTORS = /** @type {Record<string, any>} */ ({
   uint8: Uint8Array,
   int8: Int8Array,
   bool: Uint8Array,
+  uint16: Uint16Array,
+  int16: Int16Array,
   uint32: Uint32Array,
 });
 const ARRAYS = /** @type {const} */ (['node_state', 'progress', 'edge_norm', 'edge_flag']);
@@ -62,6 +65,8 @@ export class Player {
       throw new Error(`not an autograd_widget recording (expected format ${RECORDING_FORMAT})`);
     }
     this.graph = decodeBuffers(recording.graph);
+    /** The graph as the view reads it (ids, names... whatever the payload's version). */
+    this.decoded = decodeGraph(this.graph);
     this.initial = decodeBuffers(recording.state);
     this.steps = decodeBuffers(recording.steps) ?? [];
     this.inspectData = recording.inspect ?? { nodes: {}, edges: {} };
@@ -175,16 +180,15 @@ export class Player {
     }
     let item = target.node;
     if (item === undefined && target.id !== undefined) {
-      item = this.graph.nodes.id.indexOf(target.id);
+      item = this.decoded.indexOf.get(target.id) ?? -1;
     }
     if (item === undefined || item < 0) return null;
     const data = this.inspectData.nodes?.[String(item)];
     if (!data || data.kind === 'group') return data ?? null;
-    const ids = this.graph.edges.id;
     /** @type {Record<string, any>} */
     const outgoing = {};
     for (const [eid, summary] of Object.entries(data.outgoing ?? {})) {
-      const e = ids.indexOf(eid);
+      const e = this.decoded.edgeIndexOf.get(eid) ?? -1;
       outgoing[eid] = e >= 0 && this.hasFlowed(e) ? summary : null;
     }
     const ran = this.hasRun(item);
@@ -302,12 +306,12 @@ export function recordedBackend(player, model) {
       if (msg.type === 'inspect') return Promise.resolve(player.inspect(/** @type {any} */ (msg)));
       if (msg.type === 'search') {
         const q = String(msg.query ?? '').trim().toLowerCase();
-        const n = player.graph.nodes;
+        const g = player.decoded;
         const matches = [];
-        for (let i = 0; q && i < n.count; i++) {
-          const fields = [n.id[i], n.name[i], n.label[i], n.module[i] ?? ''];
+        for (let i = 0; q && i < g.n; i++) {
+          const fields = [g.ids[i], g.names[i], g.labels[i], g.modules[i] ?? ''];
           if (fields.some((f) => String(f).toLowerCase().includes(q))) {
-            matches.push({ id: n.id[i], name: n.name[i], label: n.label[i], module: n.module[i], leaf_name: null, item: i });
+            matches.push({ id: g.ids[i], name: g.names[i], label: g.labels[i], module: g.modules[i], leaf_name: null, item: i });
           }
         }
         return Promise.resolve({ matches: matches.slice(0, 50) });

@@ -188,6 +188,21 @@ export function parseColor(c) {
  * @param {string} a @param {string} b @param {number} t
  */
 export function mixColor(a, b, t) {
+  const key = `${a}|${b}|${t}`;
+  let out = mixed.get(key);
+  if (out === undefined) {
+    out = mixUncached(a, b, t);
+    if (mixed.size > 4096) mixed.clear();
+    mixed.set(key, out);
+  }
+  return out;
+}
+
+/** Mixed colours by (a, b, t): a 10k-node state mixes the same few kind colours 10k times. */
+const mixed = new Map();
+
+/** @param {string} a @param {string} b @param {number} t */
+function mixUncached(a, b, t) {
   const x = parseColor(a);
   const y = parseColor(b);
   if (!x || !y) return a;

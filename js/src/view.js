@@ -9,8 +9,10 @@ import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
 import {
   T,
   buildFigure,
+  changedPatches,
   combine,
   fitRange,
+  overlayScene,
   plotArea,
   pxPerUnit,
   statePatches,
@@ -21,6 +23,7 @@ import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
 import { decodeMemory } from './memory.js';
 import { createInspector, createMemoryPanel, createSensitivityPanel } from './panel.js';
 import { PROBE_SAMPLES, decodeLeafDiff, decodeProbe, normText } from './sensitivity.js';
+import { createOverlay, rangeFromEvent } from './overlay.js';
 import { createSearch } from './search.js';
 import { readTheme, watchTheme } from './theme.js';
 import { ALARM_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, SAVED_BADGE, SELECT_COLOR } from './style.js';
@@ -202,6 +205,10 @@ export function createView({ model, el, backend, options = {} }) {
   let destroyed = false;
   let drawPending = false;
   let patchPending = false;
+  /** What plotly shows, per trace and attribute: patches equal to it are not sent. */
+  /** @type {Map<number, Record<string, unknown>>} */
+  let shown = new Map();
+  const overlay = createOverlay(doc);
   /** @type {any} */
   let playTimer = null;
   let playSentAt = 0;
@@ -272,26 +279,48 @@ export function createView({ model, el, backend, options = {} }) {
   function draw() {
     if (destroyed) return;
     empty.hidden = graph.n > 0;
-    const fig = buildFigure(graph, state, theme, currentView());
+    const view = currentView();
+    const fig = buildFigure(graph, state, theme, view);
+    shown = new Map();
+    changedPatches(viewPatches(graph, state, theme, view), shown); // what the figure holds
     const p = plotted ? Plotly.react(plot, fig.data, fig.layout, fig.config) : Plotly.newPlot(plot, fig.data, fig.layout, fig.config);
-    if (!plotted) {
-      plotted = true;
-      Promise.resolve(p).then(() => bindPlotEvents());
-    }
+    const first = !plotted;
+    plotted = true;
+    Promise.resolve(p).then(() => {
+      if (destroyed) return;
+      if (first) bindPlotEvents();
+      overlay.attach(plot);
+      paintOverlay();
+    });
   }
 
-  /** Patch the traces for the current state (called once per animation frame at most). */
+  /** Repaint the canvas under the plot (edges, node states, colour bar) for `at` (default: the view range). */
+  function paintOverlay(at = range) {
+    if (!plotted || destroyed) return;
+    overlay.attach(plot);
+    overlay.paint(overlayScene(graph, state, theme, { ...currentView(), range: at }), at, plotSize());
+  }
+
+  /** Send plotly the patches that change what it shows (none, for most steps). */
+  function restyle(/** @type {[number, Record<string, unknown>][]} */ patches) {
+    const changed = changedPatches(patches, shown);
+    if (!changed.length) return;
+    const [update, traces] = combine(changed);
+    Plotly.restyle(plot, update, traces);
+  }
+
+  /** Patch the view for the current state (called once per animation frame at most). */
   function patchState() {
     patchPending = false;
     if (!plotted || destroyed) return;
-    const [update, traces] = combine(statePatches(graph, state, theme, currentView()));
-    Plotly.restyle(plot, update, traces);
+    paintOverlay();
+    restyle(statePatches(graph, state, theme, currentView()));
   }
 
   function patchView() {
     if (!plotted || destroyed) return;
-    const [update, traces] = combine(viewPatches(graph, state, theme, currentView()));
-    Plotly.restyle(plot, update, traces);
+    paintOverlay();
+    restyle(viewPatches(graph, state, theme, currentView()));
   }
 
   function requestPatch() {
@@ -325,6 +354,11 @@ export function createView({ model, el, backend, options = {} }) {
             }
           }
         }
+      },
+      // While the user drags, plotly moves its own layers: the canvas follows at each move.
+      plotly_relayouting: (ev) => {
+        const next = rangeFromEvent(ev, range);
+        if (next) paintOverlay(next);
       },
       plotly_hover: (ev) => onHover(ev),
       plotly_unhover: () => hideCard(),
@@ -973,7 +1007,8 @@ export function createView({ model, el, backend, options = {} }) {
     const { kind, index } = target;
     const isBox = kind === 'node' && graph.isBox[index] === 1;
     let title;
-    if (isBox) title = `${graph.labels[index]} · folded module`;
+    const fold = isBox ? graph.foldAt?.get(index) : undefined;
+    if (isBox) title = `${graph.labels[index]} · ${fold ? 'folded repeats' : 'folded module'}`;
     else if (kind === 'node') title = `${graph.names[index] || graph.labels[index]}${graph.labels[index] && graph.kinds[index] !== 'function' ? ` · ${graph.labels[index]}` : ''}`;
     else title = `${graph.labels[graph.src[index]] || graph.names[graph.src[index]]} → ${graph.labels[graph.dst[index]] || graph.names[graph.dst[index]]}`;
     /** @type {[string, string][]} */
@@ -983,7 +1018,7 @@ export function createView({ model, el, backend, options = {} }) {
       if (b) rows.push(['⚠ saved', graph.savedState[index] === SAVED_STATE.stale ? 'stale: modified in place after it was saved; stepping it fails' : 'freed by backward(): stepping it fails']);
     }
     const dyn = h('div', { class: 'agw-card-dyn' });
-    const hint = isBox ? h('div', { class: 'agw-card-hint' }, live ? 'click: expand · shift+click: inspect' : 'click: inspect') : kind === 'node' ? h('div', { class: 'agw-card-hint' }, 'click: inspect') : h('div', { class: 'agw-card-hint' }, 'click: inspect the edge');
+    const hint = isBox ? h('div', { class: 'agw-card-hint' }, live ? `click: ${fold ? 'unfold' : 'expand'} · shift+click: inspect` : 'click: inspect') : kind === 'node' ? h('div', { class: 'agw-card-hint' }, 'click: inspect') : h('div', { class: 'agw-card-hint' }, 'click: inspect the edge');
     card.replaceChildren(h('div', { class: 'agw-card-title' }, title), table(rows), dyn, hint);
     card.dataset.kind = kind;
     card.dataset.index = String(index);
@@ -1178,6 +1213,7 @@ export function createView({ model, el, backend, options = {} }) {
       for (const [name, cb] of Object.entries(plotHandlers)) gd.removeListener(name, cb);
     }
     if (plotted) Plotly.purge(plot);
+    overlay.destroy();
     root.remove();
   };
 

@@ -1,20 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
 import {
-  EDGE_TRACES,
   MARGIN,
   MAX_FIT_PX_PER_UNIT,
   T,
   buildFigure,
+  changedPatches,
   combine,
   fitRange,
   hexAlpha,
   labelData,
   mergeRestyles,
   nodeSize,
+  overlayScene,
   plotArea,
   pxPerUnit,
   statePatches,
+  viewPatches,
 } from '../src/figure.js';
 import { makeTheme, N_BINS } from '../src/style.js';
 import { zGraph, zState } from './fixtures.js';
@@ -56,28 +58,59 @@ describe('fitRange', () => {
 describe('buildFigure', () => {
   const view = { range: fitRange(g, size), size, selected: -1 };
 
-  it('has one trace per role, line traces with NaN-separated paths', () => {
-    const { data, layout, gl } = buildFigure(g, decodeState(zState(0), g), theme, view);
+  // scene.edges: fresh, idle, no gradient, bins..., non-finite
+  const IDLE = 1;
+  const BIN0 = 3;
+
+  it('leaves edges and node markers to the overlay: plotly has hit targets, labels, boxes', () => {
+    const { data, layout, gl, config } = buildFigure(g, decodeState(zState(0), g), theme, view);
     expect(gl).toBe(false);
-    expect(data[T.idle].x.length).toBe(9); // 3 edges x (2 points + NaN)
-    expect(Number.isNaN(data[T.idle].x[2])).toBe(true);
-    for (let b = 0; b < N_BINS; b++) expect(data[T.bin0 + b].x.length).toBe(0);
-    expect(data[T.edgeHit].marker.showscale).toBe(false);
-    expect(data[T.halo].x).toEqual([0.5]); // Add is next
+    expect(data.every((t) => t.uid.startsWith('agw-'))).toBe(true);
+    expect(data[T.nodes].marker.opacity.every((o) => o === 0)).toBe(true); // hover and click only
+    expect(data[T.edgeHit].marker.opacity).toBe(0);
+    expect(data[T.edgeSel].x).toHaveLength(0);
     expect(layout.xaxis.autorange).toBe(false);
     expect(layout.dragmode).toBe('pan');
+    expect(config.modeBarButtonsToRemove).toContain('toImage'); // its PNG would lack the canvas
+    const div = { style: { background: '' } };
+    config.setBackground(div, '#123456');
+    expect(div.style.background).toBe('#123456');
   });
 
-  it('colours flowed edges, shows the colour bar and the values', () => {
-    const { data } = buildFigure(g, decodeState(zState(4), g), theme, view);
-    expect(data[T.idle].x.length).toBe(0);
-    expect(data[T.bin0].x.length).toBe(6);
-    expect(data[T.bin0 + N_BINS - 1].x.length).toBe(3);
-    expect(data[T.edgeHit].marker.showscale).toBe(true);
-    expect(data[T.edgeHit].marker.opacity).toBe(0);
+  it('overlay: every edge idle at step 0 as NaN-separated paths, the next node haloed, no colour bar', () => {
+    const scene = overlayScene(g, decodeState(zState(0), g), theme, view);
+    expect(scene.edges).toHaveLength(4 + N_BINS);
+    expect(scene.edges[IDLE].x.length).toBe(9); // 3 edges x (2 points + NaN)
+    expect(Number.isNaN(scene.edges[IDLE].x[2])).toBe(true);
+    expect(scene.edges[IDLE].color).toBe(theme.idleEdge);
+    for (let b = 0; b < N_BINS; b++) expect(scene.edges[BIN0 + b].x.length).toBe(0);
+    expect(scene.halo.x).toEqual([0.5]); // Add is next
+    expect(scene.colorbar).toBeNull();
+    expect(Array.from(scene.nodes.x)).toEqual(Array.from(g.x));
+  });
+
+  it('overlay: flowed edges coloured by norm bin, the colour bar; values stay plotly labels', () => {
+    const s4 = decodeState(zState(4), g);
+    const scene = overlayScene(g, s4, theme, view);
+    expect(scene.edges[IDLE].x.length).toBe(0);
+    expect(scene.edges[BIN0].x.length).toBe(6);
+    expect(scene.edges[BIN0 + N_BINS - 1].x.length).toBe(3);
+    expect(scene.edges[BIN0].color).toBe(theme.bins[0]);
+    expect(scene.colorbar?.range[1]).toBeCloseTo(Math.log10(4));
+    expect(scene.halo.x).toEqual([]);
+    expect(scene.edges[0].x.length).toBe(0); // x's AccumulateGrad ran last: no outgoing edges
+    const { data } = buildFigure(g, s4, theme, view);
     expect(data[T.edgeLabels].text).toEqual(['1', '1', '4']);
-    expect(data[T.halo].x).toEqual([]);
-    expect(data[T.fresh].x.length).toBe(0); // x's AccumulateGrad ran last: no outgoing edges
+  });
+
+  it('overlay: node markers follow the step state, plotly keeps the resting style', () => {
+    const s0 = overlayScene(g, decodeState(zState(0), g), theme, view);
+    const s4 = overlayScene(g, decodeState(zState(4), g), theme, view);
+    expect(s0.nodes.color).not.toEqual(s4.nodes.color); // pending is washed out, done is not
+    const f0 = buildFigure(g, decodeState(zState(0), g), theme, view).data[T.nodes].marker;
+    const f4 = buildFigure(g, decodeState(zState(4), g), theme, view).data[T.nodes].marker;
+    expect(f4.color).toEqual(f0.color);
+    expect(f4.size).toEqual(f0.size);
   });
 
   it('marks the selected node', () => {
@@ -111,16 +144,22 @@ describe('restyle patches', () => {
     expect(traces).toEqual([2, 5]);
     expect(update).toEqual({ x: [[1], undefined], 'marker.color': [undefined, ['red']] });
   });
-  it('cover every edge trace and never the node positions', () => {
+  it('never carry edges or node positions; a step that changes no label costs plotly nothing', () => {
     const view = { range: fitRange(g, size), size, selected: -1 };
-    const [update, traces] = combine(statePatches(g, decodeState(zState(3), g), theme, view));
-    for (const t of EDGE_TRACES) expect(traces).toContain(t);
+    const [, traces] = combine(statePatches(g, decodeState(zState(3), g), theme, view));
     expect(new Set(traces).size).toBe(traces.length);
-    expect(update.x[traces.indexOf(T.nodes)]).toBeUndefined();
-    expect(update['marker.color'][traces.indexOf(T.nodes)]).toHaveLength(4);
-    expect(update['marker.cmax'][traces.indexOf(T.edgeHit)]).toBeCloseTo(Math.log10(4));
-    // Pow just ran: its edge into x is "fresh"
-    expect(Array.from(update.x[traces.indexOf(T.fresh)])).toEqual([0, 0, NaN]);
+    const shown = new Map();
+    const at = (k) => statePatches(g, decodeState(zState(k), g), theme, view);
+    expect(changedPatches(at(0), shown).length).toBeGreaterThan(0); // seeding: everything
+    expect(changedPatches(at(0), shown)).toEqual([]); // the same state again: nothing
+    // Step 1 puts values on the edges it sent along: only the edge labels change.
+    const step1 = changedPatches(at(1), shown);
+    expect(step1.map(([t]) => t)).toEqual([T.edgeLabels]);
+    expect(step1[0][1].text).toEqual(['1', '1']);
+    // Zooming is a view change: marker sizes change, and only the attributes that did.
+    const zoomed = changedPatches(viewPatches(g, decodeState(zState(1), g), theme, { ...view, range: { x: [-60, 60], y: [-60, 60] } }), shown);
+    const nodes = zoomed.find(([t]) => t === T.nodes);
+    expect(nodes && Object.keys(nodes[1])).toEqual(['marker.size']);
   });
   it('hexAlpha', () => {
     expect(hexAlpha('#f5b700', 0.5)).toBe('rgba(245,183,0,0.5)');

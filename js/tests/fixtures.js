@@ -252,3 +252,34 @@ export function addmmReply() {
     error: null,
   };
 }
+
+/**
+ * A 2D canvas context that records what is drawn (jsdom has none): `ctx.ops` lists
+ * [method, ...args] and ['set', property, value] in order.
+ * @returns {any}
+ */
+export function fakeContext() {
+  const ops = [];
+  const target = { ops };
+  return new Proxy(target, {
+    get(t, k) {
+      if (k in t) return t[k];
+      return (...args) => {
+        ops.push([k, ...args]);
+      };
+    },
+    set(t, k, v) {
+      t[k] = v;
+      ops.push(['set', k, v]);
+      return true;
+    },
+  });
+}
+
+/** Give every canvas a {@link fakeContext} (one per canvas, kept as `canvas.__ctx`). */
+export function installFakeCanvas() {
+  HTMLCanvasElement.prototype.getContext = function getContext() {
+    if (!this.__ctx) this.__ctx = fakeContext();
+    return this.__ctx;
+  };
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState, SAVED_STATE } from '../src/model.js';
-import { T, buildFigure, combine, fitRange, statePatches, viewPatches } from '../src/figure.js';
+import { T, buildFigure, combine, fitRange, overlayScene, statePatches, viewPatches } from '../src/figure.js';
 import {
   BOX_HIT_POINTS,
   axisScale,
@@ -132,7 +132,7 @@ describe('boxes in the figure', () => {
     expect(data[T.boxBody].x.length).toBe(6);
     expect(data[T.boxFill].x.length).toBe(3); // only box "1" has progress
     expect(data[T.boxHalo].x.length).toBe(3); // box "1" holds the next node
-    expect(data[T.halo].x).toEqual([]); // no circle halo for a box
+    expect(overlayScene(g, s, theme, view()).halo.x).toEqual([]); // no circle halo for a box
     expect(data[T.boxBody].line.width).toBeGreaterThanOrEqual(16);
     expect(data[T.boxFrame].line.width).toBeGreaterThan(data[T.boxBody].line.width);
     expect(data[T.nodes].marker.opacity.slice(2)).toEqual([0, 0]);
@@ -195,5 +195,39 @@ describe('boxes in the figure', () => {
   it('styles box markers as invisible hit targets', () => {
     const st = nodeStyles(g, decodeState(boxState(0), g), theme);
     expect(Array.from(st.opacity)).toEqual([1, 1, 0, 0]);
+  });
+});
+
+describe('a folded run of repeated blocks', () => {
+  // Box "1" of boxGraph stands for a run of two identical blocks, "1.0" and "1.1".
+  const KEY = '1.0–1 ×2';
+  const raw = () => {
+    const r = boxGraph({ binary: false });
+    r.nodes.id[2] = `group:${KEY}`;
+    r.nodes.label[2] = KEY;
+    r.nodes.module[2] = KEY;
+    r.folds = [
+      { key: KEY, label: KEY, count: 2, period: 1, nodes_per_unit: 2, members: ['1.0', '1.1'], item: 2 },
+      { key: 'hidden ×3', label: 'hidden ×3', count: 3, period: 1, nodes_per_unit: 1, members: ['9.0', '9.1', '9.2'], item: -1 },
+      { key: 'bad', item: 0 }, // item 0 is not a box: not drawn
+      'junk',
+    ];
+    return r;
+  };
+  const f = decodeGraph(raw());
+  it('decodes the runs and which box shows each', () => {
+    expect(f.folds.map((x) => [x.key, x.item])).toEqual([[KEY, 2], ['hidden ×3', -1], ['bad', -1]]);
+    expect([...f.foldAt.keys()]).toEqual([2]);
+    expect(f.foldAt.get(2)).toMatchObject({ count: 2, nodesPerUnit: 2, members: ['1.0', '1.1'] });
+    expect(decodeGraph(boxGraph()).folds).toEqual([]);
+  });
+  it('labels, rows, counts and the box hiding a member module', () => {
+    const s = decodeState(boxState(4), f);
+    expect(boxLabel(f, s, 2)).toBe(`${KEY} · 50%`);
+    expect(boxRows(f, s, 2)[0]).toEqual(['repeats', '2 identical blocks × 2 nodes']);
+    expect(countsText(f)).toBe('4 shown · 9 nodes · 1 module folded · 1 repeat folded');
+    expect(boxOfModule(f, '1.1.linear')).toBe(2);
+    expect(boxOfModule(f, '1')).toBe(-1); // the run's parent is not inside the box
+    expect(boxOfModule(f, '0.sub')).toBe(3);
   });
 });

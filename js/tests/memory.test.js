@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
-import { T, buildFigure, fitRange } from '../src/figure.js';
+import { T, buildFigure, fitRange, overlayScene } from '../src/figure.js';
 import { MEMORY_COLORS, decodeMemory, formatBytes, memoryBin, memoryColors, memoryLegend, memoryRange } from '../src/memory.js';
 import { makeTheme } from '../src/style.js';
 import { boxGraph, boxState } from './fixtures.js';
@@ -65,7 +65,12 @@ describe('memory colouring', () => {
     expect(mem.color).not.toEqual(grad.color);
     expect(mem.color[1]).toBe(theme.noMemory);
     expect(mem.color[2]).toBe(MEMORY_COLORS[7]);
-    expect(mem.opacity).toEqual([1, 1, 1, 1]); // the box's marker shows its bytes
-    expect(grad.opacity.slice(2)).toEqual([0, 0]);
+    // Boxes: plotly's marker shows their bytes on top of the box; real nodes: the overlay's.
+    expect(mem.opacity).toEqual([0, 0, 1, 1]);
+    expect(grad.opacity).toEqual([0, 0, 0, 0]);
+    const scene = overlayScene(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 4) });
+    expect(scene.nodes.color[1]).toBe(theme.noMemory);
+    expect(Array.from(scene.nodes.opacity).slice(0, 2)).toEqual([1, 1]);
+    expect(scene.colorbar).toBeNull(); // the gradient colour bar is not what the colours mean
   });
 });

@@ -38,6 +38,7 @@ import widget from '../src/index.js';
 import { createView, PLAY_STALL_MS } from '../src/view.js';
 import { T, fitRange } from '../src/figure.js';
 import { decodeGraph } from '../src/model.js';
+import { makeTheme } from '../src/style.js';
 import { FakeModel, zGraph, zState } from './fixtures.js';
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
@@ -103,7 +104,7 @@ describe('render', () => {
     const { cleanup } = mount(0, { _graph: g, _state: { seq: 1, status: 'step 0 / 0' } });
     const data = byName('newPlot')[0].args[0];
     expect(data[T.nodes].type).toBe('scattergl');
-    expect(data[T.idle].type).toBe('scattergl');
+    expect(data[T.edgeSel].type).toBe('scattergl');
     expect(data[T.edgeLabels].type).toBe('scatter'); // text needs svg
     expect(data[T.nodeLabels].text).toEqual([]); // 2500 labels do not fit
     cleanup();
@@ -123,11 +124,11 @@ describe('render', () => {
     model.push('_graph', big(3000));
     await new Promise((r) => setTimeout(r, 0));
     expect(drawn()[T.nodes].type).toBe('scattergl');
-    expect(drawn()[T.idle].type).toBe('scattergl');
+    expect(drawn()[T.edgeSel].type).toBe('scattergl');
     model.push('_graph', big(12));
     await new Promise((r) => setTimeout(r, 0));
     expect(drawn()[T.nodes].type).toBe('scatter');
-    expect(drawn()[T.idle].type).toBe('scatter');
+    expect(drawn()[T.edgeSel].type).toBe('scatter');
     cleanup();
   });
 
@@ -186,25 +187,34 @@ describe('buttons send commands', () => {
 });
 
 describe('a new _state', () => {
-  it('updates only styles: one restyle, no new plot, status verbatim', async () => {
+  it('repaints the overlay, restyles only the labels that changed, status verbatim', async () => {
     const { model, el, cleanup } = mount(0);
     await flush();
+    const canvas = el.querySelector('canvas.agw-overlay');
+    expect(canvas).not.toBeNull();
+    const painted = Number(canvas.dataset.painted);
+    expect(painted).toBeGreaterThan(0);
     calls.length = 0;
+    canvas.__ctx.ops.length = 0;
     model.push('_state', zState(3));
     expect(byName('newPlot')).toHaveLength(0);
     expect(byName('react')).toHaveLength(0);
+    expect(Number(canvas.dataset.painted)).toBe(painted + 1);
+    // the edges flowed: the overlay stroked them in bin colours
+    const strokes = canvas.__ctx.ops.filter(([op, k]) => op === 'set' && k === 'strokeStyle').map(([, , v]) => v);
+    expect(strokes).toContain(makeTheme().bins[0]);
     expect(byName('restyle')).toHaveLength(1);
     const [update, traces] = byName('restyle')[0].args;
-    expect(traces).toContain(T.nodes);
-    expect(traces).toContain(T.edgeLabels);
-    // the edge labels now read 1, 1 and 4
-    const k = traces.indexOf(T.edgeLabels);
-    expect(update.text[k]).toEqual(['1', '1', '4']);
-    // x is patched for edge traces only, never the node positions
-    expect(update.x[traces.indexOf(T.nodes)]).toBeUndefined();
+    expect(traces).toEqual([T.edgeLabels]); // nothing else plotly shows changed
+    expect(update.text[0]).toEqual(['1', '1', '4']);
     expect(el.querySelector('.agw-status').textContent).toBe('step 3 / 4 — next AccumulateGrad');
     expect(el.querySelector('.agw-progress-bar').style.width).toBe('75%');
+    // the same state again: the overlay repaints, plotly is left alone
+    calls.length = 0;
+    model.push('_state', { ...zState(3), seq: 99 });
+    expect(byName('restyle')).toHaveLength(0);
     cleanup();
+    expect(el.querySelector('canvas')).toBeNull();
   });
 
   it('shows the gradients waiting at the next node', () => {

@@ -310,3 +310,31 @@ describe('navigation', () => {
     expect(model.listeners('msg:custom')).toBe(0);
   });
 });
+
+describe('a folded run of repeated blocks in the widget', () => {
+  const KEY = 'layers.0–1 ×2';
+  function foldGraph() {
+    const r = boxGraph();
+    r.nodes.id[2] = `group:${KEY}`;
+    r.nodes.label[2] = KEY;
+    r.nodes.module[2] = KEY;
+    r.folds = [{ key: KEY, label: KEY, count: 2, period: 1, nodes_per_unit: 2, members: ['layers.0', 'layers.1'], item: 2 }];
+    return r;
+  }
+  it('reads as a fold: "×N" label, "click: unfold" hint, a click asks Python to unfold it', async () => {
+    const { gd, q, sent, cleanup } = mount(0, { _graph: foldGraph() });
+    await flush();
+    gd().emit('plotly_hover', { points: [{ curveNumber: T.boxHit, pointNumber: 3 }], event: { clientX: 5, clientY: 5 } });
+    const card = q('.agw-card').textContent;
+    expect(card).toContain(`${KEY} · folded repeats`);
+    expect(card).toContain('click: unfold');
+    expect(card).toContain('2 identical blocks × 2 nodes');
+    expect(q('.agw-counts').textContent).toContain('1 repeat folded');
+    gd().emit('plotly_click', { points: [{ curveNumber: T.boxHit, pointNumber: 3 }], event: {} });
+    expect(sent('expand').at(-1)).toEqual({ type: 'expand', group: KEY });
+    // An ordinary module box still says "expand".
+    gd().emit('plotly_hover', { points: [{ curveNumber: T.boxHit, pointNumber: BOX_HIT_POINTS + 1 }], event: { clientX: 5, clientY: 5 } });
+    expect(q('.agw-card').textContent).toContain('click: expand');
+    cleanup();
+  });
+});

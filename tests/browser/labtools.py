@@ -101,6 +101,28 @@ POINT_AT = """([root, uid, text, index]) => {
   };
 }"""
 
+# The colour the overlay canvas shows at the centre of every node (edges, node markers and their
+# step state are painted there, under plotly's transparent SVG).
+NODE_PIXELS = """root => {
+  const gd = root.querySelector('.agw-plot');
+  const canvas = root.querySelector('canvas.agw-overlay');
+  const ctx = canvas.getContext('2d');
+  const trace = gd.data.find((t) => t.uid === 'agw-nodes');
+  const fl = gd._fullLayout;
+  const dpr = canvas.width / canvas.clientWidth;
+  return Array.from(trace.x, (x, i) => {
+    const px = fl._size.l + fl.xaxis.l2p(Number(x));
+    const py = fl._size.t + fl.yaxis.l2p(Number(trace.y[i]));
+    const d = ctx.getImageData(Math.round(px * dpr), Math.round(py * dpr), 1, 1).data;
+    return `rgb(${d[0]}, ${d[1]}, ${d[2]})`;
+  });
+}"""
+
+
+def node_pixels(page, root) -> list[str]:
+    """The colour painted at each node's centre, "rgb(r, g, b)", in node order."""
+    return page.evaluate(NODE_PIXELS, root.element_handle())
+
 
 def button(root, name: str):
     return root.get_by_role("button", name=name, exact=True)

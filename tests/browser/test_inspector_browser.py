@@ -38,7 +38,7 @@ layer = nn.TransformerEncoderLayer(16, nhead=2, dim_feedforward=32, dropout=0.0,
 model = nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
 with aw.track(model):
     out = model(torch.randn(2, 4, 16))
-w = aw.explore(out.pow(2).mean(), model=model, height=640)
+w = aw.explore(out.pow(2).mean(), model=model, collapse="modules", height=640)
 print(len(w.graph), "nodes;", len(w.collapsed), "folded")
 w"""
 

@@ -18,6 +18,7 @@ from .labtools import (
     RANGES,
     button,
     edge_labels,
+    node_pixels,
     open_notebook,
     point,
     position_of,
@@ -276,10 +277,9 @@ w"""
     expect(alert).to_contain_text("inplace")
     expect(status(root)).to_contain_text("ExpBackward0 failed")
     expect(button(root, "Play")).to_be_visible()
-    # the failed node is drawn red
-    fill = root.locator(".traceagw-nodes path.point").evaluate_all(
-        "els => els.map((e) => getComputedStyle(e).fill)"
-    )
+    # the failed node is painted red (the overlay canvas, read back pixel by pixel)
+    page.wait_for_timeout(200)
+    fill = node_pixels(page, root)
     assert "rgb(225, 87, 89)" in fill, fill
     save(root, "widget_failed.png")
     stuck = position_of(root)

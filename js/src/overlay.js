@@ -1,0 +1,359 @@
+/**
+ * The step state, painted on a canvas under plotly's transparent SVG: every edge (grey until its
+ * gradient flows, then coloured by norm), the next node's halo, every node marker in its step
+ * state, and the colour bar.
+ *
+ * Why a canvas and not plotly traces: any restyle that moves points between traces (an edge
+ * changing colour bin) makes plotly recalculate and redraw EVERY trace, and styling SVG points
+ * costs ~0.1 ms each, so a step cost ~130 ms at 700 nodes and ~1 s at 10k. Repainting this canvas
+ * is one pass over plain arrays (a few ms at 10k nodes). Plotly keeps what changes only on user
+ * action or rarely: module boxes, labels, selection rings, badges, and the invisible markers
+ * that answer hover and click. It sits above this canvas, so labels and boxes stay on top.
+ *
+ * `overlayScene` is pure (what to paint, in layout units); `createOverlay` owns the canvas and
+ * maps layout units to pixels with the plot's current axis ranges.
+ */
+import { MARGIN, plotArea } from './geometry.js';
+import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, scaleRange } from './style.js';
+import { formatNumber } from './format.js';
+
+/** Polylines per stroke() call. */
+const STROKE_BATCH = 64;
+
+/**
+ * @typedef {object} EdgeLayer one stroke style and the polylines drawn with it
+ * @property {Float32Array} x layout x, NaN between polylines
+ * @property {Float32Array} y
+ * @property {string} color
+ * @property {number} width pixels
+ * @property {number[]} dash canvas line dash, [] for solid
+ */
+
+/**
+ * @typedef {object} NodeLayer marker arrays indexed like the graph's items (boxes are skipped)
+ * @property {ArrayLike<number>} x
+ * @property {ArrayLike<number>} y
+ * @property {ArrayLike<string>} color
+ * @property {ArrayLike<string>} symbol plotly symbol names ("circle", "square-open", ...)
+ * @property {ArrayLike<number>} size diameter in pixels
+ * @property {ArrayLike<number>} opacity
+ * @property {ArrayLike<string>} lineColor
+ * @property {ArrayLike<number>} lineWidth
+ * @property {ArrayLike<number> | null} isBox
+ */
+
+/**
+ * @typedef {object} Colorbar
+ * @property {string[]} colors the bins, small norm first
+ * @property {number[]} tickvals log10 values
+ * @property {string[]} ticktext
+ * @property {[number, number]} range log10
+ * @property {string} title
+ * @property {string} font
+ * @property {string} fontMuted
+ * @property {string} fontFamily
+ */
+
+/**
+ * @typedef {object} Scene
+ * @property {EdgeLayer[]} edges in painting order
+ * @property {{ x: number[], y: number[], size: number }} halo the next node (pixels)
+ * @property {NodeLayer} nodes
+ * @property {Colorbar | null} colorbar
+ */
+
+/**
+ * The edge layers in painting order, from the bucketed paths of `edgeGeometry`
+ * (fresh, idle, no gradient, bins..., non-finite).
+ * @param {{ x: Float32Array, y: Float32Array }[]} paths
+ * @param {import('./style.js').Theme} theme
+ * @returns {EdgeLayer[]}
+ */
+export function edgeLayers(paths, theme) {
+  const styles = edgeStyles(theme);
+  return paths.map((p, k) => ({ x: p.x, y: p.y, ...styles[k] }));
+}
+
+/**
+ * Stroke styles of the edge buckets, in `edgeGeometry` order.
+ * @param {import('./style.js').Theme} theme
+ * @returns {{ color: string, width: number, dash: number[] }[]}
+ */
+export function edgeStyles(theme) {
+  return [
+    { color: withAlpha(NEXT_COLOR, 0.45), width: 9, dash: [] }, // just computed: a glow
+    { color: theme.idleEdge, width: 1.2, dash: [] },
+    { color: theme.noGradEdge, width: 1.2, dash: [2, 3] },
+    ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
+    { color: ALARM_COLOR, width: 3, dash: [7, 4] },
+  ];
+}
+
+/**
+ * The colour bar for a state, or null before any gradient has flowed.
+ * @param {import('./model.js').State} state @param {import('./style.js').Theme} theme
+ * @returns {Colorbar | null}
+ */
+export function colorbar(state, theme) {
+  const range = scaleRange(state.normRange);
+  if (!range) return null;
+  const ticks = decadeTicks(range, (v) => formatNumber(v, 2));
+  return {
+    colors: theme.bins,
+    tickvals: ticks.tickvals,
+    ticktext: ticks.ticktext,
+    range,
+    title: '‖grad‖',
+    font: theme.font,
+    fontMuted: theme.fontMuted,
+    fontFamily: theme.fontFamily,
+  };
+}
+
+/**
+ * Pixel transform of a plot: layout units to CSS pixels of the plot div.
+ * @param {{ x: [number, number], y: [number, number] }} range
+ * @param {{ l: number, t: number, w: number, h: number }} area
+ */
+export function transform(range, area) {
+  const sx = area.w / (range.x[1] - range.x[0] || 1);
+  const sy = area.h / (range.y[1] - range.y[0] || 1);
+  return {
+    px: (/** @type {number} */ x) => area.l + (x - range.x[0]) * sx,
+    py: (/** @type {number} */ y) => area.t + (range.y[1] - y) * sy,
+    sx,
+    sy,
+  };
+}
+
+/**
+ * The plotting area in CSS pixels: plotly's own when it has laid out, else the one the figure asks for.
+ * @param {any} gd @param {{ width: number, height: number }} size
+ */
+export function areaOf(gd, size) {
+  const s = gd?._fullLayout?._size;
+  if (s && Number.isFinite(s.l) && s.w > 0 && s.h > 0) return { l: s.l, t: s.t, w: s.w, h: s.h };
+  const a = plotArea(size);
+  return { l: MARGIN.l, t: MARGIN.t, w: a.width, h: a.height };
+}
+
+/** "#f5b700" + 0.35 -> "rgba(245,183,0,0.35)". @param {string} hex @param {number} a */
+function withAlpha(hex, a) {
+  const h = hex.replace('#', '');
+  const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
+  return `rgba(${r},${g},${b},${a})`;
+}
+
+/**
+ * Trace a plotly marker symbol of diameter `d` centred at (x, y) into the current path.
+ * @param {CanvasRenderingContext2D} ctx @param {string} symbol @param {number} x @param {number} y @param {number} d
+ */
+export function tracePath(ctx, symbol, x, y, d) {
+  const r = d / 2;
+  const base = symbol.replace(/-open$/, '');
+  if (base === 'square') {
+    ctx.rect(x - r, y - r, d, d);
+  } else if (base === 'diamond') {
+    const q = r * 1.3;
+    ctx.moveTo(x, y - q);
+    ctx.lineTo(x + q, y);
+    ctx.lineTo(x, y + q);
+    ctx.lineTo(x - q, y);
+    ctx.closePath();
+  } else if (base === 'hexagon' || base === 'pentagon') {
+    const k = base === 'hexagon' ? 6 : 5;
+    const q = r * 1.1;
+    for (let j = 0; j < k; j++) {
+      const a = -Math.PI / 2 + (2 * Math.PI * j) / k;
+      if (j === 0) ctx.moveTo(x + q * Math.cos(a), y + q * Math.sin(a));
+      else ctx.lineTo(x + q * Math.cos(a), y + q * Math.sin(a));
+    }
+    ctx.closePath();
+  } else {
+    ctx.moveTo(x + r, y);
+    ctx.arc(x, y, r, 0, 2 * Math.PI);
+  }
+}
+
+/**
+ * The canvas under the plot. `attach(plot)` puts it first in plotly's `.svg-container` (again
+ * after a new plot); `paint(scene, range, size)` redraws it.
+ * @param {Document} doc
+ */
+export function createOverlay(doc) {
+  const canvas = /** @type {HTMLCanvasElement} */ (doc.createElement('canvas'));
+  canvas.className = 'agw-overlay';
+  canvas.setAttribute('aria-hidden', 'true');
+  /** @type {any} */
+  let host = null;
+  const win = doc.defaultView ?? globalThis;
+
+  /** @param {HTMLElement} plot */
+  function attach(plot) {
+    host = plot;
+    const container = plot.querySelector('.svg-container') ?? plot;
+    if (canvas.parentNode !== container || container.firstChild !== canvas) {
+      container.insertBefore(canvas, container.firstChild);
+    }
+  }
+
+  /**
+   * @param {Scene} scene
+   * @param {{ x: [number, number], y: [number, number] }} range
+   * @param {{ width: number, height: number }} size
+   */
+  function paint(scene, range, size) {
+    const ctx = canvas.getContext?.('2d');
+    if (!ctx) return;
+    const dpr = win.devicePixelRatio || 1;
+    const W = Math.max(1, Math.round(size.width * dpr));
+    const H = Math.max(1, Math.round(size.height * dpr));
+    if (canvas.width !== W || canvas.height !== H) {
+      canvas.width = W;
+      canvas.height = H;
+      canvas.style.width = `${size.width}px`;
+      canvas.style.height = `${size.height}px`;
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, size.width, size.height);
+    const area = areaOf(host, size);
+    const { px, py } = transform(range, area);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(area.l, area.t, area.w, area.h);
+    ctx.clip();
+    ctx.lineCap = 'round';
+    ctx.lineJoin = 'round';
+    for (const layer of scene.edges) {
+      if (!layer.x.length) continue;
+      ctx.strokeStyle = layer.color;
+      ctx.lineWidth = layer.width;
+      ctx.setLineDash(layer.dash);
+      ctx.beginPath();
+      let open = false;
+      let lines = 0;
+      for (let k = 0; k < layer.x.length; k++) {
+        const x = layer.x[k];
+        const y = layer.y[k];
+        if (Number.isNaN(x) || Number.isNaN(y)) {
+          open = false;
+          continue;
+        }
+        if (open) {
+          ctx.lineTo(px(x), py(y));
+        } else {
+          // Stroke in batches: one path of thousands of overlapping lines (a fan) makes the
+          // rasteriser's coverage pass quadratic.
+          if (++lines % STROKE_BATCH === 0) {
+            ctx.stroke();
+            ctx.beginPath();
+          }
+          ctx.moveTo(px(x), py(y));
+        }
+        open = true;
+      }
+      ctx.stroke();
+    }
+    ctx.setLineDash([]);
+    const { halo, nodes } = scene;
+    for (let k = 0; k < halo.x.length; k++) {
+      ctx.beginPath();
+      ctx.arc(px(halo.x[k]), py(halo.y[k]), halo.size / 2, 0, 2 * Math.PI);
+      ctx.fillStyle = withAlpha(NEXT_COLOR, 0.35);
+      ctx.fill();
+      ctx.lineWidth = 2;
+      ctx.strokeStyle = NEXT_COLOR;
+      ctx.stroke();
+    }
+    const pad = 40;
+    for (let i = 0; i < nodes.x.length; i++) {
+      if (nodes.isBox?.[i]) continue; // plotly draws boxes (above this canvas)
+      const x = px(nodes.x[i]);
+      const y = py(nodes.y[i]);
+      if (x < area.l - pad || x > area.l + area.w + pad || y < area.t - pad || y > area.t + area.h + pad) continue;
+      const sym = String(nodes.symbol[i]);
+      ctx.beginPath();
+      tracePath(ctx, sym, x, y, nodes.size[i]);
+      ctx.globalAlpha = nodes.opacity[i];
+      if (!sym.endsWith('-open')) {
+        ctx.fillStyle = nodes.color[i];
+        ctx.fill();
+        ctx.strokeStyle = nodes.lineColor[i];
+      } else {
+        ctx.strokeStyle = nodes.color[i];
+      }
+      const lw = nodes.lineWidth[i];
+      if (lw > 0) {
+        ctx.lineWidth = lw;
+        ctx.stroke();
+      }
+    }
+    ctx.globalAlpha = 1;
+    ctx.restore();
+    if (scene.colorbar) paintColorbar(ctx, scene.colorbar, area);
+    canvas.dataset.painted = String(Number(canvas.dataset.painted || 0) + 1);
+  }
+
+  return {
+    el: canvas,
+    attach,
+    paint,
+    destroy() {
+      canvas.remove();
+      host = null;
+    },
+  };
+}
+
+/**
+ * The colour bar in the right margin: the bins stacked bottom (small norm) to top, decade ticks.
+ * @param {CanvasRenderingContext2D} ctx @param {Colorbar} cb @param {{ l: number, t: number, w: number, h: number }} area
+ */
+function paintColorbar(ctx, cb, area) {
+  const x = area.l + area.w + 6;
+  const len = Math.max(40, area.h * 0.55);
+  const top = area.t + (area.h - len) / 2;
+  const thick = 10;
+  const n = cb.colors.length;
+  for (let b = 0; b < n; b++) {
+    ctx.fillStyle = cb.colors[b];
+    ctx.fillRect(x, top + len - ((b + 1) * len) / n, thick, len / n + 0.5);
+  }
+  ctx.font = `10px ${cb.fontFamily}`;
+  ctx.fillStyle = cb.fontMuted;
+  ctx.textBaseline = 'middle';
+  const [lo, hi] = cb.range;
+  cb.tickvals.forEach((v, k) => {
+    const y = top + len - ((v - lo) / (hi - lo || 1)) * len;
+    ctx.fillText(cb.ticktext[k] ?? '', x + thick + 3, y);
+  });
+  ctx.font = `11px ${cb.fontFamily}`;
+  ctx.fillStyle = cb.font;
+  ctx.textBaseline = 'bottom';
+  ctx.fillText(cb.title, x - 2, top - 4);
+}
+
+
+/**
+ * The axis ranges in a plotly (re)layout event ("xaxis.range[0]" ... or "xaxis.range": [a, b]),
+ * completed from `current` for an axis the event leaves out; null when it names none.
+ * @param {any} ev
+ * @param {{ x: [number, number], y: [number, number] }} current
+ * @returns {{ x: [number, number], y: [number, number] } | null}
+ */
+export function rangeFromEvent(ev, current) {
+  if (!ev || typeof ev !== 'object') return null;
+  /** @param {'xaxis' | 'yaxis'} ax @param {[number, number]} cur @returns {[number, number] | null} */
+  const one = (ax, cur) => {
+    const pair = ev[`${ax}.range`];
+    const a = Array.isArray(pair) ? pair[0] : ev[`${ax}.range[0]`];
+    const b = Array.isArray(pair) ? pair[1] : ev[`${ax}.range[1]`];
+    if (a === undefined && b === undefined) return null;
+    const out = /** @type {[number, number]} */ ([a === undefined ? cur[0] : +a, b === undefined ? cur[1] : +b]);
+    return out.every(Number.isFinite) ? out : null;
+  };
+  const x = one('xaxis', current.x);
+  const y = one('yaxis', current.y);
+  if (!x && !y) return null;
+  return { x: x ?? current.x, y: y ?? current.y };
+}
