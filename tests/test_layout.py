@@ -57,8 +57,9 @@ def assert_layout_invariants(lay: Layout, n: int, src, dst, roots=()) -> None:
     assert lay.x.dtype == np.float32 and lay.y.dtype == np.float32
     assert lay.layer.shape == lay.order.shape == lay.x.shape == lay.y.shape == (n,)
 
-    # Layering: every edge points down; sources and (source) roots sit in layer 0; longest path
-    # means every non-source has a predecessor exactly one layer up.
+    # Layering: every edge points down; sources and (source) roots sit in layer 0; every other
+    # node has an edge of length 1 (the network simplex keeps a spanning tree of those, so no
+    # node floats between its neighbours); edges are in total no longer than longest path's.
     assert np.all(layer[dst] >= layer[src] + 1)
     has_pred = np.zeros(n, dtype=bool)
     has_pred[dst] = True
@@ -66,11 +67,17 @@ def assert_layout_invariants(lay: Layout, n: int, src, dst, roots=()) -> None:
     for r in roots:
         if not has_pred[r]:
             assert layer[r] == 0
-    tight = np.zeros(n, dtype=bool)
-    tight[dst[layer[dst] == layer[src] + 1]] = True
-    assert np.all(tight[has_pred])
+    short = layer[dst] == layer[src] + 1
+    tight = ~has_pred
+    tight[dst[short]] = True
+    tight[src[short]] = True
+    assert np.all(tight)
     if n:
         assert lay.n_layers == layer.max() + 1
+        ukey = np.unique(src * n + dst)
+        us, ud = ukey // n, ukey % n
+        lp = longest_path_layers(n, src, dst).astype(np.int64)
+        assert (layer[ud] - layer[us]).sum() <= (lp[ud] - lp[us]).sum()
 
     # Extended graph: each layer's order is a permutation of 0..size-1, so no two nodes (real or
     # dummy) share a slot, and segments join adjacent layers only.
