@@ -344,7 +344,7 @@ def _cycle_merge(vis: VisibleGraph) -> dict[int, str]:
     cannot draw. The graph itself is a DAG, so every cycle passes through a box: the items of
     each strongly connected component join the box holding the most nodes among them, and the
     drawing becomes its condensation, a DAG. Cost: one pass over the visible edges when there
-    is no cycle (the usual case).
+    is no cycle (the usual case), networkx's strongly connected components on what is left.
     """
     n = vis.n_items
     src, dst = vis.edge_src.tolist(), vis.edge_dst.tolist()
@@ -369,47 +369,12 @@ def _cycle_merge(vis: VisibleGraph) -> dict[int, str]:
     rest = [v for v in range(n) if alive[v]]
     if not rest:
         return {}
-    # Tarjan (iterative) on what is left.
-    num: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    comps: list[list[int]] = []
-    nxt_of = {v: [w for w in succ[v] if alive[w]] for v in rest}
-    for root in rest:
-        if root in num:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, k = work.pop()
-            if k == 0:
-                num[v] = low[v] = len(num)
-                stack.append(v)
-                on_stack.add(v)
-            nxt = nxt_of[v]
-            while k < len(nxt):
-                w = nxt[k]
-                k += 1
-                if w not in num:
-                    work.append((v, k))
-                    work.append((w, 0))
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], num[w])
-            else:
-                if low[v] == num[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on_stack.discard(w)
-                        comp.append(w)
-                        if w == v:
-                            break
-                    if len(comp) > 1:
-                        comps.append(comp)
-                if work:
-                    u = work[-1][0]
-                    low[u] = min(low[u], low[v])
+    import networkx as nx
+
+    left = nx.DiGraph()
+    left.add_nodes_from(rest)
+    left.add_edges_from((v, w) for v in rest for w in succ[v] if alive[w])
+    comps = [sorted(c) for c in nx.strongly_connected_components(left) if len(c) > 1]
     merged: dict[int, str] = {}
     size = [0 if m is None else len(m) for m in vis.item_members]
     for comp in comps:

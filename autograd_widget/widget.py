@@ -122,7 +122,7 @@ class AutogradWidget(anywidget.AnyWidget):
         self.stepper = Stepper(graph, create_graph=create_graph, keep=keep)
         self._released = False
         self._running = False
-        self._repeats_cache: tuple[int, dict[str, Repeat]] | None = None
+        self._runs: dict[str, Repeat] | None = None  # fold key -> run, found on first need
         #: Folded runs of repeated blocks: fold key -> run ("repeats" folds them all, and "auto"
         #: on a big graph, before collapsing the remaining top-level modules).
         self._folds: dict[str, Repeat] = {}
@@ -313,14 +313,12 @@ class AutogradWidget(anywidget.AnyWidget):
         `repeats.find_repeats` walks the whole graph (~13 ms for 48 Transformer layers): done
         once per graph, on first need.
         """
-        cache = self._repeats_cache
-        if cache is None or cache[0] != id(self.graph):
+        if self._runs is None:
+            # release() may swap the graph for its records: same structure, same runs.
             with _gc_paused():
                 found = find_repeats(self.graph)
-                keys = groups.fold_keys(found, groups.module_paths(self.graph))
-            cache = (id(self.graph), keys)
-            self._repeats_cache = cache
-        return cache[1]
+                self._runs = groups.fold_keys(found, groups.module_paths(self.graph))
+        return self._runs
 
     def _run_key(self, run: str | Repeat) -> str:
         """The fold key of a run given by key, label, `Repeat` or one of its member paths."""
@@ -357,15 +355,9 @@ class AutogradWidget(anywidget.AnyWidget):
             return
         self._folds = {k: r for k, r in index.items() if k in keys or k in self._folds}
         members = groups.fold_members({k: index[k] for k in keys})
-
-        def inside(path: str) -> bool:
-            while path:
-                if path in members:
-                    return True
-                path = path.rpartition(".")[0]
-            return False
-
-        self._collapsed = {c for c in self._collapsed if not inside(c)}
+        self._collapsed = {
+            c for c in self._collapsed if not any(groups.in_group(c, m) for m in members)
+        }
         self._rebuild_view()
 
     def unfold(self, run: str | Repeat | None = None, *, blocks: bool = True) -> None:

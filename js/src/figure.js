@@ -19,10 +19,11 @@ import {
   SELECT_COLOR,
   bucketEdges,
   gatherPaths,
+  hexAlpha,
   nodeStyles,
 } from './style.js';
 
-export { MARGIN, nodeSize, plotArea, pxPerUnit };
+export { MARGIN, hexAlpha, nodeSize, plotArea, pxPerUnit };
 
 /** Above this many nodes the marker and line traces are WebGL (`scattergl`). */
 export const GL_THRESHOLD = 2000;
@@ -549,21 +550,10 @@ export function paintBehind(gd, color) {
 }
 
 /**
- * The plotly patches for a new state: labels (edge values, box progress) and the module boxes.
- * Edges and node markers are the overlay's; the caller drops patches equal to what plotly
- * already shows, so a step that changes no label or box costs plotly nothing.
- * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
- * @param {import('./style.js').Theme} theme
- * @param {ViewSpec} view
- * @returns {[number, Record<string, unknown>][]}
- */
-export function statePatches(graph, state, theme, view) {
-  return viewPatches(graph, state, theme, view);
-}
-
-/**
- * The patches that depend on the zoom (marker sizes, box widths, which labels fit), on the
- * selection and colour mode, and on the state (labels, boxes).
+ * The plotly patches for a state and view: what depends on the zoom (marker sizes, box widths,
+ * which labels fit), on the selection and colour mode, and on the state (labels, boxes). Edges
+ * and node markers are the overlay's; the caller drops patches equal to what plotly already
+ * shows (`changedPatches`), so a step that changes no label or box costs plotly nothing.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
  * @param {ViewSpec} view
@@ -652,9 +642,3 @@ export function combine(patches) {
   return mergeRestyles([...byTrace.entries()]);
 }
 
-/** "#f5b700" + 0.35 -> "rgba(245,183,0,0.35)". @param {string} hex @param {number} a */
-export function hexAlpha(hex, a) {
-  const h = hex.replace('#', '');
-  const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
-  return `rgba(${r},${g},${b},${a})`;
-}

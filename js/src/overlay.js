@@ -14,7 +14,7 @@
  * maps layout units to pixels with the plot's current axis ranges.
  */
 import { MARGIN, plotArea } from './geometry.js';
-import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, scaleRange } from './style.js';
+import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
 import { formatNumber } from './format.js';
 
 /** Polylines per stroke() call. */
@@ -81,7 +81,7 @@ export function edgeLayers(paths, theme) {
  */
 export function edgeStyles(theme) {
   return [
-    { color: withAlpha(NEXT_COLOR, 0.45), width: 9, dash: [] }, // just computed: a glow
+    { color: hexAlpha(NEXT_COLOR, 0.45), width: 9, dash: [] }, // just computed: a glow
     { color: theme.idleEdge, width: 1.2, dash: [] },
     { color: theme.noGradEdge, width: 1.2, dash: [2, 3] },
     ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
@@ -137,12 +137,6 @@ export function areaOf(gd, size) {
   return { l: MARGIN.l, t: MARGIN.t, w: a.width, h: a.height };
 }
 
-/** "#f5b700" + 0.35 -> "rgba(245,183,0,0.35)". @param {string} hex @param {number} a */
-function withAlpha(hex, a) {
-  const h = hex.replace('#', '');
-  const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
-  return `rgba(${r},${g},${b},${a})`;
-}
 
 /**
  * Trace a plotly marker symbol of diameter `d` centred at (x, y) into the current path.
@@ -259,7 +253,7 @@ export function createOverlay(doc) {
     for (let k = 0; k < halo.x.length; k++) {
       ctx.beginPath();
       ctx.arc(px(halo.x[k]), py(halo.y[k]), halo.size / 2, 0, 2 * Math.PI);
-      ctx.fillStyle = withAlpha(NEXT_COLOR, 0.35);
+      ctx.fillStyle = hexAlpha(NEXT_COLOR, 0.35);
       ctx.fill();
       ctx.lineWidth = 2;
       ctx.strokeStyle = NEXT_COLOR;

@@ -329,3 +329,10 @@ export function decadeTicks(range, format) {
   }
   return { tickvals, ticktext: tickvals.map((v) => format(10 ** v)) };
 }
+
+/** "#f5b700" + 0.35 -> "rgba(245,183,0,0.35)". @param {string} hex @param {number} a */
+export function hexAlpha(hex, a) {
+  const h = hex.replace('#', '');
+  const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
+  return `rgba(${r},${g},${b},${a})`;
+}

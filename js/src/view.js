@@ -15,7 +15,6 @@ import {
   overlayScene,
   plotArea,
   pxPerUnit,
-  statePatches,
   viewPatches,
 } from './figure.js';
 import { BOX_HIT_POINTS, boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -309,12 +308,10 @@ export function createView({ model, el, backend, options = {} }) {
     Plotly.restyle(plot, update, traces);
   }
 
-  /** Patch the view for the current state (called once per animation frame at most). */
+  /** A new state, patched once per animation frame at most (a run sends many). */
   function patchState() {
     patchPending = false;
-    if (!plotted || destroyed) return;
-    paintOverlay();
-    restyle(statePatches(graph, state, theme, currentView()));
+    patchView();
   }
 
   function patchView() {

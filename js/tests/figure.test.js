@@ -15,7 +15,6 @@ import {
   overlayScene,
   plotArea,
   pxPerUnit,
-  statePatches,
   viewPatches,
 } from '../src/figure.js';
 import { makeTheme, N_BINS } from '../src/style.js';
@@ -146,10 +145,10 @@ describe('restyle patches', () => {
   });
   it('never carry edges or node positions; a step that changes no label costs plotly nothing', () => {
     const view = { range: fitRange(g, size), size, selected: -1 };
-    const [, traces] = combine(statePatches(g, decodeState(zState(3), g), theme, view));
+    const [, traces] = combine(viewPatches(g, decodeState(zState(3), g), theme, view));
     expect(new Set(traces).size).toBe(traces.length);
     const shown = new Map();
-    const at = (k) => statePatches(g, decodeState(zState(k), g), theme, view);
+    const at = (k) => viewPatches(g, decodeState(zState(k), g), theme, view);
     expect(changedPatches(at(0), shown).length).toBeGreaterThan(0); // seeding: everything
     expect(changedPatches(at(0), shown)).toEqual([]); // the same state again: nothing
     // Step 1 puts values on the edges it sent along: only the edge labels change.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState, SAVED_STATE } from '../src/model.js';
-import { T, buildFigure, combine, fitRange, overlayScene, statePatches, viewPatches } from '../src/figure.js';
+import { T, buildFigure, combine, fitRange, overlayScene, viewPatches } from '../src/figure.js';
 import {
   BOX_HIT_POINTS,
   axisScale,
@@ -169,8 +169,8 @@ describe('boxes in the figure', () => {
     expect(out.some((t) => t.includes('self_attn'))).toBe(false);
   });
   it('progress moves by restyle only, per step', () => {
-    const a = combine(statePatches(g, decodeState(boxState(3), g), theme, view()));
-    const b = combine(statePatches(g, decodeState(boxState(5), g), theme, view()));
+    const a = combine(viewPatches(g, decodeState(boxState(3), g), theme, view()));
+    const b = combine(viewPatches(g, decodeState(boxState(5), g), theme, view()));
     const fill = (u) => Array.from(u[0].x[u[1].indexOf(T.boxFill)]);
     expect(fill(b)[1]).toBeGreaterThan(fill(a)[1]);
     const failed = decodeState({ ...boxState(4), node_state: [2, 2, 3, 0] }, g);
