@@ -5,16 +5,16 @@ Public API (names and meanings fixed in the project's API contract):
 (+ `StepRecord`, `Summary`), `explore` / `AutogradWidget`.
 """
 
-from ._compat import UnsupportedTorchError, check_torch
+from .util.compat import UnsupportedTorchError, check_torch
 
 check_torch()
 
-from .capture import capture  # noqa: E402
-from .graph import BackwardGraph, Edge, Node, TensorMeta  # noqa: E402
-from .saved import SavedValue  # noqa: E402
-from .stepper import Stepper, StepRecord  # noqa: E402
-from .summary import Summary  # noqa: E402
-from .track import track  # noqa: E402
+from .core.capture import capture  # noqa: E402
+from .core.graph import BackwardGraph, Edge, Node, TensorMeta  # noqa: E402
+from .core.saved import SavedValue  # noqa: E402
+from .core.summary import Summary  # noqa: E402
+from .core.track import track  # noqa: E402
+from .engine.stepper import Stepper, StepRecord  # noqa: E402
 from .widget import AutogradWidget, explore  # noqa: E402
 
 __version__ = "0.1.0"

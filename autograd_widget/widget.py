@@ -26,12 +26,13 @@ from typing import Any
 import anywidget
 import traitlets
 
-from . import groups, view
-from .capture import capture
-from .graph import BackwardGraph
-from .repeats import Repeat, find_repeats
-from .saved import node_validity
-from .stepper import Stepper, _gc_paused
+from .core.capture import capture
+from .core.graph import BackwardGraph
+from .core.saved import node_validity
+from .engine.stepper import Stepper, _gc_paused
+from .view import visible as groups
+from .view.repeats import Repeat, find_repeats
+from .wire import payload as view
 
 log = logging.getLogger("autograd_widget")
 
@@ -844,7 +845,7 @@ class AutogradWidget(anywidget.AnyWidget):
     def save_html(self, path: Any) -> Any:
         """Write the whole step-through (recorded by a separate stepper from step 0 to the end;
         this widget's stepper is not moved) as one self-contained, offline HTML file."""
-        from .export import save_html
+        from .export.html import save_html
 
         if self._released:
             raise RuntimeError("this widget was released: explore() the tensors again to export")

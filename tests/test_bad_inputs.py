@@ -19,7 +19,7 @@ from torch.utils.checkpoint import checkpoint
 
 import autograd_widget as aw
 from autograd_widget import Stepper
-from autograd_widget._compat import UnsupportedTorchError, check_torch
+from autograd_widget.util.compat import UnsupportedTorchError, check_torch
 
 TORCH_VERSION = re.escape(torch.__version__)
 
@@ -271,7 +271,7 @@ def test_sparse_embedding_gradient():
 
 
 def test_large_sparse_summary_is_exact_without_densifying():
-    from autograd_widget.summary import SPARSE_DENSE_NUMEL
+    from autograd_widget.core.summary import SPARSE_DENSE_NUMEL
 
     n = SPARSE_DENSE_NUMEL + 8
     idx = torch.tensor([[0, 3, 3, 5, n - 1]])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograd_widget import layout
+from autograd_widget.view import layout
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import torch
 from conftest import make_mlp, make_transformer
 
 import autograd_widget as aw
-from autograd_widget._compat import UnsupportedTorchError, check_node_api
-from autograd_widget.track import MODULE_KEY
+from autograd_widget.util.compat import UnsupportedTorchError, check_node_api
+from autograd_widget.core.track import MODULE_KEY
 
 
 def names(g: aw.BackwardGraph) -> list[str]:

@@ -12,7 +12,8 @@ import torch
 from conftest import make_mlp
 
 import autograd_widget as aw
-from autograd_widget import export, view
+from autograd_widget.export import html as export
+from autograd_widget.wire import payload as view
 
 
 def decode(obj):

@@ -8,7 +8,8 @@ import torch
 from conftest import arr, make_mlp, make_transformer, send
 
 import autograd_widget as aw
-from autograd_widget import groups, view
+from autograd_widget.view import visible as groups
+from autograd_widget.wire import payload as view
 
 
 def tracked(model, *inputs, loss=lambda o: o.pow(2).mean()):

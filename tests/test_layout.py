@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograd_widget.layout import (
+from autograd_widget.view.layout import (
     DUMMY_GAP,
     NODE_GAP,
     Layout,

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograd_widget import layout
-from autograd_widget.layout import (
+from autograd_widget.view import layout
+from autograd_widget.view.layout import (
     _min_length_layers,
     _Orderer,
     _reduce_crossings,
@@ -234,7 +234,8 @@ def test_budgets_and_second_start_switched_off_still_give_valid_layouts(monkeypa
 def lstm_layout(steps: int):
     torch = pytest.importorskip("torch")
     import autograd_widget as aw
-    from autograd_widget import groups, view
+    from autograd_widget.view import visible as groups
+    from autograd_widget.wire import payload as view
 
     class UnrolledLSTM(torch.nn.Module):  # as benchmarks/bench_scale.py builds it
         def __init__(self, d_in: int, hidden: int) -> None:

@@ -21,7 +21,7 @@ import torch
 from test_notebooks import NOTEBOOKS, execute
 
 import autograd_widget as aw
-from autograd_widget import view
+from autograd_widget.wire import payload as view
 
 TEACHING = (
     "02_step_through_backward.ipynb",

@@ -18,7 +18,8 @@ import torch
 from conftest import make_mlp, make_transformer
 
 import autograd_widget as aw
-from autograd_widget import groups, view
+from autograd_widget.view import visible as groups
+from autograd_widget.wire import payload as view
 
 
 def expected(graph, layout, vis, validity=None):

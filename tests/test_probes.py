@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autograd_widget as aw
-from autograd_widget import probes
-from autograd_widget.probes import JacobianNorm, LeafDiff
-from autograd_widget.stepper import EditInfo, Stepper
+from autograd_widget.engine import probes
+from autograd_widget.engine.probes import JacobianNorm, LeafDiff
+from autograd_widget.engine.stepper import EditInfo, Stepper
 
 KEEPS = ["tensors", "summaries", 1]
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from _programs import HalfNone, NoMaterialize, Scale, TwoOut
 
 import autograd_widget as aw
-from autograd_widget.stepper import Difference, Stepper, StepRecord
-from autograd_widget.summary import SMALL_NUMEL, Summary, SummaryStore, summarize
+from autograd_widget.engine.stepper import Difference, Stepper, StepRecord
+from autograd_widget.core.summary import SMALL_NUMEL, Summary, SummaryStore, summarize
 
 KEEPS = ["tensors", "summaries", 1, 10**9]
 
@@ -647,7 +647,7 @@ def test_deep_chain_steps_and_tears_down_safely():
     code = textwrap.dedent(
         """
         import torch, autograd_widget as aw
-        from autograd_widget.stepper import Stepper
+        from autograd_widget.engine.stepper import Stepper
         x = torch.randn(4, requires_grad=True)
         y = x
         for _ in range(60_000):

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autograd_widget as aw
-from autograd_widget.stepper import Stepper
+from autograd_widget.engine.stepper import Stepper
 
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 KEEPS = st.sampled_from(["tensors", "summaries", 512])

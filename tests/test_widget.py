@@ -13,7 +13,7 @@ import torch
 from conftest import arr, make_mlp, send
 
 import autograd_widget as aw
-from autograd_widget import view
+from autograd_widget.wire import payload as view
 
 
 def zxy():

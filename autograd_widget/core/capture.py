@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
+from ..util.compat import check_node_api, gradient_edge
+from ..util.gcpause import gc_paused
 from . import track as track_module
-from ._compat import check_node_api, gradient_edge
-from ._gc import gc_paused
 from .graph import BackwardGraph, Edge, Node, TensorMeta, _Live, drain_parked
 from .track import MODULE_KEY
 

@@ -310,7 +310,7 @@ class BackwardGraph:
             raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
         if not tensor.requires_grad:
             raise ValueError("this tensor does not require grad, so it has no gradient edge")
-        from ._compat import gradient_edge
+        from ..util.compat import gradient_edge
 
         node, output_nr = gradient_edge(tensor)
         nid = self.id_of(node)
@@ -367,8 +367,8 @@ class BackwardGraph:
         leaves out storages owned by leaf tensors (parameters, inputs): activation memory alone.
         Nodes outside any module are charged to "<outside any module>" with `by="module"`.
         """
+        from ..engine.stepper import engine_order
         from .saved import saved_memory
-        from .stepper import engine_order
 
         self._require_live("read saved tensors")
         return saved_memory(self, engine_order(self), by, exclude_leaves=exclude_leaves)

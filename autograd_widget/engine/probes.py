@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
-from .graph import Node
+from ..core.graph import Node
+from ..core.summary import Summary, _json_float
 from .stepper import _ACCUMULATE, _CUSTOM, _FUNCTION, _apply_custom, _dtype, _node_id, _validate
-from .summary import Summary, _json_float
 
 if TYPE_CHECKING:
     from .stepper import Stepper

@@ -59,10 +59,10 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import torch
 
-from ._compat import check_step_api, gradient_edge
-from ._gc import gc_paused
-from .graph import BackwardGraph, Edge, Node
-from .summary import Summary, SummaryStore, summarize
+from ..core.graph import BackwardGraph, Edge, Node
+from ..core.summary import Summary, SummaryStore, summarize
+from ..util.compat import check_step_api, gradient_edge
+from ..util.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from .probes import JacobianNorm, LeafDiff
@@ -554,7 +554,7 @@ class Difference:
     note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        from .summary import _json_float
+        from ..core.summary import _json_float
 
         return {
             "kind": self.kind,
@@ -583,7 +583,7 @@ class EditInfo:
     before: Summary | None
 
     def as_dict(self) -> dict[str, Any]:
-        from .summary import _json_float
+        from ..core.summary import _json_float
 
         f = self.factor
         return {
@@ -1849,11 +1849,11 @@ def _node_id(node: str | Node) -> str:
 _ADVANCE_CODE = Stepper._advance.__code__
 #: Functions `_advance` calls inside a step's rollback-protected block.
 _IN_STEP_CODES = frozenset({_apply_custom.__code__, _validate.__code__})
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _ours(filename: str) -> bool:
-    return os.path.dirname(os.path.abspath(filename)) == _PACKAGE_DIR
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
 
 
 def _tolerances(dtype: torch.dtype) -> tuple[float, float]:

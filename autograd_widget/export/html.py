@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import view
-from .stepper import Stepper
+from ..engine.stepper import Stepper
+from ..wire import payload as view
 
 if TYPE_CHECKING:
-    from .widget import AutogradWidget
+    from ..widget import AutogradWidget
 
 RECORDING_FORMAT = "autograd_widget.recording/1"
-_STATIC = Path(__file__).parent / "static"
+_STATIC = Path(__file__).parent.parent / "static"
 _ARRAYS = ("node_state", "progress", "edge_norm", "edge_flag")
 _SCALARS = (
     "position", "total", "done", "next", "next_id", "last", "status", "waiting", "error",

@@ -41,8 +41,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ._gc import gc_paused as _gc_paused
-from .graph import ACCUMULATE_GRAD_SEQUENCE_NR, BackwardGraph
+from ..core.graph import ACCUMULATE_GRAD_SEQUENCE_NR, BackwardGraph
+from ..util.gcpause import gc_paused as _gc_paused
 
 __all__ = ["MAX_PERIOD", "Repeat", "find_repeats", "fold_map", "signatures"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .graph import BackwardGraph
+from ..core.graph import BackwardGraph
 
 if TYPE_CHECKING:
     from .repeats import Repeat

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ._gc import gc_paused
-from .groups import VisibleGraph, edge_arrays, module_paths, visible_graph
-from .layout import Layout, layered_layout
+from ..util.gcpause import gc_paused
+from ..view.layout import Layout, layered_layout
+from ..view.visible import VisibleGraph, edge_arrays, module_paths, visible_graph
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     import plotly.graph_objects as go
 
-    from .graph import BackwardGraph
-    from .repeats import Repeat
-    from .stepper import Stepper
-    from .summary import Summary
+    from ..core.graph import BackwardGraph
+    from ..core.summary import Summary
+    from ..engine.stepper import Stepper
+    from ..view.repeats import Repeat
 
 PENDING, NEXT, DONE, FAILED, NO_GRADIENT = 0, 1, 2, 3, 4
 NOT_FLOWED, FLOWED, NONFINITE, FLOWED_NONE = 0, 1, 2, 3

@@ -29,7 +29,7 @@ w = aw.explore(x**2 + y, params={"x": x, "y": y}, height=560)
 w"""
 
 SELECT_EDGE = """\
-from autograd_widget import view
+from autograd_widget.wire import payload as view
 e = next(eid for eid in view.decode_graph(w._graph)["edges"]["id"]
          if w.graph.nodes[w.graph.edge(eid).dst].leaf_name == "x")
 w.selected_edge = e
