@@ -53,11 +53,10 @@ import torch
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.view import visible as groups
-from autograd_widget.view import layout
-from autograd_widget.view import repeats
-from autograd_widget.wire import payload as view
 from autograd_widget.engine.stepper import Stepper
+from autograd_widget.view import layout, repeats
+from autograd_widget.view import visible as groups
+from autograd_widget.wire import payload as view
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
 from _results import RESULTS, write_section

@@ -15,8 +15,8 @@ import torch
 from conftest import make_mlp, make_transformer
 
 import autograd_widget as aw
-from autograd_widget.util.compat import UnsupportedTorchError, check_node_api
 from autograd_widget.core.track import MODULE_KEY
+from autograd_widget.util.compat import UnsupportedTorchError, check_node_api
 
 
 def names(g: aw.BackwardGraph) -> list[str]:

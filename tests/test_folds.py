@@ -19,10 +19,10 @@ from conftest import arr, make_transformer, send
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.view import visible as groups
-from autograd_widget.view import repeats
-from autograd_widget.wire import payload as view
 from autograd_widget import widget as widget_mod
+from autograd_widget.view import repeats
+from autograd_widget.view import visible as groups
+from autograd_widget.wire import payload as view
 
 
 def tracked(model, x, loss=lambda o: o.pow(2).mean()):
