@@ -29,7 +29,9 @@ import traitlets
 from .core.capture import capture
 from .core.graph import BackwardGraph
 from .core.saved import node_validity
-from .engine.stepper import Stepper, _gc_paused
+from .engine.stepper import Stepper
+from .util.gcpause import gc_paused
+from .util.jsonsafe import encode_number
 from .view import visible as groups
 from .view.repeats import Repeat, find_repeats
 from .wire import payload as view
@@ -136,7 +138,7 @@ class AutogradWidget(anywidget.AnyWidget):
         )
         # The view model allocates an object or two per node: let the cycle collector rescan
         # the world once afterwards rather than many times during (halves a 50k-node build).
-        with _gc_paused():
+        with gc_paused():
             self._visible = groups.visible_graph(
                 graph, self._collapsed, self.show_plumbing,
                 folds=groups.fold_members(self._folds),
@@ -145,7 +147,7 @@ class AutogradWidget(anywidget.AnyWidget):
             self._view = view.StateView(graph, self.stepper, self._visible)
         self._validity = node_validity(graph)
         self._seen_error: tuple[str, str] | None = None
-        with _gc_paused():
+        with gc_paused():
             self._graph = view.graph_payload(
                 graph, self._layout, self._visible, self._validity, folds=self._folds
             )
@@ -211,7 +213,7 @@ class AutogradWidget(anywidget.AnyWidget):
         """New visible graph (folds, plumbing) and layout; the step state is mapped onto it."""
         if not self._released:
             self._validity = node_validity(self.graph)
-        with _gc_paused():
+        with gc_paused():
             self._visible = groups.visible_graph(
                 self.graph, self._collapsed, self.show_plumbing,
                 folds=groups.fold_members(self._folds),
@@ -316,7 +318,7 @@ class AutogradWidget(anywidget.AnyWidget):
         """
         if self._runs is None:
             # release() may swap the graph for its records: same structure, same runs.
-            with _gc_paused():
+            with gc_paused():
                 found = find_repeats(self.graph)
                 self._runs = groups.fold_keys(found, groups.module_paths(self.graph))
         return self._runs
@@ -585,7 +587,7 @@ class AutogradWidget(anywidget.AnyWidget):
         logs = [v for v in items if v is not None]
         return {
             "items": items,
-            "stderr": [view._json_number(v) if isinstance(v, float) else v for v in stderr],
+            "stderr": [encode_number(v) if isinstance(v, float) else v for v in stderr],
             "exact": exact,
             "nodes": {nid: jn.as_dict() for nid, jn in norms.items()},
             "range": [min(logs), max(logs)] if logs else None,
@@ -649,9 +651,9 @@ class AutogradWidget(anywidget.AnyWidget):
         flat = t.detach().reshape(-1)
         shown = flat[: min(limit, 100_000)]
         if shown.is_complex():
-            values = [[float(v.real), float(v.imag)] for v in shown.tolist()]
+            values = [encode_number(complex(v)) for v in shown.tolist()]
         else:
-            values = [view._json_number(float(v)) for v in shown.double().tolist()]
+            values = [encode_number(float(v)) for v in shown.double().tolist()]
         self.send({"type": "reply", "request": req, "data": {
             "id": nid, "name": name, "shape": list(t.shape), "dtype": str(t.dtype),
             "numel": flat.numel(), "values": values, "truncated": flat.numel() > len(values),

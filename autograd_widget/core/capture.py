@@ -13,16 +13,13 @@ from typing import Any
 import torch
 
 from ..util.compat import check_node_api, gradient_edge
+from ..util.dtypes import dtype_name
 from ..util.gcpause import gc_paused
 from . import track as track_module
 from .graph import BackwardGraph, Edge, Node, TensorMeta, _Live, drain_parked
 from .track import MODULE_KEY
 
 _CustomFunctionBase = torch._C._FunctionBase
-
-
-def _dtype_str(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 _kinds: dict[type, str] = {}
@@ -138,8 +135,8 @@ def _normalise_grad_outputs(
             )
         if g.is_complex() != t.is_complex():
             raise ValueError(
-                f"grad_outputs[{i}] is {_dtype_str(g.dtype)} but outputs[{i}] is "
-                f"{_dtype_str(t.dtype)}; give a grad_output of the output's kind (real/complex)"
+                f"grad_outputs[{i}] is {dtype_name(g.dtype)} but outputs[{i}] is "
+                f"{dtype_name(t.dtype)}; give a grad_output of the output's kind (real/complex)"
             )
     return tuple(gos)
 
@@ -176,7 +173,7 @@ def _tensor_meta(key: tuple, metas: dict) -> TensorMeta:
     shape, dt, dev = key
     dts = _dtype_names.get(dt)
     if dts is None:
-        dts = _dtype_names[dt] = _dtype_str(dt)
+        dts = _dtype_names[dt] = dtype_name(dt)
     devs = _device_names.get(dev)
     if devs is None:
         devs = _device_names[dev] = str(dev)

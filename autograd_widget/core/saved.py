@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from ..util.dtypes import dtype_name
+from ..util.jsonsafe import encode_number
 from .summary import Summary
 
 if TYPE_CHECKING:
@@ -75,21 +77,12 @@ class SavedValue:
 
 
 def _json_safe(v: Any) -> Any:
-    if isinstance(v, float):
-        if v != v:
-            return "nan"
-        if v in (float("inf"), float("-inf")):
-            return "inf" if v > 0 else "-inf"
-        return v
+    """A saved value's display form in the one JSON encoding (anything exotic as its repr)."""
     if isinstance(v, tuple | list):
         return [_json_safe(x) for x in v]
-    if isinstance(v, bool | int | str) or v is None:
-        return v
+    if isinstance(v, bool | int | float | complex | str) or v is None:
+        return encode_number(v) if isinstance(v, float | complex) else v
     return safe_repr(v)
-
-
-def _dtype_str(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def safe_repr(v: Any, limit: int = 200) -> str:
@@ -136,7 +129,7 @@ def _tensor_record(name: str, t: torch.Tensor, *, stats: bool = True) -> SavedVa
         name=name,
         kind="tensor",
         shape=tuple(t.shape),
-        dtype=_dtype_str(t.dtype),
+        dtype=dtype_name(t.dtype),
         device=str(t.device),
         stride=tuple(t.stride()) if t.layout == torch.strided else None,
         nbytes=t.numel() * t.element_size(),
@@ -158,7 +151,7 @@ def _value_record(name: str, v: Any) -> SavedValue:
         if any(isinstance(x, torch.Tensor) for x in v):
             rec = SavedValue(name=name, kind="tuple")
             rec.note = f"{len(v)} tensors: " + ", ".join(
-                f"{list(x.shape)} {_dtype_str(x.dtype)}" if isinstance(x, torch.Tensor)
+                f"{list(x.shape)} {dtype_name(x.dtype)}" if isinstance(x, torch.Tensor)
                 else safe_repr(x)
                 for x in v
             )
@@ -202,7 +195,7 @@ def _mark_packed(rec: SavedValue, raw: Any) -> None:
         rec.storage_nbytes = _storage_nbytes(data)
         rec.note = (
             "packed by torch.autograd.graph.saved_tensors_hooks into a tensor "
-            f"{list(data.shape)} {_dtype_str(data.dtype)} on {data.device}; the fields "
+            f"{list(data.shape)} {dtype_name(data.dtype)} on {data.device}; the fields "
             "describe the unpacked tensor, memory counts the packed one"
         )
     else:

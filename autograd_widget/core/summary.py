@@ -35,6 +35,9 @@ from typing import Any
 
 import torch
 
+from ..util.dtypes import dtype_name
+from ..util.jsonsafe import encode, encode_float
+
 #: Tensors with at most this many elements are summarised in batches (see the module docstring).
 SMALL_NUMEL = 256
 #: A batch costs ~15 dispatches whatever its size: fewer same-shape tensors than this are
@@ -46,27 +49,6 @@ HEAD_VALUES = 8
 
 _F64 = torch.float64
 _FAST_REAL = (torch.float32, torch.float64)
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def _json_float(x: float | None) -> float | str | None:
-    """JSON has no NaN/Infinity; browsers reject Python's `NaN` token. Use JS-parsable strings."""
-    if x is None or math.isfinite(x):
-        return x
-    if math.isnan(x):
-        return "NaN"
-    return "Infinity" if x > 0 else "-Infinity"
-
-
-def _json_value(v: Any) -> Any:
-    if isinstance(v, float):
-        return _json_float(v)
-    if isinstance(v, list):
-        return [_json_value(x) for x in v]
-    return v
 
 
 @dataclass(frozen=True)
@@ -104,14 +86,14 @@ class Summary:
             "shape": list(self.shape),
             "dtype": self.dtype,
             "numel": self.numel,
-            "norm": _json_float(self.norm),
-            "min": _json_float(self.min),
-            "max": _json_float(self.max),
-            "mean": _json_float(self.mean),
-            "std": _json_float(self.std),
+            "norm": encode_float(self.norm),
+            "min": encode_float(self.min),
+            "max": encode_float(self.max),
+            "mean": encode_float(self.mean),
+            "std": encode_float(self.std),
             "nan": self.nan,
             "inf": self.inf,
-            "values": _json_value(self.values),
+            "values": encode(self.values),
         }
 
     @classmethod
@@ -153,7 +135,7 @@ Raw = tuple
 
 
 def _empty(t: torch.Tensor) -> Raw:
-    return (tuple(t.shape), _dtype_name(t.dtype), 0.0, None, None, None, None, 0, 0, [], 0)
+    return (tuple(t.shape), dtype_name(t.dtype), 0.0, None, None, None, None, 0, 0, [], 0)
 
 
 def _nonfinite_counts(t: torch.Tensor) -> tuple[int, int]:
@@ -180,7 +162,7 @@ def _finish(
     else:
         std = _std(n, sq - s * mean)
     norm = math.sqrt(sq) if sq >= 0 else sq
-    return (tuple(t.shape), _dtype_name(t.dtype), norm, mn, mx, mean, std, nan, inf, vals, n)
+    return (tuple(t.shape), dtype_name(t.dtype), norm, mn, mx, mean, std, nan, inf, vals, n)
 
 
 #: Sparse tensors up to this many elements are summarised through their dense form (exact
@@ -206,7 +188,7 @@ def _summarize_special(t: torch.Tensor) -> Raw:
     n = t.numel()
     if t.is_meta:
         nan = math.nan
-        return (tuple(t.shape), _dtype_name(t.dtype), nan, None, None, None, None, 0, 0, [], n)
+        return (tuple(t.shape), dtype_name(t.dtype), nan, None, None, None, None, 0, 0, [], n)
     if n == 0:
         return _empty(t)
     if n <= SPARSE_DENSE_NUMEL:
@@ -235,7 +217,7 @@ def _summarize_special(t: torch.Tensor) -> Raw:
     mean = s / n
     norm = math.sqrt(sq) if sq >= 0 else sq
     std = _std(n, sq - s * mean)
-    return (tuple(t.shape), _dtype_name(t.dtype), norm, mn, mx, mean, std, nan_n, inf_n, head, n)
+    return (tuple(t.shape), dtype_name(t.dtype), norm, mn, mx, mean, std, nan_n, inf_n, head, n)
 
 
 def _summarize_one(t: torch.Tensor) -> Raw:
@@ -385,7 +367,7 @@ def _summarize_group(ts: Sequence[torch.Tensor]) -> _Group | list[Raw]:
         sub = m[bad]
         nf = torch.stack((torch.isnan(sub).sum(1), torch.isinf(sub).sum(1)), 1).tolist()
         counts = {i: (int(a), int(b)) for i, (a, b) in zip(bad.tolist(), nf)}
-    return _Group(tuple(t0.shape), _dtype_name(t0.dtype), n, stats.numpy(), heads, counts)
+    return _Group(tuple(t0.shape), dtype_name(t0.dtype), n, stats.numpy(), heads, counts)
 
 
 def _summarize_raw(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Group, int]]:

@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 
 from ..core.graph import Node
-from ..core.summary import Summary, _json_float
-from .stepper import _ACCUMULATE, _CUSTOM, _FUNCTION, _apply_custom, _dtype, _node_id, _validate
+from ..core.summary import Summary
+from ..util.dtypes import dtype_from_name
+from ..util.jsonsafe import encode_float
+from .stepper import _ACCUMULATE, _CUSTOM, _FUNCTION, _apply_custom, _node_id, _validate
 
 if TYPE_CHECKING:
     from .stepper import Stepper
@@ -128,7 +130,7 @@ class LeafDiff:
             "node": self.node,
             "name": self.name,
             "changed": self.changed,
-            "max_abs_diff": _json_float(self.max_abs_diff),
+            "max_abs_diff": encode_float(self.max_abs_diff),
             "edited": s(self.edited),
             "faithful": s(self.faithful),
             "diff": s(self.diff),
@@ -222,7 +224,7 @@ def _real_dims(meta: Any) -> int:
 
 
 def _dtype_of(meta: Any) -> torch.dtype:
-    return _dtype(meta.dtype)
+    return dtype_from_name(meta.dtype)
 
 
 def _rademacher(

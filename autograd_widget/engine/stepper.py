@@ -62,7 +62,9 @@ import torch
 from ..core.graph import BackwardGraph, Edge, Node
 from ..core.summary import Summary, SummaryStore, summarize
 from ..util.compat import check_step_api, gradient_edge
+from ..util.dtypes import dtype_from_name
 from ..util.gcpause import gc_paused
+from ..util.jsonsafe import encode_float, encode_number
 
 if TYPE_CHECKING:
     from .probes import JacobianNorm, LeafDiff
@@ -82,19 +84,6 @@ _KIND_CODE = {
 
 #: Marks an edge whose gradient flowed but was not kept (its summary is in the summary store).
 _FLOWED = object()
-
-_dtypes: dict[str, torch.dtype] = {}
-
-
-def _dtype(name: str) -> torch.dtype:
-    dt = _dtypes.get(name)
-    if dt is None:
-        dt = getattr(torch, name, None)
-        if not isinstance(dt, torch.dtype):
-            raise ValueError(f"unknown dtype {name!r} in the graph's input metadata")
-        _dtypes[name] = dt
-    return dt
-
 
 # --------------------------------------------------------------------------- custom Functions
 # The engine materialises empty slots of a custom Function as zeros unless the Function called
@@ -202,7 +191,7 @@ def _custom_info(fn: Any, node: Node) -> _CustomInfo:
             f"custom Function node {node.id} ({node.name}) has {sum(needs)} inputs needing grad "
             f"but {len(valid)} outgoing edges; cannot map its backward results onto its edges"
         )
-    zeros = tuple((m.shape, _dtype(m.dtype), torch.device(m.device)) for m in node.inputs)
+    zeros = tuple((m.shape, dtype_from_name(m.dtype), torch.device(m.device)) for m in node.inputs)
     return _CustomInfo(
         node.name, needs, valid, n_tensors, nontensor, _materializes(fn), zeros, refuse
     )
@@ -298,7 +287,6 @@ def _validate(
     return g
 
 
-_gc_paused = gc_paused  # (see _gc.py) used around stepping and plan building
 
 
 # --------------------------------------------------------------------------- the plan
@@ -420,7 +408,7 @@ def _build_plan(graph: BackwardGraph, fns: list) -> _Plan:
             if target is None:
                 target = metas[m] = (
                     torch.Size(m.shape),
-                    _dtype(m.dtype),
+                    dtype_from_name(m.dtype),
                     torch.device(m.device) if check_device else None,
                 )
             rts.append((e.output_nr, ei, node_start[dst] + e.input_nr, *target))
@@ -475,7 +463,8 @@ def _root_seeds(graph: BackwardGraph, plan: _Plan) -> list[tuple[int, torch.Tens
         i = plan.slot_node[s]
         m = graph.nodes[f"n{i}"].inputs[s - plan.node_start[i]]
         dev = torch.device(m.device)  # a 0-d grad_output elsewhere is moved, like the engine
-        seeds.append((s, _validate(go, torch.Size(m.shape), _dtype(m.dtype), dev, "GraphRoot", j)))
+        dt = dtype_from_name(m.dtype)
+        seeds.append((s, _validate(go, torch.Size(m.shape), dt, dev, "GraphRoot", j)))
     return seeds
 
 
@@ -554,14 +543,12 @@ class Difference:
     note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        from ..core.summary import _json_float
-
         return {
             "kind": self.kind,
             "node": self.node,
             "name": self.name,
             "slot": self.slot,
-            "max_abs_diff": _json_float(self.max_abs_diff),
+            "max_abs_diff": encode_float(self.max_abs_diff),
             "engine": None if self.engine is None else self.engine.as_dict(),
             "manual": None if self.manual is None else self.manual.as_dict(),
             "note": self.note,
@@ -583,13 +570,11 @@ class EditInfo:
     before: Summary | None
 
     def as_dict(self) -> dict[str, Any]:
-        from ..core.summary import _json_float
-
         f = self.factor
         return {
             "edge": self.edge,
             "kind": self.kind,
-            "factor": None if f is None else (str(f) if isinstance(f, complex) else _json_float(f)),
+            "factor": encode_number(f),
             "before": None if self.before is None else self.before.as_dict(),
         }
 
@@ -648,7 +633,7 @@ class Stepper:
         self._keep_all = keep == "tensors"
         self._budget: int | None = keep if isinstance(keep, int) else None
         try:
-            with _gc_paused():
+            with gc_paused():
                 self._plan = _build_plan(graph, live.fns)
         except AttributeError:
             # A node lacking an attribute stepping relies on: name the torch version instead.
@@ -1015,7 +1000,7 @@ class Stepper:
         before = [getattr(self, name) for name in self._STATE]
         self._reset_state()
         try:
-            with _gc_paused():
+            with gc_paused():
                 failure = self._advance(stop, replay=True, retain=retain)
         except BaseException:
             for name, value in zip(self._STATE, before):
@@ -1069,7 +1054,7 @@ class Stepper:
             return None
         with self._interruptible():
             try:
-                with _gc_paused():
+                with gc_paused():
                     rec = self._advance(self._pos + 1, capture=True)
             except BaseException:  # KeyboardInterrupt: rolled back to a step boundary
                 self._store.release_recent()
@@ -1107,14 +1092,14 @@ class Stepper:
             return None
         with self._interruptible():
             try:
-                with _gc_paused():
+                with gc_paused():
                     failure = self._advance(stop)
             except BaseException:  # KeyboardInterrupt: stopped at a step boundary
                 self._store.release_recent()
                 self._failure = None
                 self._notify()
                 raise
-            with _gc_paused():
+            with gc_paused():
                 self._store.release_recent()
                 self._store.flush()
             self._failure = failure
@@ -1544,7 +1529,8 @@ class Stepper:
             raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
         edge = self.graph.edge(self._plan.edge_ids[ei])
         meta = self.graph.nodes[edge.dst].inputs[edge.input_nr]
-        shape, dtype, device = torch.Size(meta.shape), _dtype(meta.dtype), torch.device(meta.device)
+        shape, dtype = torch.Size(meta.shape), dtype_from_name(meta.dtype)
+        device = torch.device(meta.device)
         if tensor.shape != shape or tensor.dtype != dtype or tensor.device != device:
             raise ValueError(
                 f"edge {edge.id} carries a gradient of shape {list(shape)}, dtype {dtype}, device "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..engine.stepper import Stepper
+from ..util.jsonsafe import encode_number
 from ..wire import payload as view
 
 if TYPE_CHECKING:
@@ -43,11 +44,7 @@ def _encode(obj: Any) -> Any:
         return {k: _encode(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_encode(v) for v in obj]
-    if isinstance(obj, float) and obj != obj:
-        return "nan"
-    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
-        return "inf" if obj > 0 else "-inf"
-    return obj
+    return encode_number(obj) if isinstance(obj, float | complex) else obj
 
 
 #: Element types of the buffers of a version-1 graph payload (version 2 names its own).

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.graph import ACCUMULATE_GRAD_SEQUENCE_NR, BackwardGraph
-from ..util.gcpause import gc_paused as _gc_paused
+from ..util.gcpause import gc_paused
 
 __all__ = ["MAX_PERIOD", "Repeat", "find_repeats", "fold_map", "signatures"]
 
@@ -289,7 +289,7 @@ def signatures(graph: BackwardGraph, groups: Iterable[str] | None = None) -> dic
     Node facts are numbered per graph, so compare tuples within one graph only (across graphs,
     compare `Repeat.signature`).
     """
-    with _gc_paused():
+    with gc_paused():
         index = _Index(graph)
         wanted = set(_module_paths(index.nodes) if groups is None else groups)
         mem = _members(index, wanted)
@@ -307,7 +307,7 @@ def find_repeats(graph: BackwardGraph, groups: Iterable[str] | None = None) -> l
     Returned outermost first, then in execution order; repeats nested inside another repeat's
     members are included (they matter once the outer box is expanded).
     """
-    with _gc_paused():
+    with gc_paused():
         return _find_repeats(graph, groups)
 
 

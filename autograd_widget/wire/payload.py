@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..util.gcpause import gc_paused
+from ..util.jsonsafe import encode_number
 from ..view.layout import Layout, layered_layout
 from ..view.visible import VisibleGraph, edge_arrays, module_paths, visible_graph
 
@@ -60,16 +61,6 @@ def display_kind(node: Any) -> str:
 def _buf(a: np.ndarray) -> memoryview:
     """A binary buffer ipywidgets sends as-is (it arrives in JS as a DataView)."""
     return memoryview(np.ascontiguousarray(a).tobytes())
-
-
-def _json_number(v: float) -> float | str:
-    if isinstance(v, complex):
-        return f"{v.real:g}{v.imag:+g}j"
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return v
 
 
 def compute_layout(
@@ -484,9 +475,9 @@ def summary_payload(s: Summary | None) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     for k, v in d.items():
         if isinstance(v, float | complex):
-            out[k] = _json_number(v)
+            out[k] = encode_number(v)
         elif isinstance(v, list):
-            out[k] = [_json_number(x) if isinstance(x, float | complex) else x for x in v]
+            out[k] = [encode_number(x) if isinstance(x, float | complex) else x for x in v]
         elif isinstance(v, tuple):
             out[k] = list(v)
         else:
@@ -559,7 +550,7 @@ class StateView:
             nonfinite = bool(s.nan or s.inf)
             self.edge_flag[e] = NONFINITE if nonfinite else FLOWED
             if _numel(s.shape) <= LABEL_MAX_NUMEL:
-                self.edge_values[str(e)] = [_json_number(v) for v in s.values]
+                self.edge_values[str(e)] = [encode_number(v) for v in s.values]
 
     def update(self) -> dict[str, Any]:
         """The `_state` payload for the stepper's current position."""
@@ -646,8 +637,8 @@ class StateView:
                         "slot": slot,
                         "shape": list(s.shape),
                         "dtype": s.dtype,
-                        "norm": _json_number(s.norm),
-                        "values": [_json_number(v) for v in s.values] if small else None,
+                        "norm": encode_number(s.norm),
+                        "values": [encode_number(v) for v in s.values] if small else None,
                     }
                 )
         arrays = self.visible_arrays()
