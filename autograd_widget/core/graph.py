@@ -367,7 +367,7 @@ class BackwardGraph:
         leaves out storages owned by leaf tensors (parameters, inputs): activation memory alone.
         Nodes outside any module are charged to "<outside any module>" with `by="module"`.
         """
-        from ..engine.stepper import engine_order
+        from .order import engine_order
         from .saved import saved_memory
 
         self._require_live("read saved tensors")

@@ -46,7 +46,6 @@ from __future__ import annotations
 import _signal
 import contextlib
 import ctypes
-import heapq
 import math
 import os
 import signal
@@ -60,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import torch
 
 from ..core.graph import BackwardGraph, Edge, Node
+from ..core.order import engine_order_indices
 from ..core.summary import Summary, SummaryStore, summarize
 from ..util.compat import check_step_api, gradient_edge
 from ..util.dtypes import dtype_from_name
@@ -337,7 +337,6 @@ def _build_plan(graph: BackwardGraph, fns: list) -> _Plan:
     edges = graph.edges
     edge_ids = [e.id for e in edges]
     out_by_node: list[list[int]] = [[] for _ in range(n)]
-    deps = [0] * n
     contrib = [0] * total
     feeder = [-1] * total
     src_of = [int(e.src[1:]) for e in edges]  # ids are f"n{i}": parse each once
@@ -345,46 +344,19 @@ def _build_plan(graph: BackwardGraph, fns: list) -> _Plan:
     for ei, e in enumerate(edges):
         src, dst = src_of[ei], dst_of[ei]
         out_by_node[src].append(ei)
-        deps[dst] += 1
         s = node_start[dst] + e.input_nr
         contrib[s] += 1
         feeder[s] = ei
     root_slots = []
     for nid, onr in graph.roots:
         i = int(nid[1:])
-        deps[i] += 1
         s = node_start[i] + onr
         root_slots.append(s)
         contrib[s] += 1
         feeder[s] = -1
     slot_edge = [feeder[s] if contrib[s] == 1 else -1 for s in range(total)]
 
-    # Kahn with the engine's ready queue: max-heap on sequence_nr (AccumulateGrad = 2**64-1, so
-    # first), FIFO among equals (the engine's own tie order between AccumulateGrads is unspecified).
-    seq = [rec.sequence_nr for rec in recs]
-    heap: list[tuple[int, int, int]] = []
-    tick = 0
-    for nid, _ in graph.roots:  # the engine's GraphRoot runs first and feeds every root edge
-        i = int(nid[1:])
-        deps[i] -= 1
-        if deps[i] == 0:
-            heapq.heappush(heap, (-seq[i], tick, i))
-            tick += 1
-    order_idx: list[int] = []
-    while heap:
-        _, _, i = heapq.heappop(heap)
-        order_idx.append(i)
-        for ei in out_by_node[i]:
-            j = dst_of[ei]
-            deps[j] -= 1
-            if deps[j] == 0:
-                heapq.heappush(heap, (-seq[j], tick, j))
-                tick += 1
-    if len(order_idx) != n:
-        raise RuntimeError(
-            f"cannot order this graph: {n - len(order_idx)} node(s) never became ready (the graph "
-            "records are inconsistent with a DAG reachable from the roots)"
-        )
+    order_idx = engine_order_indices(graph)
 
     metas: dict[tuple, tuple] = {}
     node_of, kind, start, arity, routes, out_edges, multi = [], [], [], [], [], [], []
@@ -1888,9 +1860,3 @@ def _differ(
     diff = (e - m).abs()
     worst = float(diff.nan_to_num(nan=math.inf).max()) if diff.numel() else 0.0
     return worst, Summary.of(engine), Summary.of(manual), ""
-
-
-def engine_order(graph: BackwardGraph) -> list[str]:
-    """Node ids in the order the autograd engine would execute them (the steps of a Stepper)."""
-    live = graph._require_live("compute the engine's order")
-    return list(_build_plan(graph, live.fns).order)
