@@ -10,7 +10,8 @@ from .util.compat import UnsupportedTorchError, check_torch
 check_torch()
 
 from .core.capture import capture  # noqa: E402
-from .core.graph import BackwardGraph, Edge, Node, TensorMeta  # noqa: E402
+from .core.graph import BackwardGraph  # noqa: E402
+from .core.records import Edge, Node, TensorMeta  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402

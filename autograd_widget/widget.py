@@ -276,7 +276,7 @@ class AutogradWidget(anywidget.AnyWidget):
     def reveal(self, node_id: str) -> None:
         """Make `node_id` visible: unfold the boxes and folded runs holding it (a run's other
         blocks stay boxes), show plumbing if it is some."""
-        self.graph._check_id(node_id)
+        self.graph.check_id(node_id)
         node = self.graph.nodes[node_id]
         changed = False
         for key, run in list(self._folds.items()):

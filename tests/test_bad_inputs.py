@@ -49,7 +49,7 @@ def run_and_check(graph, leaves, want, keep="summaries"):
 
 
 def no_hooks_left(graph):
-    for fn in graph._live.fns:
+    for fn in graph.require_live("count hooks").fns:
         probe = fn.register_prehook(lambda _g: None)
         try:
             assert len(probe.hooks_dict_ref()) == 1, f"a pre-hook was left on {fn.name()}"

@@ -10,7 +10,8 @@ from conftest import make_transformer
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.core.graph import ACCUMULATE_GRAD_SEQUENCE_NR, DICT_FORMAT, BackwardGraph
+from autograd_widget.core.graph import DICT_FORMAT, BackwardGraph
+from autograd_widget.core.records import ACCUMULATE_GRAD_SEQUENCE_NR
 from autograd_widget.view import repeats
 
 

@@ -16,7 +16,9 @@ from ..util.compat import check_node_api, gradient_edge
 from ..util.dtypes import dtype_name
 from ..util.gcpause import gc_paused
 from . import track as track_module
-from .graph import BackwardGraph, Edge, Node, TensorMeta, _Live, drain_parked
+from .graph import BackwardGraph
+from .live import LiveRefs, drain_parked
+from .records import Edge, Node, TensorMeta
 from .track import MODULE_KEY
 
 _CustomFunctionBase = torch._C._FunctionBase
@@ -329,7 +331,7 @@ def capture(
             if node.module is None and len(ms) == 1:
                 node.module = next(iter(ms))
 
-    live = _Live(fns, list(roots), gos, by_fn=index)
+    live = LiveRefs(fns, list(roots), gos, by_fn=index)
     model_name = type(model).__name__ if model is not None else None
     graph = BackwardGraph(
         nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name

@@ -2,19 +2,22 @@
 
 A `BackwardGraph` is the single source of autograd facts for everything downstream (stepper,
 layout, widget). Records are plain dataclasses so they can be tested, serialised and drawn without
-torch objects; the live torch nodes sit beside them in `_Live`, released in a safe order.
+torch objects; the live torch nodes sit beside them in `LiveRefs`, released in a safe order.
 """
 
 from __future__ import annotations
 
-import atexit
-import ctypes
-import gc
 import json
 import weakref
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ..util.compat import gradient_edge
+from .live import LiveRefs, release
+from .order import engine_order
+from .records import Edge, Node, TensorMeta
+from .saved import SavedIndex, read_saved_tensor, saved_memory
 
 if TYPE_CHECKING:
     import networkx
@@ -22,160 +25,9 @@ if TYPE_CHECKING:
 
     from .saved import SavedValue
 
-NodeKind = Literal["function", "accumulate_grad", "custom_function", "cpp_function"]
-LeafKind = Literal["parameter", "input"]
-
-#: Sequence number of every AccumulateGrad node (UINT64_MAX): the engine runs them as soon as ready.
-ACCUMULATE_GRAD_SEQUENCE_NR = 2**64 - 1
+__all__ = ["DICT_FORMAT", "BackwardGraph"]
 
 DICT_FORMAT = "autograd_widget.BackwardGraph/1"
-
-
-class TensorMeta(NamedTuple):
-    """Shape, dtype and device of one gradient slot (a node's `_input_metadata` entry)."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    device: str
-
-
-@dataclass(slots=True)
-class Node:
-    """One autograd node. `inputs` has one entry per incoming gradient slot (the node's arity)."""
-
-    id: str
-    name: str
-    kind: NodeKind
-    sequence_nr: int
-    inputs: list[TensorMeta]
-    module: str | None = None
-    leaf_name: str | None = None
-    traceback: list[str] | None = None
-    #: "parameter" or "input" for AccumulateGrad nodes, else None.
-    leaf_kind: LeafKind | None = None
-    #: Number of gradient outputs (len(next_functions)), including ones that feed nothing.
-    num_outputs: int = 0
-    #: True when some root edge points into this node.
-    is_root: bool = False
-
-
-class Edge(NamedTuple):
-    """Gradient output `output_nr` of node `src` flows into input slot `input_nr` of node `dst`.
-
-    `(src, output_nr)` is unique, so it names the edge: `id == f"{src}:{output_nr}"`. A named
-    tuple because a capture makes one per edge and must stay near a microsecond per node.
-    """
-
-    src: str
-    output_nr: int
-    dst: str
-    input_nr: int
-
-    @property
-    def id(self) -> str:
-        return f"{self.src}:{self.output_nr}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self._asdict(), "id": self.id}
-
-
-#: Above this many nodes a graph may be deep enough for torch's teardown hazard (see _Live).
-DEEP_GRAPH_NODES = 20_000
-
-# Deep graphs whose node references wait for the user's root tensors to die (see _Live.release).
-_parked: list[_Live] = []
-
-
-class _Live:
-    """Every torch reference a graph holds, kept apart so it can be released in a safe order.
-
-    Torch 2.13 frees a deep chain of autograd nodes by recursion once Python wrappers have been
-    made for its nodes (any walk makes them): dropping the last reference to a >= ~45k-deep chain
-    leaf-first overflows the C stack (AUTOGRAD_FACTS.md). The safe order is: roots first, then the
-    node references root-first, one node freed at a time. Two cases need care:
-    - we are the last holder: drop our root tensors, then `fns[i] = None` ascending;
-    - the user still holds a root (graph closed while the loss lives on): if we let go now, the
-      user's later `del loss` frees the chain recursively and kills the process. For deep graphs
-      we keep the node references ("parked") until every root tensor has died, then release them
-      root-first; parked graphs are drained on the next garbage collection or capture, and left
-      alone at interpreter exit (the process is ending; freeing them then is what would crash).
-    """
-
-    __slots__ = ("__weakref__", "by_fn", "fns", "grad_outputs", "root_tensors", "waiting_on")
-
-    def __init__(
-        self, fns: list, root_tensors: list, grad_outputs: tuple | None, by_fn: dict | None = None
-    ) -> None:
-        self.fns: list = fns
-        self.by_fn: dict = by_fn if by_fn is not None else {fn: i for i, fn in enumerate(fns)}
-        self.root_tensors: list = root_tensors
-        self.grad_outputs = grad_outputs
-        self.waiting_on: list = []
-
-    def release(self) -> None:
-        roots, self.root_tensors = self.root_tensors, []
-        self.grad_outputs = None
-        self.by_fn = {}  # a second reference to every node: drop it before the ordered loop
-        deep = len(self.fns) >= DEEP_GRAPH_NODES
-        refs = [weakref.ref(t) for t in roots] if deep else []
-        for i in range(len(roots)):
-            roots[i] = None
-        del roots
-        alive = [r for r in refs if r() is not None]
-        if alive:
-            self.waiting_on = alive
-            if self not in _parked:
-                _parked.append(self)
-            _ensure_gc_hook()
-            return
-        self._release_nodes()
-
-    def _release_nodes(self) -> None:
-        fns = self.fns
-        for i in range(len(fns)):
-            fns[i] = None
-        self.fns = []
-        self.waiting_on = []
-
-
-def drain_parked() -> None:
-    """Release parked deep graphs whose root tensors have all died (safe order, root-first)."""
-    if not _parked:
-        return
-    for live in list(_parked):
-        if all(r() is None for r in live.waiting_on):
-            _parked.remove(live)
-            live._release_nodes()
-
-
-_gc_hooked = False
-
-
-def _gc_callback(phase: str, info: dict) -> None:
-    if phase == "stop" and _parked:
-        drain_parked()
-
-
-def _ensure_gc_hook() -> None:
-    global _gc_hooked
-    if not _gc_hooked:
-        gc.callbacks.append(_gc_callback)
-        atexit.register(_leave_parked_at_exit)
-        _gc_hooked = True
-
-
-def _leave_parked_at_exit() -> None:
-    drain_parked()
-    if _parked:
-        # Still-held roots will be torn down by interpreter finalization in no particular order;
-        # keep our node references alive past it rather than free a deep chain leaf-first.
-        if _gc_callback in gc.callbacks:
-            gc.callbacks.remove(_gc_callback)
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_parked))
-
-
-def _release(live: _Live) -> None:
-    live.release()
 
 
 class BackwardGraph:
@@ -192,7 +44,7 @@ class BackwardGraph:
         edges: list[Edge],
         roots: list[tuple[str, int]],
         *,
-        live: _Live | None = None,
+        live: LiveRefs | None = None,
         model_name: str | None = None,
     ) -> None:
         self.nodes: dict[str, Node] = dict(nodes)
@@ -201,13 +53,11 @@ class BackwardGraph:
         self.leaves: list[str] = [n.id for n in self.nodes.values() if n.kind == "accumulate_grad"]
         self.model_name = model_name
         self._live = live
-        self._finalizer = weakref.finalize(self, _release, live) if live is not None else None
+        self._finalizer = weakref.finalize(self, release, live) if live is not None else None
         self._out: dict[str, list[Edge]] | None = None
         self._in: dict[str, list[Edge]] | None = None
         self._edge_by_id: dict[str, Edge] | None = None
-        self._saved_cache: dict[str, list[SavedValue]] = {}
-        self._aliases: Any = None
-        self._storage_owners: dict | None = None
+        self._saved = SavedIndex()
 
     # ----------------------------------------------------------------- structure
     def __len__(self) -> int:
@@ -236,13 +86,13 @@ class BackwardGraph:
         """Edges leaving `node_id`, in output-slot order."""
         if self._out is None:
             self._index()
-        return self._out[self._check_id(node_id)]  # type: ignore[index]
+        return self._out[self.check_id(node_id)]  # type: ignore[index]
 
     def in_edges(self, node_id: str) -> list[Edge]:
         """Edges arriving at `node_id` (several may share an input slot: fan-in)."""
         if self._in is None:
             self._index()
-        return self._in[self._check_id(node_id)]  # type: ignore[index]
+        return self._in[self.check_id(node_id)]  # type: ignore[index]
 
     def edge(self, edge_id: str) -> Edge:
         """The edge named `"{src}:{output_nr}"`."""
@@ -255,7 +105,8 @@ class BackwardGraph:
                 f"no edge {edge_id!r} in this graph (edge ids read 'src:output_nr')"
             ) from None
 
-    def _check_id(self, node_id: str) -> str:
+    def check_id(self, node_id: str) -> str:
+        """`node_id` itself when it names a node here; else a KeyError saying what ids look like."""
         if node_id not in self.nodes:
             raise KeyError(f"no node {node_id!r} in this graph (ids look like 'n0', 'n1', ...)")
         return node_id
@@ -274,7 +125,8 @@ class BackwardGraph:
         """True while the graph holds its torch nodes (captured, not closed, not from a dict)."""
         return self._live is not None and bool(self._live.root_tensors)
 
-    def _require_live(self, what: str) -> _Live:
+    def require_live(self, what: str) -> LiveRefs:
+        """The live torch references, or a RuntimeError saying why `what` cannot be done."""
         if self._live is None:
             raise RuntimeError(
                 f"cannot {what}: this graph was rebuilt with from_dict() and holds no torch "
@@ -289,16 +141,17 @@ class BackwardGraph:
 
     def fn(self, node_id: str) -> Any:
         """The live `torch.autograd.graph.Node` behind `node_id`."""
-        live = self._require_live("reach the torch node")
-        return live.fns[self._index_of(node_id)]
+        live = self.require_live("reach the torch node")
+        return live.fns[self.index_of(node_id)]
 
-    def _index_of(self, node_id: str) -> int:
-        self._check_id(node_id)
+    def index_of(self, node_id: str) -> int:
+        """The position of `node_id` in capture order (`int(node_id[1:])`), checked."""
+        self.check_id(node_id)
         return int(node_id[1:])
 
     def id_of(self, obj: Any) -> str | None:
         """The id of a live autograd node, or None when it is not part of this graph."""
-        live = self._require_live("look up a torch node")
+        live = self.require_live("look up a torch node")
         i = live.by_fn.get(obj)
         return None if i is None else f"n{i}"
 
@@ -310,8 +163,6 @@ class BackwardGraph:
             raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
         if not tensor.requires_grad:
             raise ValueError("this tensor does not require grad, so it has no gradient edge")
-        from ..util.compat import gradient_edge
-
         node, output_nr = gradient_edge(tensor)
         nid = self.id_of(node)
         if nid is None:
@@ -325,7 +176,7 @@ class BackwardGraph:
     @property
     def root_tensors(self) -> list:
         """The captured output tensors (held so the C++ graph stays alive)."""
-        return list(self._require_live("reach the root tensors").root_tensors)
+        return list(self.require_live("reach the root tensors").root_tensors)
 
     @property
     def grad_outputs(self) -> tuple | None:
@@ -334,29 +185,19 @@ class BackwardGraph:
 
     def close(self) -> None:
         """Release every torch reference root-first (safe for deep graphs). Idempotent."""
-        self._saved_cache.clear()
-        self._aliases = None
-        self._storage_owners = None
+        self._saved.clear()
         if self._finalizer is not None:
             self._finalizer()
 
     # ----------------------------------------------------------------- saved values
     def saved(self, node_id: str) -> list[SavedValue]:
         """The values `node_id` saved for backward, read on first request and then cached."""
-        from .saved import read_saved
-
-        self._check_id(node_id)
-        cached = self._saved_cache.get(node_id)
-        if cached is None:
-            cached = read_saved(self, node_id)
-            self._saved_cache[node_id] = cached
-        return list(cached)
+        self.check_id(node_id)
+        return self._saved.read(self, node_id)
 
     def saved_tensor(self, node_id: str, name: str) -> torch.Tensor:
         """The full value of saved tensor `name` of `node_id` (detached; no copy)."""
-        from .saved import read_saved_tensor
-
-        self._check_id(node_id)
+        self.check_id(node_id)
         return read_saved_tensor(self, node_id, name)
 
     def saved_memory(self, by: str = "node", *, exclude_leaves: bool = False) -> dict[str, int]:
@@ -367,25 +208,9 @@ class BackwardGraph:
         leaves out storages owned by leaf tensors (parameters, inputs): activation memory alone.
         Nodes outside any module are charged to "<outside any module>" with `by="module"`.
         """
-        from .order import engine_order
-        from .saved import saved_memory
-
-        self._require_live("read saved tensors")
-        return saved_memory(self, engine_order(self), by, exclude_leaves=exclude_leaves)
-
-    def _alias_index(self) -> Any:
-        from .saved import AliasIndex
-
-        if self._aliases is None:
-            self._aliases = AliasIndex(self)
-        return self._aliases
-
-    def _saved_storage_owners(self) -> dict:
-        from .saved import storage_owners
-
-        if self._storage_owners is None:
-            self._storage_owners = storage_owners(self)
-        return self._storage_owners
+        self.require_live("read saved tensors")
+        order = engine_order(self)
+        return saved_memory(self, self._saved, order, by, exclude_leaves=exclude_leaves)
 
     # ----------------------------------------------------------------- conversions
     def to_networkx(self) -> networkx.MultiDiGraph:

@@ -265,7 +265,7 @@ def _read_custom(fn: Any) -> list[SavedValue]:
     return out
 
 
-def read_saved(graph: BackwardGraph, node_id: str) -> list[SavedValue]:
+def read_saved(graph: BackwardGraph, node_id: str, index: SavedIndex) -> list[SavedValue]:
     """Records for every value `node_id` saved (see `BackwardGraph.saved`)."""
     node = graph.nodes[node_id]
     if node.kind == "accumulate_grad":
@@ -277,7 +277,7 @@ def read_saved(graph: BackwardGraph, node_id: str) -> list[SavedValue]:
     recs = _read_custom(fn) if node.kind == "custom_function" else [
         _read_one(fn, short, objects) for short in _names_for(fn)
     ]
-    _fill_aliases(graph, node_id, objects, recs)
+    _fill_aliases(graph, index, node_id, objects, recs)
     return recs
 
 
@@ -336,12 +336,16 @@ class AliasIndex:
 
 
 def _fill_aliases(
-    graph: BackwardGraph, node_id: str, objects: dict[str, Any], recs: list[SavedValue]
+    graph: BackwardGraph,
+    saved: SavedIndex,
+    node_id: str,
+    objects: dict[str, Any],
+    recs: list[SavedValue],
 ) -> None:
     """Name what each saved tensor shares storage with (objects first, then storages)."""
     if not any(r.storage_key is not None for r in recs):
         return
-    index = graph._alias_index()
+    index = saved.aliases(graph)
     for r in recs:
         if r.storage_key is None:
             continue
@@ -359,7 +363,7 @@ def _fill_aliases(
                 names.append(owner[0])
                 if owner[1] != node_id:
                     ids.append(owner[1])
-        for other, oname in graph._saved_storage_owners().get(r.storage_key, []):
+        for other, oname in saved.storage_owners(graph).get(r.storage_key, []):
             if other == node_id and oname == r.name:
                 continue
             names.append(f"{other}.{oname} ({graph.nodes[other].name})")
@@ -391,7 +395,12 @@ def storage_owners(graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str
 
 # ------------------------------------------------------------------------------ memory
 def saved_memory(
-    graph: BackwardGraph, order: list[str], by: str = "node", *, exclude_leaves: bool = False
+    graph: BackwardGraph,
+    saved: SavedIndex,
+    order: list[str],
+    by: str = "node",
+    *,
+    exclude_leaves: bool = False,
 ) -> dict[str, int]:
     """Bytes held for backward: each storage once, at its full size, charged to its first holder.
 
@@ -401,14 +410,14 @@ def saved_memory(
     """
     if by not in ("node", "module"):
         raise ValueError(f"by must be 'node' or 'module', got {by!r}")
-    index = graph._alias_index()
+    index = saved.aliases(graph)
     seen: set[tuple[str, int]] = set()
     out: dict[str, int] = {}
     for nid in order:
         node = graph.nodes[nid]
         if node.kind in ("accumulate_grad", "cpp_function"):
             continue
-        for rec in graph.saved(nid):
+        for rec in saved.read(graph, nid):
             key = rec.storage_key
             if key is None or key in seen or rec.storage_nbytes is None:
                 continue
@@ -446,3 +455,50 @@ def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
         except RuntimeError as err:
             out[nid] = _error_state(err)[0]
     return out
+
+
+class SavedIndex:
+    """The saved-value caches of one graph: records per node, storage owners, aliasing.
+
+    Owned by a `BackwardGraph` (its `saved()`, `saved_tensor()` and `saved_memory()` delegate
+    here); everything is read lazily on first request and dropped by `clear()` when the graph
+    closes. Holds no torch objects beyond what the records and storage keys describe.
+
+    The graph is passed to each call rather than stored: a graph -> index -> graph cycle would
+    keep the torch graph alive until the cycle collector runs.
+
+    Example:
+        >>> index = SavedIndex()  # doctest: +SKIP
+        >>> [v.name for v in index.read(graph, "n1")]  # doctest: +SKIP
+        ['exponent', 'self']
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[str, list[SavedValue]] = {}
+        self._aliases: AliasIndex | None = None
+        self._owners: dict[tuple[str, int], list[tuple[str, str]]] | None = None
+
+    def read(self, graph: BackwardGraph, node_id: str) -> list[SavedValue]:
+        """The records of what `node_id` saved, read once and then cached (a fresh list)."""
+        cached = self._records.get(node_id)
+        if cached is None:
+            cached = self._records[node_id] = read_saved(graph, node_id, self)
+        return list(cached)
+
+    def aliases(self, graph: BackwardGraph) -> AliasIndex:
+        """Who owns which storage (leaves, root outputs), built on first use."""
+        if self._aliases is None:
+            self._aliases = AliasIndex(graph)
+        return self._aliases
+
+    def storage_owners(self, graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str, str]]]:
+        """Storage -> every (node id, saved name) holding it, built on first use."""
+        if self._owners is None:
+            self._owners = storage_owners(graph)
+        return self._owners
+
+    def clear(self) -> None:
+        """Drop every cache (the graph is closing)."""
+        self._records.clear()
+        self._aliases = None
+        self._owners = None

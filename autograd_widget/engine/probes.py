@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
-from ..core.graph import Node
+from ..core.records import Node
 from ..core.summary import Summary
 from ..util.dtypes import dtype_from_name
 from ..util.jsonsafe import encode_float
@@ -305,7 +305,7 @@ def jacobian_norms(
         raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
     ids = _node_ids(stepper, nodes)
     graph = stepper.graph
-    fns = graph._require_live("call its nodes for Jacobian probes").fns
+    fns = graph.require_live("call its nodes for Jacobian probes").fns
     plan = stepper._plan
     results: dict[str, JacobianNorm] = {}
     errors: dict[str, str] = {}

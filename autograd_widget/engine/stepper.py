@@ -58,8 +58,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import torch
 
-from ..core.graph import BackwardGraph, Edge, Node
+from ..core.graph import BackwardGraph
 from ..core.order import engine_order_indices
+from ..core.records import Edge, Node
 from ..core.summary import Summary, SummaryStore, summarize
 from ..util.compat import check_step_api, gradient_edge
 from ..util.dtypes import dtype_from_name
@@ -598,7 +599,7 @@ class Stepper:
             raise ValueError(
                 f"keep must be 'summaries', 'tensors' or a byte budget (int >= 0), got {keep!r}"
             )
-        live = graph._require_live("step this graph")
+        live = graph.require_live("step this graph")
         self.graph = graph
         self.create_graph = bool(create_graph)
         self.keep: Keep = keep
@@ -771,7 +772,7 @@ class Stepper:
         `retain`: slots not to free even when tensors are not kept (for `grad()`).
         """
         plan = self._plan
-        fns = self.graph._require_live("step this graph").fns
+        fns = self.graph.require_live("step this graph").fns
         slots, ev = self._slots, self._edge_val
         u_slot, u_old, u_mark, u_used = self._u_slot, self._u_old, self._u_mark, self._u_used
         secs, nograd = self._seconds, self._nograd
@@ -1265,7 +1266,7 @@ class Stepper:
         """Per input slot of `node_id`, a summary of the gradient it holds: what has arrived so
         far for a node still to run, what it received for one that ran; None where empty."""
         plan = self._plan
-        i = int(self.graph._check_id(node_id)[1:])
+        i = int(self.graph.check_id(node_id)[1:])
         a = plan.node_start[i]
         out: list[Summary | None] = []
         for s in range(a, a + len(self.graph.nodes[node_id].inputs)):
@@ -1338,7 +1339,7 @@ class Stepper:
         """
         self._check_open()
         graph = self.graph
-        live = graph._require_live("compare with the engine")
+        live = graph.require_live("compare with the engine")
         fns = live.fns
         plan = self._plan
         for info in plan.custom.values():

@@ -41,7 +41,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..core.graph import ACCUMULATE_GRAD_SEQUENCE_NR, BackwardGraph
+from ..core.graph import BackwardGraph
+from ..core.records import ACCUMULATE_GRAD_SEQUENCE_NR
 from ..util.gcpause import gc_paused
 
 __all__ = ["MAX_PERIOD", "Repeat", "find_repeats", "fold_map", "signatures"]

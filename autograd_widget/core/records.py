@@ -1,0 +1,73 @@
+"""The records of a captured graph: plain, typed, torch-free.
+
+`Node` and `Edge` are what every layer above reads (the engine routes by them, the view draws
+them, the wire encodes them); they hold no torch objects, so they can be tested, serialised and
+drawn without the live graph. A `TensorMeta` is one gradient slot's shape, dtype and device.
+
+Example:
+    >>> e = Edge("n0", 1, "n3", 0)
+    >>> e.id
+    'n0:1'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+__all__ = ["ACCUMULATE_GRAD_SEQUENCE_NR", "Edge", "LeafKind", "Node", "NodeKind", "TensorMeta"]
+
+NodeKind = Literal["function", "accumulate_grad", "custom_function", "cpp_function"]
+LeafKind = Literal["parameter", "input"]
+
+#: Sequence number of every AccumulateGrad node (UINT64_MAX): the engine runs them as soon as ready.
+ACCUMULATE_GRAD_SEQUENCE_NR = 2**64 - 1
+
+class TensorMeta(NamedTuple):
+    """Shape, dtype and device of one gradient slot (a node's `_input_metadata` entry)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+
+
+@dataclass(slots=True)
+class Node:
+    """One autograd node. `inputs` has one entry per incoming gradient slot (the node's arity)."""
+
+    id: str
+    name: str
+    kind: NodeKind
+    sequence_nr: int
+    inputs: list[TensorMeta]
+    module: str | None = None
+    leaf_name: str | None = None
+    traceback: list[str] | None = None
+    #: "parameter" or "input" for AccumulateGrad nodes, else None.
+    leaf_kind: LeafKind | None = None
+    #: Number of gradient outputs (len(next_functions)), including ones that feed nothing.
+    num_outputs: int = 0
+    #: True when some root edge points into this node.
+    is_root: bool = False
+
+
+class Edge(NamedTuple):
+    """Gradient output `output_nr` of node `src` flows into input slot `input_nr` of node `dst`.
+
+    `(src, output_nr)` is unique, so it names the edge: `id == f"{src}:{output_nr}"`. A named
+    tuple because a capture makes one per edge and must stay near a microsecond per node.
+    """
+
+    src: str
+    output_nr: int
+    dst: str
+    input_nr: int
+
+    @property
+    def id(self) -> str:
+        """`"{src}:{output_nr}"`, unique in its graph."""
+        return f"{self.src}:{self.output_nr}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields and the id, JSON-safe."""
+        return {**self._asdict(), "id": self.id}
