@@ -21,6 +21,8 @@ from .live import LiveRefs, drain_parked
 from .records import Edge, Node, TensorMeta
 from .track import MODULE_KEY
 
+__all__ = ["capture"]
+
 _CustomFunctionBase = torch._C._FunctionBase
 
 
@@ -281,6 +283,14 @@ def capture(
     `grad_outputs` is stored as `graph.grad_outputs` for the stepper, as in
     `torch.autograd.grad`. `model` names parameter leaves (`named_parameters()`) and gives
     module paths; `params` maps names to tensors for leaves that are not parameters of `model`.
+
+    Example:
+        >>> g = aw.capture(x**2 + y, params={"x": x, "y": y})
+        >>> [g.nodes[i].leaf_name for i in g.leaves]
+        ['y', 'x']
+        >>> aw.capture(torch.ones(2))
+        Traceback (most recent call last):
+        ValueError: the output has no grad_fn and does not require grad, ...
     """
     drain_parked()
     roots = _as_tensor_list(outputs, "outputs")

@@ -36,6 +36,14 @@ class BackwardGraph:
     Build one with `autograd_widget.capture()`. A graph from `from_dict()` has no live nodes: it
     can be drawn and inspected, not stepped. `close()` (or garbage collection) releases every torch
     reference root-first; after that the records stay readable.
+
+    Example:
+        >>> g = aw.capture(x**2 + y, params={"x": x, "y": y})
+        >>> g
+        <BackwardGraph 4 nodes, 3 edges, 1 root(s), 2 leaves, live>
+        >>> [(n.id, n.name, n.leaf_name) for n in g.nodes.values()]
+        [('n0', 'AddBackward0', None), ('n1', 'PowBackward0', None), ('n2', 'AccumulateGrad', 'y'),
+         ('n3', 'AccumulateGrad', 'x')]
     """
 
     def __init__(
@@ -83,19 +91,34 @@ class BackwardGraph:
         self._edge_by_id = {e.id: e for e in self.edges}
 
     def out_edges(self, node_id: str) -> list[Edge]:
-        """Edges leaving `node_id`, in output-slot order."""
+        """Edges leaving `node_id`, in output-slot order.
+
+        Example:
+            >>> [e.id for e in g.out_edges("n0")]
+            ['n0:0', 'n0:1']
+        """
         if self._out is None:
             self._index()
         return self._out[self.check_id(node_id)]  # type: ignore[index]
 
     def in_edges(self, node_id: str) -> list[Edge]:
-        """Edges arriving at `node_id` (several may share an input slot: fan-in)."""
+        """Edges arriving at `node_id` (several may share an input slot: fan-in).
+
+        Example:
+            >>> g.in_edges("n3")
+            [Edge(src='n1', output_nr=0, dst='n3', input_nr=0)]
+        """
         if self._in is None:
             self._index()
         return self._in[self.check_id(node_id)]  # type: ignore[index]
 
     def edge(self, edge_id: str) -> Edge:
-        """The edge named `"{src}:{output_nr}"`."""
+        """The edge named `"{src}:{output_nr}"`.
+
+        Example:
+            >>> g.edge("n0:1")
+            Edge(src='n0', output_nr=1, dst='n2', input_nr=0)
+        """
         if self._edge_by_id is None:
             self._index()
         try:
@@ -106,13 +129,28 @@ class BackwardGraph:
             ) from None
 
     def check_id(self, node_id: str) -> str:
-        """`node_id` itself when it names a node here; else a KeyError saying what ids look like."""
+        """`node_id` itself when it names a node here; else a KeyError saying what ids look like.
+
+        Example:
+            >>> g.check_id("n1")
+            'n1'
+            >>> g.check_id("x")
+            Traceback (most recent call last):
+            KeyError: "no node 'x' in this graph (ids look like 'n0', 'n1', ...)"
+        """
         if node_id not in self.nodes:
             raise KeyError(f"no node {node_id!r} in this graph (ids look like 'n0', 'n1', ...)")
         return node_id
 
     def modules(self) -> dict[str, list[str]]:
-        """Module path -> ids of the nodes attributed to it (from `track()` or parameter owners)."""
+        """Module path -> ids of the nodes attributed to it (from `track()` or parameter owners).
+
+        Example:
+            >>> with aw.track(model):
+            ...     out = model(torch.randn(2, 4))
+            >>> sorted(aw.capture(out.sum(), model=model).modules())
+            ['0', '1', '2']
+        """
         out: dict[str, list[str]] = {}
         for n in self.nodes.values():
             if n.module is not None:
@@ -126,7 +164,12 @@ class BackwardGraph:
         return self._live is not None and bool(self._live.root_tensors)
 
     def require_live(self, what: str) -> LiveRefs:
-        """The live torch references, or a RuntimeError saying why `what` cannot be done."""
+        """The live torch references, or a RuntimeError saying why `what` cannot be done.
+
+        Example:
+            >>> len(g.require_live("read the nodes").fns)
+            4
+        """
         if self._live is None:
             raise RuntimeError(
                 f"cannot {what}: this graph was rebuilt with from_dict() and holds no torch "
@@ -140,23 +183,43 @@ class BackwardGraph:
         return self._live
 
     def fn(self, node_id: str) -> Any:
-        """The live `torch.autograd.graph.Node` behind `node_id`."""
+        """The live `torch.autograd.graph.Node` behind `node_id`.
+
+        Example:
+            >>> g.fn("n1").name()
+            'PowBackward0'
+        """
         live = self.require_live("reach the torch node")
         return live.fns[self.index_of(node_id)]
 
     def index_of(self, node_id: str) -> int:
-        """The position of `node_id` in capture order (`int(node_id[1:])`), checked."""
+        """The position of `node_id` in capture order (`int(node_id[1:])`), checked.
+
+        Example:
+            >>> g.index_of("n3")
+            3
+        """
         self.check_id(node_id)
         return int(node_id[1:])
 
     def id_of(self, obj: Any) -> str | None:
-        """The id of a live autograd node, or None when it is not part of this graph."""
+        """The id of a live autograd node, or None when it is not part of this graph.
+
+        Example:
+            >>> g.id_of(z.grad_fn)
+            'n0'
+        """
         live = self.require_live("look up a torch node")
         i = live.by_fn.get(obj)
         return None if i is None else f"n{i}"
 
     def gradient_edge(self, tensor: torch.Tensor) -> tuple[str, int]:
-        """(node id, input slot) through which `tensor`'s gradient flows in this graph."""
+        """(node id, input slot) through which `tensor`'s gradient flows in this graph.
+
+        Example:
+            >>> g.gradient_edge(x)
+            ('n3', 0)
+        """
         import torch
 
         if not isinstance(tensor, torch.Tensor):
@@ -184,19 +247,36 @@ class BackwardGraph:
         return None if self._live is None else self._live.grad_outputs
 
     def close(self) -> None:
-        """Release every torch reference root-first (safe for deep graphs). Idempotent."""
+        """Release every torch reference root-first (safe for deep graphs). Idempotent.
+
+        Example:
+            >>> g.close(); g.is_live
+            False
+            >>> g.nodes["n0"].name
+            'AddBackward0'
+        """
         self._saved.clear()
         if self._finalizer is not None:
             self._finalizer()
 
     # ----------------------------------------------------------------- saved values
     def saved(self, node_id: str) -> list[SavedValue]:
-        """The values `node_id` saved for backward, read on first request and then cached."""
+        """The values `node_id` saved for backward, read on first request and then cached.
+
+        Example:
+            >>> [(v.name, v.kind) for v in g.saved("n1")]
+            [('exponent', 'scalar'), ('self', 'tensor')]
+        """
         self.check_id(node_id)
         return self._saved.read(self, node_id)
 
     def saved_tensor(self, node_id: str, name: str) -> torch.Tensor:
-        """The full value of saved tensor `name` of `node_id` (detached; no copy)."""
+        """The full value of saved tensor `name` of `node_id` (detached; no copy).
+
+        Example:
+            >>> g.saved_tensor("n1", "self")
+            tensor(2.)
+        """
         self.check_id(node_id)
         return read_saved_tensor(self, node_id, name)
 
@@ -207,6 +287,10 @@ class BackwardGraph:
         charged to the first node in the engine's order that saves it. `exclude_leaves=True`
         leaves out storages owned by leaf tensors (parameters, inputs): activation memory alone.
         Nodes outside any module are charged to "<outside any module>" with `by="module"`.
+
+        Example:
+            >>> g.saved_memory()
+            {'n1': 4}
         """
         self.require_live("read saved tensors")
         order = engine_order(self)
@@ -214,7 +298,12 @@ class BackwardGraph:
 
     # ----------------------------------------------------------------- conversions
     def to_networkx(self) -> networkx.MultiDiGraph:
-        """A `networkx.MultiDiGraph`; attributes are the records' fields, edge keys are ids."""
+        """A `networkx.MultiDiGraph`; attributes are the records' fields, edge keys are ids.
+
+        Example:
+            >>> g.to_networkx()
+            <networkx.classes.multidigraph.MultiDiGraph object at ...>
+        """
         import networkx as nx
 
         g = nx.MultiDiGraph()
@@ -224,7 +313,13 @@ class BackwardGraph:
         return g
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict of structure and metadata (no tensors); see `from_dict()`."""
+        """A JSON-safe dict of structure and metadata (no tensors); see `from_dict()`.
+
+        Example:
+            >>> d = g.to_dict()
+            >>> d["edges"]
+            [['n0', 0, 'n1', 0], ['n0', 1, 'n2', 0], ['n1', 0, 'n3', 0]]
+        """
         nodes = []
         for n in self.nodes.values():
             d = asdict(n)
@@ -239,11 +334,22 @@ class BackwardGraph:
         }
 
     def to_json(self) -> str:
+        """The `to_dict()` record as a JSON string (json.dumps of it).
+
+        Example:
+            >>> aw.BackwardGraph.from_json(g.to_json())
+            <BackwardGraph 4 nodes, 3 edges, 1 root(s), 2 leaves, not live>
+        """
         return json.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> BackwardGraph:
-        """Rebuild a graph (records only, not steppable) from `to_dict()` output."""
+        """Rebuild a graph (records only, not steppable) from `to_dict()` output.
+
+        Example:
+            >>> aw.BackwardGraph.from_dict(g.to_dict())
+            <BackwardGraph 4 nodes, 3 edges, 1 root(s), 2 leaves, not live>
+        """
         if not isinstance(d, Mapping) or d.get("format") != DICT_FORMAT:
             raise ValueError(
                 f"not a BackwardGraph dict: expected format {DICT_FORMAT!r} (from graph.to_dict())"
@@ -277,4 +383,10 @@ class BackwardGraph:
 
     @classmethod
     def from_json(cls, s: str) -> BackwardGraph:
+        """Rebuild a graph (records only, not steppable) from `to_json()` output.
+
+        Example:
+            >>> aw.BackwardGraph.from_json(g.to_json()).edges[0].id
+            'n0:0'
+        """
         return cls.from_dict(json.loads(s))

@@ -7,8 +7,10 @@ apart from its records so `release()` can drop them roots first, then nodes root
 graphs whose roots the user still holds are parked until those roots die.
 
 Example:
-    >>> refs = LiveRefs(fns, roots, None)  # doctest: +SKIP
-    >>> refs.release()  # roots first, then fns[0], fns[1], ...  # doctest: +SKIP
+    >>> refs = LiveRefs(list(g.require_live("demo").fns), [z], None)
+    >>> refs.release()  # roots first, then fns[0], fns[1], ...
+    >>> refs.fns, refs.root_tensors
+    ([], [])
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class LiveRefs:
       we keep the node references ("parked") until every root tensor has died, then release them
       root-first; parked graphs are drained on the next garbage collection or capture, and left
       alone at interpreter exit (the process is ending; freeing them then is what would crash).
+
+    Example:
+        >>> refs = LiveRefs([z.grad_fn], [z], None)
+        >>> refs.release(); refs.fns
+        []
     """
 
     __slots__ = ("__weakref__", "by_fn", "fns", "grad_outputs", "root_tensors", "waiting_on")
@@ -54,6 +61,13 @@ class LiveRefs:
         self.waiting_on: list = []
 
     def release(self) -> None:
+        """Drop the roots, then the node references root-first (deep graphs whose roots the user
+        still holds are parked until those roots die).
+
+        Example:
+            >>> refs = LiveRefs([z.grad_fn], [z], None); refs.release(); refs.root_tensors
+            []
+        """
         roots, self.root_tensors = self.root_tensors, []
         self.grad_outputs = None
         self.by_fn = {}  # a second reference to every node: drop it before the ordered loop
@@ -80,7 +94,11 @@ class LiveRefs:
 
 
 def drain_parked() -> None:
-    """Release parked deep graphs whose root tensors have all died (safe order, root-first)."""
+    """Release parked deep graphs whose root tensors have all died (safe order, root-first).
+
+    Example:
+        >>> drain_parked()  # a no-op when nothing is parked
+    """
     if not _parked:
         return
     for live in list(_parked):
@@ -116,5 +134,9 @@ def _leave_parked_at_exit() -> None:
 
 
 def release(live: LiveRefs) -> None:
-    """Release `live` (a function, so a `weakref.finalize` holds no bound method)."""
+    """Release `live` (a function, so a `weakref.finalize` holds no bound method).
+
+    Example:
+        >>> release(LiveRefs([z.grad_fn], [z], None))
+    """
     live.release()

@@ -38,8 +38,8 @@ def engine_order_indices(graph: BackwardGraph) -> list[int]:
     from the roots: only possible for a hand-made or corrupted `from_dict` graph).
 
     Example:
-        >>> engine_order_indices(g)  # doctest: +SKIP
-        [0, 3, 1, 2]
+        >>> engine_order_indices(g)
+        [0, 2, 1, 3]
     """
     n = len(graph.nodes)
     edges = graph.edges
@@ -84,7 +84,7 @@ def engine_order(graph: BackwardGraph) -> list[str]:
     Works on any graph, live or rebuilt with `from_dict` (it reads records only).
 
     Example:
-        >>> engine_order(g)  # doctest: +SKIP
-        ['n0', 'n3', 'n1', 'n2']
+        >>> engine_order(g)
+        ['n0', 'n2', 'n1', 'n3']
     """
     return [f"n{i}" for i in engine_order_indices(graph)]

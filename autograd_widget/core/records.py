@@ -33,7 +33,15 @@ class TensorMeta(NamedTuple):
 
 @dataclass(slots=True)
 class Node:
-    """One autograd node. `inputs` has one entry per incoming gradient slot (the node's arity)."""
+    """One autograd node. `inputs` has one entry per incoming gradient slot (the node's arity).
+
+    Example:
+        >>> n = g.nodes["n3"]
+        >>> n.name, n.kind, n.leaf_name
+        ('AccumulateGrad', 'accumulate_grad', 'x')
+        >>> n.inputs
+        [TensorMeta(shape=(), dtype='float32', device='cpu')]
+    """
 
     id: str
     name: str
@@ -56,6 +64,10 @@ class Edge(NamedTuple):
 
     `(src, output_nr)` is unique, so it names the edge: `id == f"{src}:{output_nr}"`. A named
     tuple because a capture makes one per edge and must stay near a microsecond per node.
+
+    Example:
+        >>> [e.id for e in g.edges]
+        ['n0:0', 'n0:1', 'n1:0']
     """
 
     src: str
@@ -69,5 +81,10 @@ class Edge(NamedTuple):
         return f"{self.src}:{self.output_nr}"
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields and the id, JSON-safe."""
+        """The fields and the id, JSON-safe.
+
+        Example:
+            >>> Edge("n0", 1, "n2", 0).as_dict()
+            {'src': 'n0', 'output_nr': 1, 'dst': 'n2', 'input_nr': 0, 'id': 'n0:1'}
+        """
         return {**self._asdict(), "id": self.id}

@@ -25,6 +25,23 @@ from .summary import Summary
 if TYPE_CHECKING:
     from .graph import BackwardGraph
 
+__all__ = [
+    "CPP_NOTE",
+    "FREED_NOTE",
+    "AliasIndex",
+    "SavedIndex",
+    "SavedKind",
+    "SavedState",
+    "SavedValue",
+    "node_validity",
+    "read_saved",
+    "read_saved_tensor",
+    "safe_repr",
+    "saved_memory",
+    "storage_key",
+    "storage_owners",
+]
+
 SavedKind = Literal["tensor", "scalar", "tuple", "none"]
 SavedState = Literal["ok", "freed", "stale", "packed"]
 
@@ -44,7 +61,13 @@ _CTX_INTERNAL = frozenset(
 
 @dataclass(slots=True)
 class SavedValue:
-    """One value a node holds for its backward. Tensor fields are None for non-tensors."""
+    """One value a node holds for its backward. Tensor fields are None for non-tensors.
+
+    Example:
+        >>> v = g.saved("n1")[1]
+        >>> v.name, v.kind, v.state, v.aliases
+        ('self', 'tensor', 'ok', ['parameter x (the very object)'])
+    """
 
     name: str
     kind: SavedKind
@@ -70,6 +93,12 @@ class SavedValue:
     storage_key: tuple[str, int] | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record as a JSON-safe dict (numbers in the one encoding, exotic values as repr).
+
+        Example:
+            >>> g.saved("n1")[0].as_dict()["value"]
+            2
+        """
         d = {k: getattr(self, k) for k in self.__slots__ if k != "storage_key"}
         d["summary"] = self.summary.as_dict() if self.summary is not None else None
         d["value"] = _json_safe(self.value)
@@ -86,7 +115,12 @@ def _json_safe(v: Any) -> Any:
 
 
 def safe_repr(v: Any, limit: int = 200) -> str:
-    """repr() that never raises: a user's ctx attribute can have a broken __repr__."""
+    """repr() that never raises: a user's ctx attribute can have a broken __repr__.
+
+    Example:
+        >>> safe_repr("x" * 300, limit=10)
+        "'xxxxxxxxx"
+    """
     try:
         r = repr(v)
     except Exception:
@@ -109,7 +143,13 @@ def _display(v: Any) -> Any:
 
 
 def storage_key(t: torch.Tensor) -> tuple[str, int] | None:
-    """Identity of the memory a tensor views: (device, storage data pointer)."""
+    """Identity of the memory a tensor views: (device, storage data pointer).
+
+    Example:
+        >>> t = torch.ones(4)
+        >>> storage_key(t[1:]) == storage_key(t)
+        True
+    """
     try:
         st = t.untyped_storage()
     except (RuntimeError, NotImplementedError):  # sparse, meta, nested...
@@ -266,7 +306,12 @@ def _read_custom(fn: Any) -> list[SavedValue]:
 
 
 def read_saved(graph: BackwardGraph, node_id: str, index: SavedIndex) -> list[SavedValue]:
-    """Records for every value `node_id` saved (see `BackwardGraph.saved`)."""
+    """Records for every value `node_id` saved (see `BackwardGraph.saved`).
+
+    Example:
+        >>> [v.name for v in read_saved(g, "n1", SavedIndex())]
+        ['exponent', 'self']
+    """
     node = graph.nodes[node_id]
     if node.kind == "accumulate_grad":
         return []
@@ -282,7 +327,12 @@ def read_saved(graph: BackwardGraph, node_id: str, index: SavedIndex) -> list[Sa
 
 
 def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Tensor:
-    """The full saved tensor `name` of `node_id` (a detached view: no graph, no copy)."""
+    """The full saved tensor `name` of `node_id` (a detached view: no graph, no copy).
+
+    Example:
+        >>> read_saved_tensor(g, "n1", "self")
+        tensor(2.)
+    """
     node = graph.nodes[node_id]
     fn = graph.fn(node_id)
     if node.kind == "custom_function":
@@ -309,7 +359,12 @@ def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Te
 
 # ------------------------------------------------------------------------------ aliasing
 class AliasIndex:
-    """Who owns which storage in a graph: leaves (by name), root outputs, saved values."""
+    """Who owns which storage in a graph: leaves (by name), root outputs, saved values.
+
+    Example:
+        >>> AliasIndex(g).objects[id(x)]
+        ('parameter x', 'n3')
+    """
 
     def __init__(self, graph: BackwardGraph) -> None:
         self.owners: dict[tuple[str, int], list[tuple[str, str]]] = {}
@@ -374,7 +429,12 @@ def _fill_aliases(
 
 
 def storage_owners(graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str, str]]]:
-    """Storage -> every (node id, saved name) holding it, over the whole graph (cheap reads)."""
+    """Storage -> every (node id, saved name) holding it, over the whole graph (cheap reads).
+
+    Example:
+        >>> storage_owners(g)[storage_key(x)]
+        [('n1', 'self')]
+    """
     out: dict[tuple[str, int], list[tuple[str, str]]] = {}
     for nid, node in graph.nodes.items():
         if node.kind in ("accumulate_grad", "cpp_function"):
@@ -407,6 +467,10 @@ def saved_memory(
     `order` is the engine's execution order (the first node in it that saves a storage pays
     for it). `exclude_leaves` leaves out storages owned by leaf tensors (parameters, inputs),
     leaving activation memory alone.
+
+    Example:
+        >>> saved_memory(g, SavedIndex(), ["n0", "n2", "n1", "n3"])
+        {'n1': 4}
     """
     if by not in ("node", "module"):
         raise ValueError(f"by must be 'node' or 'module', got {by!r}")
@@ -437,6 +501,14 @@ def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
 
     Reads each saved tensor attribute once (no statistics); graphs above `limit` nodes are
     skipped (the inspector still reports per node on request).
+
+    Example:
+        >>> node_validity(g)
+        {}
+        >>> with torch.no_grad():
+        ...     _ = x.add_(1)  # x is saved by PowBackward0: now stale
+        >>> node_validity(g)
+        {'n1': 'stale'}
     """
     out: dict[str, str] = {}
     if len(graph.nodes) > limit:
@@ -468,8 +540,8 @@ class SavedIndex:
     keep the torch graph alive until the cycle collector runs.
 
     Example:
-        >>> index = SavedIndex()  # doctest: +SKIP
-        >>> [v.name for v in index.read(graph, "n1")]  # doctest: +SKIP
+        >>> index = SavedIndex()
+        >>> [v.name for v in index.read(g, "n1")]
         ['exponent', 'self']
     """
 
@@ -479,26 +551,45 @@ class SavedIndex:
         self._owners: dict[tuple[str, int], list[tuple[str, str]]] | None = None
 
     def read(self, graph: BackwardGraph, node_id: str) -> list[SavedValue]:
-        """The records of what `node_id` saved, read once and then cached (a fresh list)."""
+        """The records of what `node_id` saved, read once and then cached (a fresh list).
+
+        Example:
+            >>> [v.kind for v in SavedIndex().read(g, "n1")]
+            ['scalar', 'tensor']
+        """
         cached = self._records.get(node_id)
         if cached is None:
             cached = self._records[node_id] = read_saved(graph, node_id, self)
         return list(cached)
 
     def aliases(self, graph: BackwardGraph) -> AliasIndex:
-        """Who owns which storage (leaves, root outputs), built on first use."""
+        """Who owns which storage (leaves, root outputs), built on first use.
+
+        Example:
+            >>> SavedIndex().aliases(g).leaf_storages == {storage_key(x), storage_key(y)}
+            True
+        """
         if self._aliases is None:
             self._aliases = AliasIndex(graph)
         return self._aliases
 
     def storage_owners(self, graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str, str]]]:
-        """Storage -> every (node id, saved name) holding it, built on first use."""
+        """Storage -> every (node id, saved name) holding it, built on first use.
+
+        Example:
+            >>> list(SavedIndex().storage_owners(g).values())
+            [[('n1', 'self')]]
+        """
         if self._owners is None:
             self._owners = storage_owners(graph)
         return self._owners
 
     def clear(self) -> None:
-        """Drop every cache (the graph is closing)."""
+        """Drop every cache (the graph is closing).
+
+        Example:
+            >>> index = SavedIndex(); _ = index.read(g, "n1"); index.clear()
+        """
         self._records.clear()
         self._aliases = None
         self._owners = None

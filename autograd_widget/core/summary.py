@@ -38,6 +38,17 @@ import torch
 from ..util.dtypes import dtype_name
 from ..util.jsonsafe import encode, encode_float
 
+__all__ = [
+    "HEAD_VALUES",
+    "MAX_LISTED",
+    "MIN_BATCH",
+    "SMALL_NUMEL",
+    "SPARSE_DENSE_NUMEL",
+    "Summary",
+    "SummaryStore",
+    "summarize",
+]
+
 #: Tensors with at most this many elements are summarised in batches (see the module docstring).
 SMALL_NUMEL = 256
 #: A batch costs ~15 dispatches whatever its size: fewer same-shape tensors than this are
@@ -53,7 +64,13 @@ _FAST_REAL = (torch.float32, torch.float64)
 
 @dataclass(frozen=True)
 class Summary:
-    """What a gradient looks like, in a few numbers (see the module docstring for semantics)."""
+    """What a gradient looks like, in a few numbers (see the module docstring for semantics).
+
+    Example:
+        >>> s = Summary.of(torch.tensor([1.0, float("nan"), 3.0]))
+        >>> s.nan, s.finite, s.values
+        (1, False, [1.0, nan, 3.0])
+    """
 
     shape: tuple[int, ...]
     dtype: str
@@ -81,7 +98,12 @@ class Summary:
         return len(self.values) < self.numel
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict: non-finite floats become "NaN", "Infinity" or "-Infinity"."""
+        """A JSON-safe dict: non-finite floats become "NaN", "Infinity" or "-Infinity".
+
+        Example:
+            >>> Summary.of(torch.tensor([float("inf"), 1.0])).as_dict()["max"]
+            'inf'
+        """
         return {
             "shape": list(self.shape),
             "dtype": self.dtype,
@@ -98,7 +120,12 @@ class Summary:
 
     @classmethod
     def of(cls, tensor: torch.Tensor) -> Summary:
-        """Summarise one tensor (for many, `summarize()` batches the work)."""
+        """Summarise one tensor (for many, `summarize()` batches the work).
+
+        Example:
+            >>> Summary.of(torch.ones(3)).norm
+            1.7320508075688772
+        """
         return summarize([tensor])[0]
 
 
@@ -403,7 +430,12 @@ def _materialize(raw: Raw | tuple[_Group, int]) -> Summary:
 
 
 def summarize(tensors: Iterable[torch.Tensor]) -> list[Summary]:
-    """Summaries of many tensors at once, in input order (see the module docstring)."""
+    """Summaries of many tensors at once, in input order (see the module docstring).
+
+    Example:
+        >>> [s.numel for s in summarize([torch.ones(2), torch.zeros(3)])]
+        [2, 3]
+    """
     return [_materialize(raw) for raw in _summarize_raw(list(tensors))]
 
 
@@ -416,6 +448,12 @@ class SummaryStore:
     `view`/`t`/`transpose` backward nodes and pass-through nodes return) reuses its statistics;
     the last `recent` large tensors are held for that, so their memory cannot be reused under us.
     `get(key)` builds the `Summary` on first request.
+
+    Example:
+        >>> store = SummaryStore()
+        >>> store.add(0, torch.ones(4))
+        >>> store.get(0).mean
+        1.0
     """
 
     def __init__(self, max_pending: int = 4096, recent: int = 4) -> None:
@@ -428,6 +466,12 @@ class SummaryStore:
         self._n_recent = recent
 
     def add(self, key: int, t: torch.Tensor) -> None:
+        """Queue tensor `t`'s summary under `key` (computed in a batch on the next `get`/`flush`).
+
+        Example:
+            >>> store = SummaryStore(); store.add(7, torch.zeros(2)); 7 in store
+            True
+        """
         if _special(t):  # sparse or meta: no data pointer to match views on, no batching
             self._raw[key] = _summarize_special(t)
             return
@@ -457,10 +501,23 @@ class SummaryStore:
             del recent[next(iter(recent))]
 
     def add_many(self, items: Iterable[tuple[int, torch.Tensor]]) -> None:
+        """`add()` for each (key, tensor) pair.
+
+        Example:
+            >>> store = SummaryStore(); store.add_many([(0, torch.ones(1)), (1, torch.ones(2))])
+            >>> store.get(1).numel
+            2
+        """
         for key, t in items:
             self.add(key, t)
 
     def get(self, key: int) -> Summary | None:
+        """The summary under `key` (flushing pending work first), or None when there is none.
+
+        Example:
+            >>> SummaryStore().get(3) is None
+            True
+        """
         s = self._done.get(key)
         if s is not None:
             return s
@@ -479,18 +536,38 @@ class SummaryStore:
         return key in self._done or key in self._raw or key in self._keys
 
     def put(self, key: int, summary: Summary) -> None:
+        """Store an already computed summary under `key`.
+
+        Example:
+            >>> store = SummaryStore(); store.put(1, Summary.of(torch.ones(2))); store.get(1).norm
+            1.4142135623730951
+        """
         self._done[key] = summary
 
     def pop(self, key: int) -> None:
+        """Forget the summary stored under `key`; a missing key is ignored.
+
+        Example:
+            >>> store = SummaryStore(); store.add(1, torch.ones(2)); _ = store.get(1)
+            >>> store.pop(1); 1 in store
+            False
+        """
         self._done.pop(key, None)
         self._raw.pop(key, None)
 
     @property
     def pending(self) -> int:
+        """How many tensors wait to be summarised.
+        """
         return len(self._keys)
 
     def flush(self) -> None:
-        """Summarise every queued small tensor (one batch per shape and dtype)."""
+        """Summarise every queued small tensor (one batch per shape and dtype).
+
+        Example:
+            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.flush(); store.pending
+            0
+        """
         if not self._keys:
             return
         keys, ts = self._keys, self._tensors
@@ -499,7 +576,12 @@ class SummaryStore:
             self._raw[key] = raw
 
     def discard(self, keys: Iterable[int]) -> None:
-        """Forget `keys` entirely, queued or computed (their step was undone or failed)."""
+        """Forget `keys` entirely, queued or computed (their step was undone or failed).
+
+        Example:
+            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.discard([1]); 1 in store
+            False
+        """
         keys = set(keys)
         if not keys:
             return
@@ -511,10 +593,20 @@ class SummaryStore:
             self._tensors = [t for _, t in kept]
 
     def release_recent(self) -> None:
-        """Drop the references held for view detection (end of a run)."""
+        """Drop the references held for view detection (end of a run).
+
+        Example:
+            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.release_recent()
+        """
         self._recent.clear()
 
     def clear(self) -> None:
+        """Forget everything, pending and done.
+
+        Example:
+            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.clear(); 1 in store
+            False
+        """
         self._raw.clear()
         self._done.clear()
         self._keys, self._tensors = [], []

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+__all__ = ["MODULE_KEY", "track"]
+
 #: The one key this package writes into `node.metadata`.
 MODULE_KEY = "autograd_widget.module"
 
@@ -132,6 +134,13 @@ def track(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
     The path is the dotted name of the innermost module running ("" for the top module's own
     ops); ops outside the model (e.g. the loss) get none. Hooks are removed on exit, even on error.
     The stamp is the only write this package makes to torch objects (`node.metadata`).
+
+    Example:
+        >>> with aw.track(model):
+        ...     out = model(torch.randn(2, 4))
+        >>> g = aw.capture(out.sum(), model=model)
+        >>> sorted({n.module for n in g.nodes.values() if n.module is not None})
+        ['0', '1', '2']
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(

@@ -10,6 +10,15 @@ from __future__ import annotations
 
 import torch
 
+__all__ = [
+    "SUPPORTED_TORCH",
+    "UnsupportedTorchError",
+    "check_node_api",
+    "check_step_api",
+    "check_torch",
+    "gradient_edge",
+]
+
 #: The range declared in pyproject.toml; tested on the upper end (2.13).
 SUPPORTED_TORCH = ">=2.4,<2.14"
 
@@ -21,7 +30,11 @@ class UnsupportedTorchError(RuntimeError):
 
 
 def check_node_api(fn: object) -> None:
-    """Fail with an actionable message if `fn` lacks an attribute every autograd node had."""
+    """Fail with an actionable message if `fn` lacks an attribute every autograd node had.
+
+    Example:
+        >>> check_node_api(z.grad_fn)  # passes silently on a supported torch
+    """
     missing = [a for a in _NODE_API if not hasattr(fn, a)]
     if type(fn).__name__ == "AccumulateGrad" and not hasattr(fn, "variable"):
         missing.append("variable")
@@ -37,7 +50,11 @@ _CUSTOM_API = ("needs_input_grad", "apply")
 
 
 def check_step_api(fn: object, kind: str) -> None:
-    """Like `check_node_api`, plus what stepping needs of a custom Function node."""
+    """Like `check_node_api`, plus what stepping needs of a custom Function node.
+
+    Example:
+        >>> check_step_api(z.grad_fn, "function")
+    """
     check_node_api(fn)
     missing = [a for a in _CUSTOM_API if kind == "custom_function" and not hasattr(fn, a)]
     if missing:
@@ -53,7 +70,13 @@ def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
 
     Torch finds a leaf's AccumulateGrad node through `t.view_as(t)`, which sparse layouts do not
     implement (NotImplementedError on `aten::view`); a multiplication reaches the same node (a
-    leaf has exactly one AccumulateGrad, shared by every graph that uses it)."""
+    leaf has exactly one AccumulateGrad, shared by every graph that uses it).
+
+    Example:
+        >>> node, nr = gradient_edge(z)
+        >>> node.name(), nr
+        ('AddBackward0', 0)
+    """
     try:
         e = torch.autograd.graph.get_gradient_edge(t)
     except (NotImplementedError, RuntimeError):
@@ -65,7 +88,11 @@ def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
 
 
 def check_torch() -> None:
-    """Check module-level torch APIs at import time."""
+    """Check module-level torch APIs at import time.
+
+    Example:
+        >>> check_torch()  # raises UnsupportedTorchError naming the version when unsupported
+    """
     missing = []
     if not hasattr(torch.autograd.graph, "get_gradient_edge"):
         missing.append("torch.autograd.graph.get_gradient_edge")

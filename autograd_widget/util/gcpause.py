@@ -12,9 +12,20 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+__all__ = ["gc_paused"]
+
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
+    """Pause the cycle collector inside the block (re-enabled after it, unless it was off).
+
+    Building many small objects (records, plan tables) triggers collection passes that walk
+    every tracked object; pausing turns that quadratic cost linear. Nesting is safe.
+
+    Example:
+        >>> with gc_paused():
+        ...     nodes = [object() for _ in range(1000)]  # no collection pass triggered here
+    """
     was = gc.isenabled()
     gc.disable()
     try:
