@@ -835,3 +835,19 @@ def test_order_is_read_only_and_not_copied_per_access():
             mutate(order)
     assert s.order == ["n0", "n1", "n2", "n3"]
     assert order + ["n9"] == ["n0", "n1", "n2", "n3", "n9"]  # noqa: RUF005  (+ still works)
+
+
+def test_grad_of_a_view_of_a_leaf_taken_under_no_grad_is_a_value_error():
+    # Such a view requires grad and reads as a leaf, but autograd gave it no gradient edge:
+    # torch itself only raises an AssertionError ("Expected gradient function to be set").
+    x = torch.randn(4, requires_grad=True)
+    loss = (x * 2).sum()
+    with torch.no_grad():
+        v = x[:2]
+    g = aw.capture(loss)
+    st = Stepper(g)
+    st.run()
+    for call in (lambda: st.grad(v), lambda: g.gradient_edge(v)):
+        with pytest.raises(ValueError, match=r"view of a leaf taken under torch.no_grad\(\)"):
+            call()
+    assert torch.equal(st.grad(x), torch.full((4,), 2.0))

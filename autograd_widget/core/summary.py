@@ -198,8 +198,23 @@ SPARSE_DENSE_NUMEL = 1 << 20
 
 
 def _special(t: torch.Tensor) -> bool:
-    """Sparse (any non-strided layout) or meta: no storage to reduce over as it is."""
-    return t.layout is not torch.strided or t.is_meta
+    """Sparse (any non-strided layout), meta, or an efficient ZeroTensor: no storage to reduce
+    over as it is (a ZeroTensor, which `torch.sgn`'s backward returns, has none at all)."""
+    return t.layout is not torch.strided or t.is_meta or t._is_zerotensor()
+
+
+def _summarize_zero(t: torch.Tensor) -> Raw:
+    """An efficient ZeroTensor summarised as the zeros it stands for, without materialising it."""
+    n = t.numel()
+    if n == 0:
+        return _empty(t)
+    k = _n_listed(n)
+    if t.is_complex():
+        vals: list = [[0.0, 0.0] for _ in range(k)]
+    else:
+        vals = [0.0 if t.is_floating_point() else 0] * k
+    std = 0.0 if n > 1 else None
+    return (tuple(t.shape), dtype_name(t.dtype), 0.0, 0.0, 0.0, 0.0, std, 0, 0, vals, n)
 
 
 def _summarize_special(t: torch.Tensor) -> Raw:
@@ -212,6 +227,8 @@ def _summarize_special(t: torch.Tensor) -> Raw:
     """
     if t.requires_grad:
         t = t.detach()
+    if t._is_zerotensor():
+        return _summarize_zero(t)
     n = t.numel()
     if t.is_meta:
         nan = math.nan

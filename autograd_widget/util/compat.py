@@ -68,9 +68,10 @@ def check_step_api(fn: object, kind: str) -> None:
 def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
     """`torch.autograd.graph.get_gradient_edge(t)` as (node, output_nr), also for a sparse leaf.
 
-    Torch finds a leaf's AccumulateGrad node through `t.view_as(t)`, which sparse layouts do not
-    implement (NotImplementedError on `aten::view`); a multiplication reaches the same node (a
-    leaf has exactly one AccumulateGrad, shared by every graph that uses it).
+    A view of a leaf taken under `no_grad()` has no gradient edge: ValueError saying so (torch
+    itself only asserts). Torch finds a leaf's AccumulateGrad node through `t.view_as(t)`, which
+    sparse layouts do not implement (NotImplementedError on `aten::view`); a multiplication
+    reaches the same node (a leaf has exactly one AccumulateGrad, shared by every graph using it).
 
     Example:
         >>> node, nr = gradient_edge(z)
@@ -79,6 +80,18 @@ def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
     """
     try:
         e = torch.autograd.graph.get_gradient_edge(t)
+    except AssertionError:
+        # A view of a leaf taken under no_grad() (`with torch.no_grad(): v = x[:2]`) requires
+        # grad and reads as a leaf, but autograd made no AccumulateGrad for it: torch asserts.
+        base = getattr(t, "_base", None)
+        if t.grad_fn is None and base is not None:
+            raise ValueError(
+                "this tensor is a view of a leaf taken under torch.no_grad(), so autograd gives "
+                "it no gradient of its own; ask for the gradient of its base tensor "
+                "(`t._base`) and index that the way the view was taken"
+            ) from None
+        raise ValueError(f"this tensor has no gradient edge in autograd ({type(t).__name__} "
+                         f"of shape {list(t.shape)}, requires_grad={t.requires_grad})") from None
     except (NotImplementedError, RuntimeError):
         if t.grad_fn is not None or not t.requires_grad:
             raise

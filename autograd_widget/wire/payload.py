@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..util.gcpause import gc_paused
-from ..util.jsonsafe import encode_number
+from ..util.jsonsafe import encode, encode_number
 from ..view.layout import Layout, layered_layout
 from ..view.visible import VisibleGraph, edge_arrays, module_paths, visible_graph
 
@@ -477,7 +477,7 @@ def summary_payload(s: Summary | None) -> dict[str, Any] | None:
         if isinstance(v, float | complex):
             out[k] = encode_number(v)
         elif isinstance(v, list):
-            out[k] = [encode_number(x) if isinstance(x, float | complex) else x for x in v]
+            out[k] = encode(v)
         elif isinstance(v, tuple):
             out[k] = list(v)
         else:
@@ -550,7 +550,7 @@ class StateView:
             nonfinite = bool(s.nan or s.inf)
             self.edge_flag[e] = NONFINITE if nonfinite else FLOWED
             if _numel(s.shape) <= LABEL_MAX_NUMEL:
-                self.edge_values[str(e)] = [encode_number(v) for v in s.values]
+                self.edge_values[str(e)] = encode(s.values)
 
     def update(self) -> dict[str, Any]:
         """The `_state` payload for the stepper's current position."""
@@ -638,7 +638,7 @@ class StateView:
                         "shape": list(s.shape),
                         "dtype": s.dtype,
                         "norm": encode_number(s.norm),
-                        "values": [encode_number(v) for v in s.values] if small else None,
+                        "values": encode(s.values) if small else None,
                     }
                 )
         arrays = self.visible_arrays()
