@@ -15,8 +15,10 @@ is dropped):
   layout and the payload: the Python side of the first render);
 - engine vs stepper: `torch.autograd.grad(loss, params, retain_graph=True)` against one
   `aw.Stepper` per keep mode ("summaries", the default, and "tensors"), `reset()` untimed then
-  `run()`, INTERLEAVED per round (engine, summaries, tensors) so load drift hits all alike; the
-  stepper's gradients are checked equal to the engine's afterwards;
+  `run()`, INTERLEAVED per round (engine, summaries, tensors, in an order rotated every round,
+  each run starting with nothing of the previous one held: a stepper is `reset()` right after
+  its timed `run()`) so load drift hits all alike; the stepper's gradients are checked equal to
+  the engine's afterwards;
 - torchviz: `make_dot(loss, params)` + `dot -Tsvg` (a subprocess with a timeout);
 - torchlens: `torchlens.trace` of the model + loss, `log_backward(loss)` (its backward graph)
   and `draw_backward(svg)`, the nearest thing it has to capturing and drawing the backward graph.
@@ -131,20 +133,27 @@ def measure(name: str, size: str, repeats: int) -> Row:
     loss = forward(built)
     graph = aw.capture(loss, model=built.model)
     steppers = {keep: aw.Stepper(graph, keep=keep) for keep in KEEPS}
-    engine: list[float] = []
-    runs: dict[str, list[float]] = {keep: [] for keep in KEEPS}
-    _settle()
-    for _ in range(repeats + 1):
-        t0 = time.perf_counter()
+    times: dict[str, list[float]] = {k: [] for k in ("engine", *KEEPS)}
+
+    def engine() -> None:
         torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
-        engine.append(time.perf_counter() - t0)
-        for keep, st in steppers.items():
-            st.reset()
+
+    calls = {"engine": engine, **{keep: steppers[keep].run for keep in KEEPS}}
+    order = list(calls)
+    for i in range(repeats + 1):
+        # Each round in a rotated order, and every run starting from the same state: nothing
+        # of the previous run held (a stepper that kept every tensor makes whatever runs next
+        # allocate fresh memory: the engine measured 2.8x slower on the ResNet that way).
+        for k in order[i % len(order) :] + order[: i % len(order)]:
+            _settle()
             t0 = time.perf_counter()
-            st.run()
-            runs[keep].append(time.perf_counter() - t0)
+            calls[k]()
+            times[k].append(time.perf_counter() - t0)
+            if k in steppers:
+                steppers[k].reset()
     want = torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
     for keep, st in steppers.items():
+        st.run()
         for p, w in zip(ps, want):
             if w is not None and not torch.equal(st.grad(p), w):
                 raise AssertionError(f"{name}: stepper (keep={keep}) and engine disagree")
@@ -158,8 +167,8 @@ def measure(name: str, size: str, repeats: int) -> Row:
         forward_ms=_median_ms(fwd),
         capture_ms=_median_ms(cap),
         explore_ms=_median_ms(exp),
-        engine_ms=_median_ms(engine),
-        stepper_ms={keep: _median_ms(runs[keep]) for keep in KEEPS},
+        engine_ms=_median_ms(times["engine"]),
+        stepper_ms={keep: _median_ms(times[keep]) for keep in KEEPS},
     )
 
 
@@ -335,9 +344,10 @@ def section(rows: list[Row], repeats: int, argv: list[str], load: str) -> str:
         "float32 (autocast_bf16: bf16 matmuls). forward = the forward under `aw.track` + loss; "
         "capture = `aw.capture(loss, model=...)` and explore = `aw.explore(loss, model=...)`, "
         "each of a fresh forward; engine = `torch.autograd.grad(loss, params, retain_graph="
-        "True)`; stepper = `Stepper(graph, keep=...)` `run()` (`reset()` untimed), interleaved "
-        "with the engine per round; every stepper gradient checked equal (bit for bit) to the "
-        "engine's. torchviz = `make_dot(loss, params)` + `dot -Tsvg`; torchlens = `trace` of "
+        "True)`; stepper = `Stepper(graph, keep=...)` `run()` (`reset()` untimed, right after "
+        "each run), interleaved with the engine per round in a rotated order; every stepper "
+        "gradient checked equal (bit for bit) to the engine's. torchviz = `make_dot(loss, "
+        "params)` + `dot -Tsvg`; torchlens = `trace` of "
         "model + loss, `log_backward`, `draw_backward` to SVG (median of 3 when under 2 s, "
         "else one run); the factor beside a tool is its time over ours from the same start "
         "(forward + explore ms).",
