@@ -70,12 +70,12 @@ def _part_of(item_or_report) -> str:
     path = str(getattr(item_or_report, "nodeid", "")).split("::")[0]
     if "browser" in keywords or "/browser/" in path:
         return "browser"
+    if "test_bench" in path:
+        return "benchmarks (tiny)"
     if "zoo" in keywords or "/zoo/" in path:
         return "model zoo"
     if "notebooks" in path:
         return "notebooks"
-    if "test_bench" in path:
-        return "benchmarks (tiny)"
     if path.endswith(".py") and not path.startswith("tests/"):
         return "doctests"
     return "unit + property"
