@@ -340,7 +340,7 @@ def visible_dot(payload: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
 
     Edges point as ours do (root to leaves), so dot's ranks run top-down like our layers.
     """
-    decoded = view.decode_graph(payload)  # labels per item, whatever the payload's version
+    decoded = view.decode_graph(payload)  # labels per item
     nodes, edges = decoded["nodes"], decoded["edges"]
     src, dst = edges["src"], edges["dst"]
     unique = sorted({(int(a), int(b)) for a, b in zip(src.tolist(), dst.tolist())})
