@@ -29,6 +29,20 @@ from .modules import children, in_group, module_paths, top_level_groups
 if TYPE_CHECKING:
     from .repeats import Repeat
 
+__all__ = [
+    "AUTO_COLLAPSE_NODES",
+    "FOLD_PREFIX",
+    "PLUMBING",
+    "VisibleGraph",
+    "default_collapsed",
+    "edge_arrays",
+    "fold_keys",
+    "fold_members",
+    "is_plumbing",
+    "search",
+    "visible_graph",
+]
+
 #: Nodes that only move or re-view data: their backward re-shapes the gradient, nothing more.
 PLUMBING = frozenset(
     {

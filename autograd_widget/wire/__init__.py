@@ -1,0 +1,5 @@
+"""wire: the widget protocol. The graph payload codec (`payload`), the one table of messages and
+state keys (`protocol`) and the `Session` its handlers act on (`session`). Imports view and below.
+"""
+
+__all__: list[str] = []
