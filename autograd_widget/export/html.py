@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -25,9 +25,27 @@ from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, dispatch
 from ..wire.session import Session
 
 if TYPE_CHECKING:
-    from ..widget import AutogradWidget
+    from ..core.graph import BackwardGraph
+    from ..view.repeats import Repeat
 
-__all__ = ["RECORDING_FORMAT", "html", "record", "record_session", "save_html"]
+__all__ = ["RECORDING_FORMAT", "Exportable", "html", "record", "record_session", "save_html"]
+
+
+class Exportable(Protocol):
+    """What `record` reads of a widget (its public API only): the graph, the stepper's options,
+    and how the drawing is folded, oriented and sized."""
+
+    graph: BackwardGraph
+    stepper: Any
+    height: int
+    orientation: str
+    show_plumbing: bool
+
+    @property
+    def collapsed(self) -> list[str]: ...
+
+    @property
+    def folds(self) -> dict[str, Repeat]: ...
 
 RECORDING_FORMAT = "autograd_widget.recording/1"
 _STATIC = Path(__file__).parent.parent / "static"
@@ -150,7 +168,7 @@ def record_session(
     }
 
 
-def record(widget: AutogradWidget, *, max_steps: int | None = None) -> dict[str, Any]:
+def record(widget: Exportable, *, max_steps: int | None = None) -> dict[str, Any]:
     """Record the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it.
 
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
@@ -219,7 +237,7 @@ def html(recording: dict[str, Any]) -> str:
     )
 
 
-def save_html(widget: AutogradWidget, path: str | Path) -> Path:
+def save_html(widget: Exportable, path: str | Path) -> Path:
     """Write the recorded step-through of `widget` as one offline HTML file; return its path.
 
     Example:
