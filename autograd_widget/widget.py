@@ -67,11 +67,14 @@ class _Traits:
 
     def draw(self, graph: dict[str, Any] | None, state: dict[str, Any]) -> None:
         w = self.widget
+        show = w._session.scene.show_plumbing
+        if graph is None and w.show_plumbing == show:  # a step: only the state moved
+            w._state = state
+            return
         with w.hold_sync():
             if graph is not None:
                 w._graph = graph
             w._state = state
-            show = w._session.scene.show_plumbing
             if w.show_plumbing != show:  # reveal() showed plumbing
                 w.show_plumbing = show
 
