@@ -22,17 +22,13 @@ RESULTS.md may hold sections from several scripts: this one writes only between
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,18 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
 from _results import RESULTS, write_section  # noqa: E402
 
+# THE JupyterLab launcher, shared with the browser tests (pytest-free).
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from labserver import CHROMIUM, CHROMIUM_ARGS, start_lab  # noqa: E402
+
 SECTION = "browser"
-CHROMIUM = os.environ.get("AUTOGRAD_WIDGET_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TIMEOUT = 120  # seconds, for the server, a kernel, a cell
 
 PRELUDE = """\
@@ -129,97 +118,6 @@ def cases(tiny: bool) -> list[Case]:
         Case("chain 10k nodes", "chain(9998)", 3000, 250),
         Case("fan 10k nodes", "fan(9997)", 3000, 250),
     ]
-
-
-# ----------------------------------------------------------------------- server (conftest copy)
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_lab(base: Path) -> tuple[str, Path, subprocess.Popen]:
-    dirs = {k: base / k for k in ("root", "config", "data", "runtime", "ipython", "settings", "ws")}
-    for d in dirs.values():
-        d.mkdir()
-    notif = dirs["settings"] / "@jupyterlab" / "apputils-extension"
-    notif.mkdir(parents=True)
-    (notif / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    env = dict(os.environ)
-    env.update(
-        JUPYTER_CONFIG_DIR=str(dirs["config"]),
-        JUPYTER_DATA_DIR=str(dirs["data"]),
-        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        IPYTHONDIR=str(dirs["ipython"]),
-        JUPYTER_PLATFORM_DIRS="1",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        PYTHONWARNINGS="ignore::DeprecationWarning",
-    )
-    port = _free_port()
-    log = base / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--allow-root",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        "--IdentityProvider.token=",
-        "--ServerApp.password=",
-        f"--ServerApp.root_dir={dirs['root']}",
-        "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-        f"--LabServerApp.user_settings_dir={dirs['settings']}",
-        f"--LabServerApp.workspaces_dir={dirs['ws']}",
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=dirs["root"]
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
-                if r.status == 200:
-                    return url, dirs["root"], proc
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(0.25)
-
-
-def write_notebook(path: Path, cells: list[str]) -> None:
-    nb = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"c{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": src,
-            }
-            for i, src in enumerate(cells)
-        ],
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(nb))
 
 
 # ---------------------------------------------------------------------------------- page helpers
@@ -444,12 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{CHROMIUM} not found: apt-get install chromium")
     load0 = os.getloadavg()[0]
     base = Path(tempfile.mkdtemp(prefix="agw-bench-browser-"))
-    proc = None
+    server = None
     rows: list[Row] = []
     try:
-        url, root, proc = start_lab(base)
-        write_notebook(
-            root / "bench.ipynb", [PRELUDE, "pass", 'w = aw.explore(loss, collapse="none")\nw']
+        server = start_lab(base, timeout=TIMEOUT)
+        url = server.url
+        server.write_notebook(
+            "bench.ipynb", [PRELUDE, "pass", 'w = aw.explore(loss, collapse="none")\nw']
         )
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -469,12 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             browser.close()
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        if server is not None:
+            server.stop()
         shutil.rmtree(base, ignore_errors=True)
     load1 = os.getloadavg()[0]
     body = section(rows, repeats, args.clicks, argv, f"{load0:.2f} / {load1:.2f}")

@@ -9,7 +9,7 @@ fans of 10k and 50k nodes). For each, in ONE process, medians over repeats:
 - capture: `aw.capture(loss, model=...)` of a fresh forward each repeat (a second capture of the
   same tensors would find torch's Python node wrappers already made, which is not what a user's
   first `explore()` sees);
-- layout: `view.compute_layout(graph, "TB", groups.visible_graph(graph))` (every node visible);
+- layout: `compute_layout(graph, "TB", groups.visible_graph(graph))` (every node visible);
 - payload: `view.graph_payload(...)`, and its size as sent (binary buffers + the JSON of the
   rest), per node;
 - `Stepper.run()` against `torch.autograd.grad` (ratio; `reset()` untimed);
@@ -56,6 +56,7 @@ import autograd_widget as aw
 from autograd_widget.engine.stepper import Stepper
 from autograd_widget.view import layout, repeats
 from autograd_widget.view import visible as groups
+from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
@@ -339,7 +340,7 @@ def visible_dot(payload: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
 
     Edges point as ours do (root to leaves), so dot's ranks run top-down like our layers.
     """
-    decoded = view.decode_graph(payload)  # labels per item, whatever the payload's version
+    decoded = view.decode_graph(payload)  # labels per item
     nodes, edges = decoded["nodes"], decoded["edges"]
     src, dst = edges["src"], edges["dst"]
     unique = sorted({(int(a), int(b)) for a, b in zip(src.tolist(), dst.tolist())})
@@ -518,7 +519,7 @@ def profile_first_render(build: Callable[[], Built], top: int = 10) -> list[tupl
         prof.enable()
         g = aw.capture(built.loss, model=built.model)
         vis = groups.visible_graph(g)
-        lay = view.compute_layout(g, "TB", vis)
+        lay = compute_layout(g, "TB", vis)
         view.graph_payload(g, lay, vis)
         prof.disable()
     finally:
@@ -548,7 +549,7 @@ def gc_paused_first_render(build: Callable[[], Built], repeats_n: int) -> float:
         gc.disable()
         try:
             vis = groups.visible_graph(g)
-            lay = view.compute_layout(g, "TB", vis)
+            lay = compute_layout(g, "TB", vis)
             view.graph_payload(g, lay, vis)
         finally:
             gc.enable()
@@ -572,7 +573,7 @@ def measure(case: Case, repeats_n: int, timeout: float) -> Row:
         cap_cpu.append(time.process_time() - c0)
         vis = groups.visible_graph(graph)
         t2 = time.perf_counter()
-        lay = view.compute_layout(graph, "TB", vis)
+        lay = compute_layout(graph, "TB", vis)
         t3 = time.perf_counter()
         payload = view.graph_payload(graph, lay, vis)
         t4 = time.perf_counter()
@@ -806,7 +807,7 @@ def scale_section(rows: list[Row], repeats_n: int, argv: list[str], load: str) -
         f"- rerun: `{' '.join(['python benchmarks/bench_scale.py', *argv])}` (needs `pip install "
         "torchviz` and Debian `graphviz` for the comparison columns; both are benchmark-only)",
         f"- method: median of {repeats_n} repeats in one process; each repeat captures a fresh "
-        "forward. first render = `aw.capture` + `groups.visible_graph` + `view.compute_layout` "
+        "forward. first render = `aw.capture` + `groups.visible_graph` + `compute_layout` "
         "+ `view.graph_payload` (every node visible, TB), the Python side of `explore()` before "
         "the browser. Payload bytes = binary buffers + JSON of the rest. Stepper = `Stepper(g)` "
         "(keep='summaries') `run()` vs `torch.autograd.grad(loss, leaves, retain_graph=True)`. "

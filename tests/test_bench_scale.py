@@ -134,9 +134,18 @@ def test_dot_quality_agrees_with_our_counter_on_our_own_drawing(bench):
 
 def test_visible_dot_quotes_labels_and_lists_unique_edges(bench):
     i32 = np.int32
-    payload = {
-        "nodes": {"label": ['say "hi"', "back\\slash", "c"]},
+    payload = {  # a graph payload (version 2: labels index `strings`)
+        "version": 2,
+        "dtypes": {"nodes.label": "uint8", "edges.src": "int32", "edges.dst": "int32"},
+        "nodes": {
+            "count": 3,
+            "strings": ['say "hi"', "back\\slash", "c"],
+            "label": memoryview(np.array([0, 1, 2], np.uint8).tobytes()),
+            "kinds": ["function"],
+            "input_sigs": [[]],
+        },
         "edges": {
+            "count": 3,
             "src": memoryview(np.array([0, 0, 1], i32).tobytes()),
             "dst": memoryview(np.array([1, 1, 2], i32).tobytes()),
         },

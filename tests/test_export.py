@@ -9,11 +9,13 @@ import re
 import numpy as np
 import pytest
 import torch
-from conftest import make_mlp
 
 import autograd_widget as aw
 from autograd_widget.export import html as export
+from autograd_widget.view import state as view_state
 from autograd_widget.wire import payload as view
+from autograd_widget.wire import protocol
+from conftest import make_mlp
 
 
 def decode(obj):
@@ -29,11 +31,11 @@ def decode(obj):
 def replay(rec, position):
     """Apply the recorded deltas up to `position`, as the front-end does."""
     state = decode(rec["state"])
-    arrays = {k: state[k].copy() for k in export._ARRAYS}
+    arrays = {k: state[k].copy() for k in protocol.STATE_ARRAYS}
     values = dict(state["edge_values"])
-    scalars = {k: state[k] for k in export._SCALARS}
+    scalars = {k: state[k] for k in protocol.STEP_SCALARS}
     for delta in decode(rec["steps"])[:position]:
-        for k in export._ARRAYS:
+        for k in protocol.STATE_ARRAYS:
             if k in delta:
                 arrays[k][delta[k]["index"]] = delta[k]["new"]
         ev = delta.get("edge_values")
@@ -54,14 +56,14 @@ def check_against_live(w):
     rec = json.loads(json.dumps(export.record(w)))  # it must be JSON as written
     assert rec["format"] == export.RECORDING_FORMAT
     live = aw.Stepper(w.graph)
-    sv = view.StateView(w.graph, live, w._visible)
+    sv = view_state.StateView(w.graph, live, w._session.scene.visible)
     for pos in range(len(rec["steps"]) + 1):
         if pos:
             live.step()
         state = sv.update()
         want = sv.visible_arrays()
         arrays, values, scalars = replay(rec, pos)
-        for k in export._ARRAYS:
+        for k in protocol.STATE_ARRAYS:
             assert same(arrays[k], want[k]), (pos, k)
         assert values == json.loads(json.dumps(want["edge_values"]))
         assert scalars["status"] == state["status"] and scalars["position"] == pos

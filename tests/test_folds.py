@@ -15,14 +15,15 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
-from conftest import arr, make_transformer, send
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget import widget as widget_mod
-from autograd_widget.view import repeats
+from autograd_widget.view import modules, repeats
+from autograd_widget.view import scene as scene_mod
+from autograd_widget.view import state as view_state
 from autograd_widget.view import visible as groups
 from autograd_widget.wire import payload as view
+from conftest import arr, make_transformer, send
 
 
 def tracked(model, x, loss=lambda o: o.pow(2).mean()):
@@ -113,7 +114,7 @@ def boundary(g, members):
     """Real edge ids crossing the border of the nodes under `members`."""
     inside = {
         nid for nid, n in g.nodes.items()
-        if any(groups.in_group(n.module, m) for m in members)
+        if any(modules.in_group(n.module, m) for m in members)
     }
     return {e.id for e in g.edges if (e.src in inside) != (e.dst in inside)}, inside
 
@@ -160,7 +161,7 @@ def test_fold_makes_one_box_for_the_run_with_its_boundary_edges():
 def test_visible_graph_folds_outermost_wins_and_absorbs():
     g = tracked(Wrapped(3), torch.randn(1, 3, 16, requires_grad=True))
     (run,) = [r for r in repeats.find_repeats(g) if r.parent == "enc.inner.layers"]
-    keys = groups.fold_keys([run], groups.module_paths(g))
+    keys = groups.fold_keys([run], modules.module_paths(g))
     folds = groups.fold_members(keys)
     key = next(iter(keys))
     vis = groups.visible_graph(g, folds=folds)
@@ -273,8 +274,8 @@ def test_stepping_through_a_folded_run():
     assert all(a <= c for a, c in itertools.pairwise(seen_progress))
     # pending -> next (the next node is inside the run) -> done.
     runs = [s for k, s in enumerate(seen_state) if k == 0 or s != seen_state[k - 1]]
-    assert runs[0] == view.PENDING and view.NEXT in runs and runs[-1] == view.DONE
-    assert runs.index(view.NEXT) < len(runs) - 1
+    assert runs[0] == view_state.PENDING and view_state.NEXT in runs and runs[-1] == view_state.DONE
+    assert runs.index(view_state.NEXT) < len(runs) - 1
     # Every leaf gradient is the engine's.
     params = [x, *model.parameters()]
     want = torch.autograd.grad(loss, params, retain_graph=True)
@@ -290,7 +291,7 @@ def test_run_to_inside_and_through_a_folded_run():
     run = w.folds[key]
     order = w.stepper.order
     inside = [k for k, nid in enumerate(order)
-              if any(groups.in_group(w.graph.nodes[nid].module, m) for m in run.members)]
+              if any(modules.in_group(w.graph.nodes[nid].module, m) for m in run.members)]
     target = order[inside[len(inside) // 2]]
     w.stepper.run(until=target)
     assert w.stepper.position == order.index(target) + 1
@@ -302,7 +303,7 @@ def test_run_to_inside_and_through_a_folded_run():
     assert w.stepper.position == inside[-1] + 1
     s = w._state
     assert arr(s["progress"], np.float32)[b] == 1.0
-    assert arr(s["node_state"], np.uint8)[b] == view.DONE
+    assert arr(s["node_state"], np.uint8)[b] == view_state.DONE
     (reply,) = send(w, {"type": "inspect", "request": 1, "node": b})
     data = reply["data"]
     assert data["label"] == key and data["fold"]["count"] == 3 and data["progress"] == 1.0
@@ -385,8 +386,8 @@ def test_fold_keys_never_name_a_module():
 
 def test_repeats_are_found_once_per_graph(monkeypatch):
     calls = []
-    real = widget_mod.find_repeats
-    monkeypatch.setattr(widget_mod, "find_repeats", lambda g: calls.append(1) or real(g))
+    real = scene_mod.find_repeats
+    monkeypatch.setattr(scene_mod, "find_repeats", lambda g: calls.append(1) or real(g))
     w, *_ = transformer_widget(3, collapse="none")
     assert calls == []  # "none" never looks
     assert len(w.repeats) == 1 and len(w.repeats) == 1

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import arr, make_mlp, make_transformer, send
 
 import autograd_widget as aw
+from autograd_widget.view import modules
+from autograd_widget.view import state as view_state
 from autograd_widget.view import visible as groups
 from autograd_widget.wire import payload as view
+from conftest import arr, make_mlp, make_transformer, send
 
 
 def tracked(model, *inputs, loss=lambda o: o.pow(2).mean()):
@@ -20,12 +22,12 @@ def tracked(model, *inputs, loss=lambda o: o.pow(2).mean()):
 
 def test_top_level_groups_look_through_containers():
     g = tracked(make_transformer(3, 16), torch.randn(2, 4, 16))
-    assert groups.top_level_groups(g) == ["layers.0", "layers.1", "layers.2"]
+    assert modules.top_level_groups(g) == ["layers.0", "layers.1", "layers.2"]
     mlp = tracked(make_mlp((4, 8, 8, 3)), torch.randn(5, 4))
-    assert groups.top_level_groups(mlp) == ["0", "1", "2", "3", "4"]
-    assert "layers.1.self_attn" in groups.module_paths(g)
+    assert modules.top_level_groups(mlp) == ["0", "1", "2", "3", "4"]
+    assert "layers.1.self_attn" in modules.module_paths(g)
     plain = aw.capture((torch.randn(3, requires_grad=True) * 2).sum())
-    assert groups.top_level_groups(plain) == [] and groups.module_paths(plain) == []
+    assert modules.top_level_groups(plain) == [] and modules.module_paths(plain) == []
 
 
 def test_default_collapse_modes():
@@ -135,16 +137,16 @@ def test_collapsed_box_steps_as_one_unit(mlp_widget):
     s = w._state
     progress = arr(s["progress"], np.float32)
     assert 0 < progress[box] < 1
-    assert arr(s["node_state"], np.uint8)[box] in (view.NEXT, view.PENDING)
+    assert arr(s["node_state"], np.uint8)[box] in (view_state.NEXT, view_state.PENDING)
     # run_to on the box runs until every node inside it has run.
     send(w, {"type": "run_to", "node": box})
     s = w._state
     assert arr(s["progress"], np.float32)[box] == 1.0
-    assert arr(s["node_state"], np.uint8)[box] == view.DONE
+    assert arr(s["node_state"], np.uint8)[box] == view_state.DONE
     # The edge entering the box (LogSoftmax -> Addmm of module 4) carries the boundary gradient.
     flags = arr(s["edge_flag"], np.uint8)
     dst = arr(w._graph["edges"]["dst"], np.int32)
-    assert (flags[dst == box] == view.FLOWED).all()
+    assert (flags[dst == box] == view_state.FLOWED).all()
 
 
 def test_state_survives_fold_changes(mlp_widget):
@@ -152,7 +154,7 @@ def test_state_survives_fold_changes(mlp_widget):
     w.stepper.run()
     w.expand()
     s = w._state
-    assert s["done"] and (arr(s["node_state"], np.uint8) != view.PENDING).all()
+    assert s["done"] and (arr(s["node_state"], np.uint8) != view_state.PENDING).all()
     assert len(arr(s["edge_norm"], np.float32)) == len(w.graph.edges)
 
 
@@ -194,7 +196,7 @@ def test_first_nonfinite_jumps_to_the_edge():
     assert data["src"] == "SqrtBackward0"
     vis_edge = data["edge"]
     assert view.decode_graph(w._graph)["edges"]["id"][vis_edge] == edge.id
-    assert arr(w._state["edge_flag"], np.uint8)[vis_edge] == view.NONFINITE
+    assert arr(w._state["edge_flag"], np.uint8)[vis_edge] == view_state.NONFINITE
     w.close()
 
 

@@ -235,7 +235,7 @@ def lstm_layout(steps: int):
     torch = pytest.importorskip("torch")
     import autograd_widget as aw
     from autograd_widget.view import visible as groups
-    from autograd_widget.wire import payload as view
+    from autograd_widget.view.scene import compute_layout
 
     class UnrolledLSTM(torch.nn.Module):  # as benchmarks/bench_scale.py builds it
         def __init__(self, d_in: int, hidden: int) -> None:
@@ -255,7 +255,7 @@ def lstm_layout(steps: int):
         out = model(torch.randn(steps, 2, 8))
     graph = aw.capture(out.float().pow(2).mean(), model=model)
     vis = groups.visible_graph(graph)
-    return vis, view.compute_layout(graph, "TB", vis)
+    return vis, compute_layout(graph, "TB", vis)
 
 
 def test_unrolled_lstm_is_within_the_issue_target_of_dot():

@@ -15,11 +15,14 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import make_mlp, make_transformer
 
 import autograd_widget as aw
+from autograd_widget.export.figure import to_figure
+from autograd_widget.view import labels, modules
 from autograd_widget.view import visible as groups
+from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
+from conftest import make_mlp, make_transformer
 
 
 def expected(graph, layout, vis, validity=None):
@@ -35,7 +38,7 @@ def expected(graph, layout, vis, validity=None):
         if r < 0:
             path = vis.item_group[j] or ""
             mem = [nodes[int(i)] for i in vis.item_members[j]]
-            label = view.group_label(path, graph.model_name)
+            label = labels.group_label(path, graph.model_name)
             items.append({
                 "id": f"group:{path}", "label": label, "name": f"{label} ({len(mem)} nodes)",
                 "kind": "group", "module": path, "shape": "", "inputs": [],
@@ -47,8 +50,8 @@ def expected(graph, layout, vis, validity=None):
         n = nodes[r]
         leaf_shape = n.kind == "accumulate_grad" and n.inputs
         items.append({
-            "id": n.id, "label": view.short_label(n), "name": n.name,
-            "kind": view.display_kind(n), "module": n.module,
+            "id": n.id, "label": labels.short_label(n), "name": n.name,
+            "kind": labels.display_kind(n), "module": n.module,
             "shape": str(list(n.inputs[0].shape)) if leaf_shape else "",
             "inputs": [[list(m.shape), m.dtype, m.device] for m in n.inputs],
             "root": int(n.id in root_ids), "members": 0,
@@ -127,14 +130,14 @@ def graphs():
 @pytest.mark.parametrize("orientation", ["TB", "LR"])
 def test_decoded_payload_is_every_item_and_edge(graphs, name, fold, show_plumbing, orientation):
     g = graphs[name]
-    paths = groups.module_paths(g)
+    paths = modules.module_paths(g)
     collapsed = {
         "none": (),
-        "top": groups.top_level_groups(g),
+        "top": modules.top_level_groups(g),
         "nested": [p for p in paths if p.count(".") >= 2][:3],
     }[fold]
     vis = groups.visible_graph(g, collapsed, show_plumbing)
-    check(g, vis, view.compute_layout(g, orientation, vis))
+    check(g, vis, compute_layout(g, orientation, vis))
 
 
 def test_boxes_contracted_edges_bends_and_marks_are_sent(graphs):
@@ -142,7 +145,7 @@ def test_boxes_contracted_edges_bends_and_marks_are_sent(graphs):
     ids = list(g.nodes)
     validity = {ids[3]: "stale", ids[-2]: "freed"}
     vis = groups.visible_graph(g, ["layers.0"], show_plumbing=False)
-    p = check(g, vis, view.compute_layout(g, "TB", vis), validity)
+    p = check(g, vis, compute_layout(g, "TB", vis), validity)
     assert p["edges"]["src_id"]["index"], "edges leaving the box or plumbing name their source"
     assert "bent" in p["edges"], "long edges bend"
     assert "saved_state" in p["nodes"] and "members" in p["nodes"] and "real" in p["nodes"]
@@ -158,7 +161,7 @@ def test_renamed_ids_are_sent(graphs):
     g = aw.BackwardGraph.from_dict(d)
     for collapsed in ((), ("2",)):
         vis = groups.visible_graph(g, collapsed)
-        p = check(g, vis, view.compute_layout(g, "TB", vis))
+        p = check(g, vis, compute_layout(g, "TB", vis))
         assert p["nodes"]["id"][0] == "op" + str(len(g) - 1)
 
 
@@ -169,7 +172,7 @@ def test_nothing_derivable_is_sent_for_a_plain_graph():
         y = y * 1.0001
     g = aw.capture(y.sum())
     vis = groups.visible_graph(g)
-    p = check(g, vis, view.compute_layout(g, "TB", vis))
+    p = check(g, vis, compute_layout(g, "TB", vis))
     nodes, edges = p["nodes"], p["edges"]
     for key in ("id", "real", "members", "saved_state"):
         assert key not in nodes, key
@@ -184,21 +187,9 @@ def test_nothing_derivable_is_sent_for_a_plain_graph():
     assert buffers == len(g) * (8 + 6) + len(g.edges) * (8 + 2)
 
 
-def test_decode_graph_reads_version_1_as_is():
-    raw = {
-        "version": 1, "orientation": "TB",
-        "nodes": {"count": 2, "id": ["a", "b"], "label": ["A", "B"], "x": memoryview(
-            np.array([0, 1], np.float32).tobytes())},
-        "edges": {"count": 1, "id": ["a:0"], "src": [0], "dst": [1]},
-    }
-    got = view.decode_graph(raw)
-    assert got["nodes"]["id"] == ["a", "b"] and got["nodes"]["x"].tolist() == [0.0, 1.0]
-    assert got["edges"]["id"] == ["a:0"] and got["edges"]["src"].dtype == np.int32
-
-
 def test_to_figure_reads_the_compact_payload(graphs):
     g = graphs["mlp"]
     vis = groups.visible_graph(g, ["0"])
-    fig = view.to_figure(view.graph_payload(g, view.compute_layout(g, "TB", vis), vis), None)
+    fig = to_figure(view.graph_payload(g, compute_layout(g, "TB", vis), vis), None)
     texts = [t for tr in fig.data for t in (tr.text or ()) if isinstance(t, str)]
     assert any(t.startswith("0 (") for t in texts)  # the box and its progress

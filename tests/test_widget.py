@@ -10,10 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
-from conftest import arr, make_mlp, send
 
 import autograd_widget as aw
+from autograd_widget.view import state as view_state
 from autograd_widget.wire import payload as view
+from conftest import arr, make_mlp, send
 
 
 def zxy():
@@ -63,7 +64,7 @@ def test_state_after_creation(zw):
     assert s["position"] == 0 and s["total"] == 4 and not s["done"]
     assert s["status"] == "step 0 / 4 — AddBackward0"
     assert s["next"] == 0
-    assert list(arr(s["node_state"], np.uint8)) == [view.NEXT, 0, 0, 0]
+    assert list(arr(s["node_state"], np.uint8)) == [view_state.NEXT, 0, 0, 0]
     assert np.isnan(arr(s["edge_norm"], np.float32)).all()
     assert s["waiting"][0]["values"] == [1.0], "the implicit root gradient waits at Add"
     assert s["error"] is None and s["notice"] is None
@@ -77,7 +78,7 @@ def test_stepping_from_python_updates_the_state(zw):
     assert s["position"] == 1
     assert s["status"] == "step 1 / 4 — AccumulateGrad (y)"
     states = arr(s["node_state"], np.uint8)
-    assert states[0] == view.DONE
+    assert states[0] == view_state.DONE
     e_y = edge_index(zw, "Add", "y")
     assert s["edge_values"][str(e_y)] == [1.0]
     zw.stepper.run()
@@ -86,7 +87,7 @@ def test_stepping_from_python_updates_the_state(zw):
     e_x = edge_index(zw, "Pow", "x")
     assert s["edge_values"][str(e_x)] == [4.0]
     flags = arr(s["edge_flag"], np.uint8)
-    assert (flags == view.FLOWED).all()
+    assert (flags == view_state.FLOWED).all()
     norms = arr(s["edge_norm"], np.float32)
     assert norms[e_x] == pytest.approx(4.0) and norms[e_y] == pytest.approx(1.0)
     assert s["norm_range"] == [pytest.approx(0.0), pytest.approx(np.log10(4.0))]
@@ -184,7 +185,7 @@ def test_nan_gradient_is_flagged():
     w = aw.explore(y.sum())
     w.stepper.run()
     flags = arr(w._state["edge_flag"], np.uint8)
-    assert (flags == view.NONFINITE).any()
+    assert (flags == view_state.NONFINITE).any()
     w.close()
 
 
@@ -199,7 +200,7 @@ def test_failing_node_is_shown_and_widget_stays_usable():
     assert s["error"] is not None and "inplace" in s["error"]["message"]
     failed = s["error"]["node"]
     assert view.decode_graph(w._graph)["nodes"]["name"][failed] == "ExpBackward0"
-    assert arr(s["node_state"], np.uint8)[failed] == view.FAILED
+    assert arr(s["node_state"], np.uint8)[failed] == view_state.FAILED
     assert "failed" in s["status"]
     send(w, {"type": "back"})
     assert w._state["position"] == w.stepper.position

@@ -1,7 +1,5 @@
-"""export: the drawing outside a live kernel.
-
-A standalone, offline HTML page that replays a recorded run with the same front-end, and a plotly
-figure of the current state. Imports the layers below it, never the widget.
+"""export: outside the notebook. The standalone HTML page of a recorded run (`html`), driven
+through the protocol by a Session of its own, and the plotly figure (`figure`).
 """
 
 __all__: list[str] = []

@@ -5,7 +5,8 @@ position 0, and per step only what changed (indices with old and new values, so 
 step forward and back without a kernel), plus the inspector data as of the end of the run. The HTML
 file wraps the same JS bundle the widget uses and this recording; nothing else: no CDN, no request.
 
-The run is recorded by a separate `Stepper` over the same graph, so the live widget is not moved.
+The run is recorded by a Session of its own (a separate `Stepper` over the same graph, a fresh
+`Scene` with the widget's folds) driven through the protocol, so the live widget is not moved.
 """
 
 from __future__ import annotations
@@ -13,24 +14,41 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..engine.stepper import Stepper
 from ..util.jsonsafe import encode_number
-from ..wire import payload as view
+from ..view.scene import Scene
+from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, dispatch
+from ..wire.session import Session
 
 if TYPE_CHECKING:
-    from ..widget import AutogradWidget
+    from ..core.graph import BackwardGraph
+    from ..view.repeats import Repeat
+
+__all__ = ["RECORDING_FORMAT", "Exportable", "html", "record", "record_session", "save_html"]
+
+
+class Exportable(Protocol):
+    """What `record` reads of a widget (its public API only): the graph, the stepper's options,
+    and how the drawing is folded, oriented and sized."""
+
+    graph: BackwardGraph
+    stepper: Any
+    height: int
+    orientation: str
+    show_plumbing: bool
+
+    @property
+    def collapsed(self) -> list[str]: ...
+
+    @property
+    def folds(self) -> dict[str, Repeat]: ...
 
 RECORDING_FORMAT = "autograd_widget.recording/1"
 _STATIC = Path(__file__).parent.parent / "static"
-_ARRAYS = ("node_state", "progress", "edge_norm", "edge_flag")
-_SCALARS = (
-    "position", "total", "done", "next", "next_id", "last", "status", "waiting", "error",
-    "norm_range",
-)
 
 
 def _encode(obj: Any) -> Any:
@@ -47,25 +65,15 @@ def _encode(obj: Any) -> Any:
     return encode_number(obj) if isinstance(obj, float | complex) else obj
 
 
-#: Element types of the buffers of a version-1 graph payload (version 2 names its own).
-_V1_DTYPES = {
-    "nodes": {"root": "uint8", "members": "int32", "saved_state": "uint8", "real": "int32",
-              "x": "float32", "y": "float32"},
-    "edges": {"src": "int32", "dst": "int32", "output_nr": "int32", "input_nr": "int32",
-              "real": "int32", "path_x": "float32", "path_y": "float32",
-              "path_ptr": "int32", "mid_x": "float32", "mid_y": "float32"},
-}
-
-
 def _typed_graph(payload: dict[str, Any]) -> dict[str, Any]:
-    """The graph payload with each buffer tagged by its element type (memoryviews carry bytes):
-    the payload's own `dtypes` ("nodes.label" -> "uint16"), else version 1's fixed types."""
-    named = payload.get("dtypes") or {}
+    """The graph payload with each buffer tagged by its element type (memoryviews carry bytes),
+    from the payload's own `dtypes` ("nodes.label" -> "uint16")."""
+    named = payload["dtypes"]
     out = dict(payload)
-    for part, fields in _V1_DTYPES.items():
+    for part in ("nodes", "edges"):
         sec = dict(payload[part])
         for name, value in sec.items():
-            dtype = named.get(f"{part}.{name}") or fields.get(name)
+            dtype = named.get(f"{part}.{name}")
             if dtype is not None and isinstance(value, memoryview):
                 sec[name] = np.frombuffer(value.tobytes(), dtype=dtype)
         out[part] = sec
@@ -73,7 +81,7 @@ def _typed_graph(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scalars(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: state.get(k) for k in _SCALARS}
+    return {k: state.get(k) for k in STEP_SCALARS}
 
 
 def _array_delta(old: np.ndarray, new: np.ndarray) -> dict[str, Any] | None:
@@ -88,46 +96,71 @@ def _array_delta(old: np.ndarray, new: np.ndarray) -> dict[str, Any] | None:
     }
 
 
-def record(widget: AutogradWidget, *, max_steps: int | None = None) -> dict[str, Any]:
-    """Record the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it."""
-    graph = widget.graph
-    stepper = Stepper(graph, create_graph=widget.stepper.create_graph, keep="summaries")
-    try:
-        sv = view.StateView(graph, stepper, widget._visible)
-        state0 = sv.update()
-        arrays = sv.visible_arrays()
-        first = {name: arrays[name] for name in _ARRAYS}
-        steps: list[dict[str, Any]] = []
-        limit = len(stepper.order) if max_steps is None else min(max_steps, len(stepper.order))
-        failed = None
-        while stepper.position < limit:
-            rec = stepper.step()
-            state = sv.update()
-            new = sv.visible_arrays()
-            delta: dict[str, Any] = {"scalars": _scalars(state)}
-            for name in _ARRAYS:
-                d = _array_delta(arrays[name], new[name])
-                if d is not None:
-                    delta[name] = d
-            old_vals, new_vals = arrays["edge_values"], new["edge_values"]
-            set_vals = {k: v for k, v in new_vals.items() if old_vals.get(k) != v}
-            unset = {k: v for k, v in old_vals.items() if k not in new_vals}
-            was = {k: old_vals[k] for k in set_vals if k in old_vals}
-            if set_vals or unset:
-                delta["edge_values"] = {"set": set_vals, "unset": unset, "was": was}
-            steps.append(delta)
-            arrays = new
-            if rec is not None and rec.error is not None:
-                failed = {"node": rec.node.id, "message": rec.error}
-                break
-        inspect = _final_inspect(widget, stepper)
-    finally:
-        stepper.close()
+def _ask(session: Session, msg: dict[str, Any]) -> Any:
+    """One request through the protocol; its reply's data (a warning is an error here)."""
+    (out,) = dispatch(session, {**msg, "request": 0})
+    if out["type"] != REPLY:
+        raise RuntimeError(f"recording: {msg['type']} was refused: {out.get('message')}")
+    return out["data"]
+
+
+def record_session(
+    session: Session, *, title: str, height: int, max_steps: int | None = None
+) -> dict[str, Any]:
+    """Record `session`'s run from its stepper's position (step 0 for a fresh one) to the end
+    (or `max_steps` steps), driving it through the protocol like the front-end does.
+
+    Args:
+        session: a session of its own (its stepper is moved; it needs no front).
+        title, height: the page's title and the drawing's height in pixels.
+        max_steps: stop after this many steps.
+
+    Example:
+        >>> session = Session(g, st, Scene(g, st))  # doctest: +SKIP
+        >>> record_session(session, title="z", height=600)["format"]  # doctest: +SKIP
+        'autograd_widget.recording/1'
+    """
+    stepper, sv = session.stepper, session.scene.state
+    state0 = sv.update()
+    arrays = sv.visible_arrays()
+    first = {name: arrays[name] for name in STATE_ARRAYS}
+    steps: list[dict[str, Any]] = []
+    limit = len(stepper.order) if max_steps is None else min(max_steps, len(stepper.order))
+    failed = None
+    while stepper.position < limit:
+        if dispatch(session, {"type": "step"}):
+            break  # refused (a warning): nothing moved
+        state = sv.update()
+        new = sv.visible_arrays()
+        delta: dict[str, Any] = {"scalars": _scalars(state)}
+        for name in STATE_ARRAYS:
+            d = _array_delta(arrays[name], new[name])
+            if d is not None:
+                delta[name] = d
+        old_vals, new_vals = arrays["edge_values"], new["edge_values"]
+        set_vals = {k: v for k, v in new_vals.items() if old_vals.get(k) != v}
+        unset = {k: v for k, v in old_vals.items() if k not in new_vals}
+        was = {k: old_vals[k] for k in set_vals if k in old_vals}
+        if set_vals or unset:
+            delta["edge_values"] = {"set": set_vals, "unset": unset, "was": was}
+        steps.append(delta)
+        arrays = new
+        err = stepper.last_error
+        if err is not None:
+            failed = {"node": err[0], "message": err[1]}
+            break
+    vis = session.scene.visible
+    inspect = {
+        "nodes": {str(j): _ask(session, {"type": "inspect", "node": j})
+                  for j in range(vis.n_items)},
+        "edges": {str(k): _ask(session, {"type": "inspect", "edge": k})
+                  for k in range(len(vis.edge_real))},
+    }
     return {
         "format": RECORDING_FORMAT,
-        "title": _title(widget),
-        "height": widget.height,
-        "graph": _encode(_typed_graph(widget._graph)),
+        "title": title,
+        "height": height,
+        "graph": _encode(_typed_graph(session.graph_payload())),
         "state": _encode({**state0, **first}),
         "steps": _encode(steps),
         "failed": failed,
@@ -135,31 +168,32 @@ def record(widget: AutogradWidget, *, max_steps: int | None = None) -> dict[str,
     }
 
 
-def _title(widget: AutogradWidget) -> str:
-    g = widget.graph
+def record(widget: Exportable, *, max_steps: int | None = None) -> dict[str, Any]:
+    """Record the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it.
+
+    A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
+    widget's current folds, plumbing and orientation; the widget is only read through its
+    public API, and its stepper is not moved.
+
+    Example:
+        >>> record(aw.explore(loss))["format"]  # doctest: +SKIP
+        'autograd_widget.recording/1'
+    """
+    graph = widget.graph
+    stepper = Stepper(graph, create_graph=widget.stepper.create_graph, keep="summaries")
+    try:
+        scene = Scene(graph, stepper, orientation=widget.orientation,
+                      show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
+                      folds=widget.folds)
+        return record_session(Session(graph, stepper, scene), title=_title(graph),
+                              height=widget.height, max_steps=max_steps)
+    finally:
+        stepper.close()
+
+
+def _title(g: Any) -> str:
     what = g.model_name or (g.nodes[g.roots[0][0]].name if g.roots else "graph")
     return f"autograd_widget — backward of {what} ({len(g.nodes)} nodes)"
-
-
-def _final_inspect(widget: AutogradWidget, stepper: Stepper) -> dict[str, Any]:
-    """Inspector data for every visible node and edge as of the end of the recorded run."""
-    vis = widget._visible
-    nodes: dict[str, Any] = {}
-    edges: dict[str, Any] = {}
-    live = widget.stepper
-    try:
-        widget.stepper = stepper  # the inspector helpers read widget.stepper
-        for j in range(vis.n_items):
-            r = int(vis.item_real[j])
-            if r < 0:
-                nodes[str(j)] = widget._inspect_group(j)
-            else:
-                nodes[str(j)] = widget._inspect_node(widget._view.node_ids[r])
-        for k, real in enumerate(vis.edge_real.tolist()):
-            edges[str(k)] = widget._inspect_edge(widget.graph.edges[real].id)
-    finally:
-        widget.stepper = live
-    return {"nodes": nodes, "edges": edges}
 
 
 def _script_json(obj: Any) -> str:
@@ -168,7 +202,12 @@ def _script_json(obj: Any) -> str:
 
 
 def html(recording: dict[str, Any]) -> str:
-    """A self-contained page: the widget's bundle and stylesheet inlined, and the recording."""
+    """A self-contained page: the widget's bundle and stylesheet inlined, and the recording.
+
+    Example:
+        >>> html(record(widget)).startswith("<!doctype html>")  # doctest: +SKIP
+        True
+    """
     bundle = (_STATIC / "widget.js").read_text(encoding="utf-8")
     css_path = _STATIC / "widget.css"
     css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
@@ -198,8 +237,13 @@ def html(recording: dict[str, Any]) -> str:
     )
 
 
-def save_html(widget: AutogradWidget, path: str | Path) -> Path:
-    """Write the recorded step-through of `widget` as one offline HTML file; return its path."""
+def save_html(widget: Exportable, path: str | Path) -> Path:
+    """Write the recorded step-through of `widget` as one offline HTML file; return its path.
+
+    Example:
+        >>> save_html(widget, "run.html")  # doctest: +SKIP
+        PosixPath('run.html')
+    """
     bundle = _STATIC / "widget.js"
     if not bundle.exists():
         raise FileNotFoundError(

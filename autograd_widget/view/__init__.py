@@ -1,7 +1,7 @@
-"""view: what is drawn, computed from records and the stepper's state (no torch calls).
-
-Module paths and folds, repeated blocks, the visible graph, the layered layout, the Scene that
-owns them, the step-state arrays and the inspector's data. Imports `engine`, `core`, `util`.
+"""view: what is drawn. Module paths (`modules`), repeated blocks (`repeats`), the visible graph
+(`visible`), the layout (`layout`), the step-state arrays (`state`), labels (`labels`), the
+`Scene` that owns folds + visible graph + layout + state (`scene`), and inspector data as
+functions of (scene, stepper) (`inspect`). Torch-free; imports only engine/core/util.
 """
 
 __all__: list[str] = []

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from ..core.graph import BackwardGraph
 from ..core.records import ACCUMULATE_GRAD_SEQUENCE_NR
 from ..util.gcpause import gc_paused
+from . import modules
 
 __all__ = ["MAX_PERIOD", "Repeat", "find_repeats", "fold_map", "signatures"]
 
@@ -97,19 +98,11 @@ def _natural_key(path: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in _DIGITS.split(path))
 
 
-def _parent(path: str) -> str:
-    return path.rpartition(".")[0]
-
-
-def _child_name(path: str) -> str:
-    return path.rpartition(".")[2]
-
-
 def _label(parent: str, units: list[tuple[str, ...]]) -> str:
     """ "layers.0–47 ×48": parent path, first and last block, count."""
 
     def name(unit: tuple[str, ...]) -> str:
-        names = [_child_name(m) for m in unit]
+        names = [modules.child_name(m) for m in unit]
         return names[0] if len(names) == 1 else f"({', '.join(names)})"
 
     prefix = f"{parent}." if parent else ""
@@ -147,17 +140,6 @@ class _Index:
         self.op_key = [(nd.sequence_nr, t) for nd, t in zip(nodes, self.token)]
 
 
-def _module_paths(nodes: list) -> list[str]:
-    """`groups.module_paths` from the distinct module paths (not per node): the same list."""
-    own = {nd.module for nd in nodes if nd.module is not None}
-    paths = set(own)
-    for m in own:
-        while m:
-            m = _parent(m)
-            paths.add(m)
-    return sorted(paths)
-
-
 def _members(index: _Index, candidates: set[str]) -> dict[str, list[int]]:
     """Node indices of each candidate group (node's module is the group or lies under it)."""
     members: dict[str, list[int]] = {c: [] for c in candidates}
@@ -174,7 +156,7 @@ def _members(index: _Index, candidates: set[str]) -> dict[str, list[int]]:
                     lists.append(members[a])
                 if not a:
                     break
-                a = _parent(a)
+                a = modules.parent(a)
             holders[m] = lists
         for lst in lists:
             lst.append(i)
@@ -292,7 +274,9 @@ def signatures(graph: BackwardGraph, groups: Iterable[str] | None = None) -> dic
     """
     with gc_paused():
         index = _Index(graph)
-        wanted = set(_module_paths(index.nodes) if groups is None else groups)
+        if groups is None:
+            groups = modules.module_paths_of({nd.module for nd in index.nodes})
+        wanted = set(groups)
         mem = _members(index, wanted)
         return {g: _signature(index, [(g, m)]) for g, m in sorted(mem.items()) if m}
 
@@ -314,11 +298,13 @@ def find_repeats(graph: BackwardGraph, groups: Iterable[str] | None = None) -> l
 
 def _find_repeats(graph: BackwardGraph, groups: Iterable[str] | None) -> list[Repeat]:
     nodes = list(graph.nodes.values())
-    paths = sorted(set(_module_paths(nodes) if groups is None else groups), key=_natural_key)
+    if groups is None:
+        groups = modules.module_paths_of({nd.module for nd in nodes})
+    paths = sorted(set(groups), key=_natural_key)
     siblings: dict[str, list[str]] = {}
     for p in paths:
         if p:
-            siblings.setdefault(_parent(p), []).append(p)
+            siblings.setdefault(modules.parent(p), []).append(p)
     candidates = {p for sibs in siblings.values() if len(sibs) >= 2 for p in sibs}
     if not candidates:
         return []
@@ -357,7 +343,7 @@ def _find_repeats(graph: BackwardGraph, groups: Iterable[str] | None) -> list[Re
         sibs = ordered(parent)
         a = parent
         while a and a not in mirror:
-            a = _parent(a)
+            a = modules.parent(a)
         if a:
             src = mirror[a] + parent[len(a) :]
             if src in siblings and [src + g[len(parent) :] for g in sibs] == ordered(src):
@@ -427,7 +413,7 @@ def fold_map(graph: BackwardGraph, repeats: Iterable[Repeat]) -> dict[str, str]:
     Raises ValueError for a member that is not a module path of `graph` (repeats found on a
     different graph), so a stale fold cannot silently hide the wrong nodes.
     """
-    known = set(_module_paths(list(graph.nodes.values())))
+    known = set(modules.module_paths(graph))
     out: dict[str, str] = {}
     for r in repeats:
         for m in r.members:

@@ -24,9 +24,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.graph import BackwardGraph
+from .modules import children, in_group, module_paths, top_level_groups
 
 if TYPE_CHECKING:
     from .repeats import Repeat
+
+__all__ = [
+    "AUTO_COLLAPSE_NODES",
+    "FOLD_PREFIX",
+    "PLUMBING",
+    "VisibleGraph",
+    "default_collapsed",
+    "edge_arrays",
+    "fold_keys",
+    "fold_members",
+    "is_plumbing",
+    "search",
+    "visible_graph",
+]
 
 #: Nodes that only move or re-view data: their backward re-shapes the gradient, nothing more.
 PLUMBING = frozenset(
@@ -61,57 +76,6 @@ def is_plumbing(name: str) -> bool:
     return name in PLUMBING
 
 
-def in_group(module: str | None, group: str) -> bool:
-    """True when `module` is `group` or lies under it ("" is the whole model)."""
-    if module is None:
-        return False
-    return group == "" or module == group or module.startswith(group + ".")
-
-
-def module_paths(graph: BackwardGraph) -> list[str]:
-    """Every module path that holds a node, with all its ancestors, sorted."""
-    paths: set[str] = set()
-    for n in graph.nodes.values():
-        m = n.module
-        if m is None:
-            continue
-        paths.add(m)
-        if m:
-            parts = m.split(".")
-            paths.add("")
-            for k in range(1, len(parts)):
-                paths.add(".".join(parts[:k]))
-    return sorted(paths)
-
-
-def top_level_groups(graph: BackwardGraph) -> list[str]:
-    """The modules `collapse="modules"` folds: the model's children, looking through containers.
-
-    A module with no ops of its own that only holds children (a ModuleList, a plain Sequential
-    of layers) is replaced by its children, so a TransformerEncoder folds into `layers.0` ...
-    `layers.11` rather than one `layers` box holding everything.
-    """
-    paths = module_paths(graph)
-    if not paths:
-        return []
-    own: set[str] = {n.module for n in graph.nodes.values() if n.module is not None}
-    children: dict[str, list[str]] = {p: [] for p in paths}
-    for p in paths:
-        if p:
-            parent = p.rpartition(".")[0] if "." in p else ""
-            if parent in children:
-                children[parent].append(p)
-    todo = list(children.get("", [])) if "" in children else [p for p in paths if "." not in p]
-    out: list[str] = []
-    while todo:
-        p = todo.pop(0)
-        if p not in own and children.get(p):
-            todo[0:0] = children[p]
-        else:
-            out.append(p)
-    return out
-
-
 def default_collapsed(graph: BackwardGraph, mode: str, folded: Iterable[str] = ()) -> set[str]:
     """Groups folded at start: none, the top-level modules, or those when the graph is big.
 
@@ -134,9 +98,7 @@ def default_collapsed(graph: BackwardGraph, mode: str, folded: Iterable[str] = (
             if any(in_group(p, f) for f in members):
                 continue  # inside a folded member: the fold box shows it
             if any(in_group(f, p) for f in members):
-                prefix = f"{p}." if p else ""
-                todo += [c for c in paths if c.startswith(prefix) and "." not in c[len(prefix):]
-                         and c != p]
+                todo += children(p, paths)
                 continue
             out.add(p)
         return out

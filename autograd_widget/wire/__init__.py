@@ -1,8 +1,5 @@
-"""wire: the protocol between Python and the front-end.
-
-The graph payload codec (binary buffers, string tables) and ONE table of messages (name ->
-validator, handler, reply) and state keys; `js/src/protocol.js` lists the same names. Imports the
-layers below it.
+"""wire: the widget protocol. The graph payload codec (`payload`), the one table of messages and
+state keys (`protocol`) and the `Session` its handlers act on (`session`). Imports view and below.
 """
 
 __all__: list[str] = []

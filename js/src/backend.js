@@ -14,6 +14,8 @@
  * @property {() => void} dispose
  */
 
+import { MSG, REPLY } from './protocol.js';
+
 /** How long an inspect request waits for its reply. */
 export const INSPECT_TIMEOUT_MS = 10000;
 
@@ -38,14 +40,14 @@ export function kernelBackend(model, opts = {}) {
   /** @param {any} msg */
   const onMsg = (msg) => {
     if (!msg || typeof msg !== 'object') return;
-    if (msg.type === 'reply') {
+    if (msg.type === REPLY.REPLY) {
       const p = pending.get(Number(msg.request));
       if (!p) return;
       pending.delete(Number(msg.request));
       clearTimeout(p.timer);
       if (msg.error) p.reject(new Error(String(msg.error)));
       else p.resolve(msg.data ?? null);
-    } else if (msg.type === 'warning') {
+    } else if (msg.type === REPLY.WARNING) {
       for (const cb of warned) cb(String(msg.message ?? ''));
     }
   };
@@ -71,7 +73,7 @@ export function kernelBackend(model, opts = {}) {
       if (!disposed) model.send(cmd);
     },
     inspect(target) {
-      return request({ type: 'inspect', ...target });
+      return request({ type: MSG.INSPECT, ...target });
     },
     request,
     onWarning(cb) {

@@ -9,6 +9,7 @@
  */
 import { createView } from './view.js';
 import { decodeGraph } from './model.js';
+import { MSG, STATE_ARRAYS, STEP_SCALARS } from './protocol.js';
 
 export const RECORDING_FORMAT = 'autograd_widget.recording/1';
 
@@ -24,7 +25,7 @@ const CTORS = /** @type {Record<string, any>} */ ({
   int16: Int16Array,
   uint32: Uint32Array,
 });
-const ARRAYS = /** @type {const} */ (['node_state', 'progress', 'edge_norm', 'edge_flag']);
+const ARRAYS = STATE_ARRAYS;
 
 /**
  * Decode base64 `{dtype, bdata}` buffers (recursively) into typed arrays.
@@ -132,10 +133,7 @@ export class Player {
   scalars() {
     if (this.k === 0) {
       const s = this.initial;
-      return {
-        position: s.position, total: s.total, done: s.done, next: s.next, next_id: s.next_id,
-        last: s.last, status: s.status, waiting: s.waiting, error: s.error, norm_range: s.norm_range,
-      };
+      return Object.fromEntries(STEP_SCALARS.map((k) => [k, s[k]]));
     }
     return this.steps[this.k - 1].scalars;
   }
@@ -266,28 +264,28 @@ export function recordedBackend(player, model) {
   /** @param {{ type: string, [k: string]: any }} cmd */
   function command(cmd) {
     switch (cmd.type) {
-      case 'step':
+      case MSG.STEP:
         if (!player.forward()) warn('already at the end of the recorded run');
         break;
-      case 'back':
+      case MSG.BACK:
         if (!player.backward()) warn('already at the start: nothing to undo');
         break;
-      case 'reset':
+      case MSG.RESET:
         player.reset();
         break;
-      case 'run':
+      case MSG.RUN:
         while (player.forward());
         break;
-      case 'run_to': {
+      case MSG.RUN_TO: {
         const target = Number(cmd.node);
         while (!player.atEnd && !(player.hasRun(target) && !player.scalars().error)) {
           player.forward();
         }
         break;
       }
-      case 'pause':
+      case MSG.PAUSE:
         break;
-      case 'select':
+      case MSG.SELECT:
         if (typeof cmd.id === 'string') model.set('selected', cmd.id);
         return;
       default:
@@ -303,8 +301,8 @@ export function recordedBackend(player, model) {
       return Promise.resolve(player.inspect(/** @type {any} */ (target)));
     },
     request(msg) {
-      if (msg.type === 'inspect') return Promise.resolve(player.inspect(/** @type {any} */ (msg)));
-      if (msg.type === 'search') {
+      if (msg.type === MSG.INSPECT) return Promise.resolve(player.inspect(/** @type {any} */ (msg)));
+      if (msg.type === MSG.SEARCH) {
         const q = String(msg.query ?? '').trim().toLowerCase();
         const g = player.decoded;
         const matches = [];

@@ -24,6 +24,7 @@ import { createInspector, createMemoryPanel, createSensitivityPanel } from './pa
 import { PROBE_SAMPLES, decodeLeafDiff, decodeProbe, normText } from './sensitivity.js';
 import { createOverlay, rangeFromEvent } from './overlay.js';
 import { createSearch } from './search.js';
+import { MSG } from './protocol.js';
 import { readTheme, watchTheme } from './theme.js';
 import { ALARM_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, SAVED_BADGE, SELECT_COLOR } from './style.js';
 
@@ -92,7 +93,7 @@ export function createView({ model, el, backend, options = {} }) {
   // Second row: finding things, folding plumbing, the colour mode.
   const nav = h('div', { class: 'agw-toolbar agw-nav', role: 'toolbar', 'aria-label': 'Navigation' });
   const search = createSearch(doc, {
-    request: (query) => request({ type: 'search', query }),
+    request: (query) => request({ type: MSG.SEARCH, query }),
     choose: (m) => jumpToNode(m.id, m.module),
     graph: () => graph,
   });
@@ -126,12 +127,12 @@ export function createView({ model, el, backend, options = {} }) {
   const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
   const inspector = createInspector(doc, {
     close: () => clearSelection(),
-    collapse: (group) => send({ type: 'collapse', group }),
-    expand: (group) => send({ type: 'expand', group }),
+    collapse: (group) => send({ type: MSG.COLLAPSE, group }),
+    expand: (group) => send({ type: MSG.EXPAND, group }),
     runTo: (target) => {
       if (mode !== 'idle') return;
       const i = 'item' in target ? target.item : graph.indexOf.get(target.id) ?? -1;
-      if (i >= 0) send({ type: 'run_to', node: i });
+      if (i >= 0) send({ type: MSG.RUN_TO, node: i });
     },
     selectNode: (id) => selectNodeId(id),
     highlight: (ids) => {
@@ -470,32 +471,32 @@ export function createView({ model, el, backend, options = {} }) {
   const request = (msg) =>
     typeof backend.request === 'function'
       ? backend.request(msg)
-      : msg.type === 'inspect'
+      : msg.type === MSG.INSPECT
         ? backend.inspect(/** @type {any} */ (msg))
         : Promise.reject(new Error('not available without a kernel'));
 
   function step() {
     if (mode !== 'idle' || state.done) return;
-    send({ type: 'step' });
+    send({ type: MSG.STEP });
   }
   function back() {
     if (mode !== 'idle' || state.position <= 0) return;
-    send({ type: 'back' });
+    send({ type: MSG.BACK });
   }
   function runToSelected() {
     const i = runTarget();
     if (mode !== 'idle' || i < 0) return;
-    send({ type: 'run_to', node: i });
+    send({ type: MSG.RUN_TO, node: i });
   }
   function runToEnd() {
     if (mode !== 'idle' || state.done) return;
     mode = 'run';
     updateChrome();
-    send({ type: 'run', chunk_ms: RUN_CHUNK_MS });
+    send({ type: MSG.RUN, chunk_ms: RUN_CHUNK_MS });
   }
   function reset() {
     if (mode !== 'idle') return;
-    send({ type: 'reset' });
+    send({ type: MSG.RESET });
   }
   function play() {
     if (mode !== 'idle' || state.done) return;
@@ -508,7 +509,7 @@ export function createView({ model, el, backend, options = {} }) {
     mode = 'idle';
     clearTimeout(playTimer);
     playTimer = null;
-    send({ type: 'pause' });
+    send({ type: MSG.PAUSE });
     updateChrome();
   }
   function togglePlay() {
@@ -528,7 +529,7 @@ export function createView({ model, el, backend, options = {} }) {
     if (state.done || state.error) return stopQuietly();
     playSentAt = now();
     playSentSeq = state.seq;
-    send({ type: 'step' });
+    send({ type: MSG.STEP });
     // A step that produces no new state (rejected, kernel busy or gone) must not hang Play forever.
     playTimer = setTimeout(() => {
       if (mode === 'play' && state.seq === playSentSeq) stopQuietly();
@@ -545,7 +546,7 @@ export function createView({ model, el, backend, options = {} }) {
       playTimer = setTimeout(playTick, Math.max(0, interval - (now() - playSentAt)));
     } else if (mode === 'run') {
       if (state.done || state.error || !state.running) return stopQuietly();
-      send({ type: 'run', chunk_ms: RUN_CHUNK_MS });
+      send({ type: MSG.RUN, chunk_ms: RUN_CHUNK_MS });
     }
   }
 
@@ -563,7 +564,7 @@ export function createView({ model, el, backend, options = {} }) {
   speed.addEventListener('input', () => {
     speedOut.textContent = `${speed.value}/s`;
   });
-  plumbing.addEventListener('change', () => send({ type: 'plumbing', show: !plumbing.checked }));
+  plumbing.addEventListener('change', () => send({ type: MSG.PLUMBING, show: !plumbing.checked }));
   colorMode.addEventListener('change', () => setColorMode(colorMode.value === 'memory' || colorMode.value === 'sensitivity' ? colorMode.value : 'gradient'));
   nanBtn.addEventListener('click', firstNonfinite);
 
@@ -615,7 +616,7 @@ export function createView({ model, el, backend, options = {} }) {
     if (module !== null && module !== undefined) moduleOf.set(id, module);
     jump = { kind: 'node', id, until: now() + JUMP_FOLLOW_MS };
     setFocus({ kind: 'node', id });
-    send({ type: 'select', id });
+    send({ type: MSG.SELECT, id });
     applyJump();
   }
 
@@ -635,7 +636,7 @@ export function createView({ model, el, backend, options = {} }) {
 
   function firstNonfinite() {
     nanBtn.disabled = true;
-    request({ type: 'first_nonfinite' })
+    request({ type: MSG.FIRST_NONFINITE })
       .then((data) => {
         if (!data || data.edge === null || data.edge === undefined || typeof data.id !== 'string') {
           showAlert(data?.message ? String(data.message) : 'no NaN/Inf gradient so far', 'warning');
@@ -681,7 +682,7 @@ export function createView({ model, el, backend, options = {} }) {
     sensitivityPanel.render(have, { error: null, names: nameOf });
     updateSide();
     if (have) return;
-    request({ type: 'probe', samples: PROBE_SAMPLES, seed: 0 })
+    request({ type: MSG.PROBE, samples: PROBE_SAMPLES, seed: 0 })
       .then((data) => {
         if (mine !== sensitivitySeq || g !== graph || colorBy !== 'sensitivity') return;
         sensitivity = decodeProbe(data, n);
@@ -712,7 +713,7 @@ export function createView({ model, el, backend, options = {} }) {
     if (!live || mode !== 'idle') return;
     editPending = { key: focusKey(), at: now() };
     editWarning = null;
-    send(op === 'scale' ? { type: 'edit_edge', edge, op, factor } : { type: 'edit_edge', edge, op });
+    send(op === 'scale' ? { type: MSG.EDIT_EDGE, edge, op, factor } : { type: MSG.EDIT_EDGE, edge, op });
     renderInspector();
   }
 
@@ -720,7 +721,7 @@ export function createView({ model, el, backend, options = {} }) {
     const seq = state.seq;
     leafDiff = { seq, loading: true, error: null, leaves: [] };
     renderInspector();
-    request({ type: 'leaf_diff' })
+    request({ type: MSG.LEAF_DIFF })
       .then((data) => {
         if (leafDiff?.seq !== seq) return;
         leafDiff = { seq, loading: false, error: null, leaves: decodeLeafDiff(data) };
@@ -742,7 +743,7 @@ export function createView({ model, el, backend, options = {} }) {
     memoryError = null;
     memoryPanel.render(memory && memory.items.length === n ? memory : null, { excludeLeaves, error: null });
     updateSide();
-    request({ type: 'memory', exclude_leaves: excludeLeaves })
+    request({ type: MSG.MEMORY, exclude_leaves: excludeLeaves })
       .then((data) => {
         if (mine !== memorySeq || g !== graph || colorBy !== 'memory') return;
         memory = decodeMemory(data, n);
@@ -825,7 +826,7 @@ export function createView({ model, el, backend, options = {} }) {
       return;
     }
     hideCard();
-    send({ type: 'expand', group: path });
+    send({ type: MSG.EXPAND, group: path });
   }
 
   /** @param {any} ev */
@@ -907,7 +908,7 @@ export function createView({ model, el, backend, options = {} }) {
     }
     inspectBusy = key;
     lastInspectAt = now();
-    request({ type: 'inspect', ...target })
+    request({ type: MSG.INSPECT, ...target })
       .then((data) => {
         if (focusKey() === key && g === graph) {
           inspected = { key, seq, graph: g, data, error: null };
@@ -1193,7 +1194,7 @@ export function createView({ model, el, backend, options = {} }) {
     clearTimeout(playTimer);
     clearTimeout(alertTimer);
     clearTimeout(inspectTimer);
-    if (mode !== 'idle') send({ type: 'pause' });
+    if (mode !== 'idle') send({ type: MSG.PAUSE });
     model.off('change:_graph', onGraph);
     model.off('change:_state', onState);
     model.off('change:selected', onSelected);

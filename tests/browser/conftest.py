@@ -8,35 +8,18 @@ so a test run never reads or writes the user's Jupyter set-up. Recipe and flags:
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .labserver import CHROMIUM, CHROMIUM_ARGS, ROOT, LabServer, start_lab
+
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM = os.environ.get("AUTOGRAD_WIDGET_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: How long to wait for JupyterLab, a kernel, a cell (seconds).
 SERVER_TIMEOUT = 60
 CELL_TIMEOUT = 60
@@ -45,46 +28,7 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 # Imported, not importorskip'd: these tests must run in CI (playwright is a dev extra).
 from playwright import sync_api as playwright_sync  # noqa: E402
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class LabServer:
-    url: str
-    root: Path
-    proc: subprocess.Popen
-    log: Path
-
-    def write_notebook(self, name: str, cells: Sequence[str]) -> str:
-        """Write a notebook of code cells (no outputs) and return its path relative to the root.
-
-        Written as plain JSON: nbformat's validation costs ~3 s per write.
-        """
-        nb = {
-            "cells": [
-                {
-                    "cell_type": "code",
-                    "execution_count": None,
-                    "id": f"c{i}",
-                    "metadata": {},
-                    "outputs": [],
-                    "source": src,
-                }
-                for i, src in enumerate(cells)
-            ],
-            "metadata": {
-                "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                "language_info": {"name": "python"},
-            },
-            "nbformat": 4,
-            "nbformat_minor": 5,
-        }
-        (self.root / name).write_text(json.dumps(nb))
-        return name
+__all__ = ["ARTIFACTS", "CELL_TIMEOUT", "NOTEBOOK7_KNOWN_ERRORS", "SERVER_TIMEOUT", "LabServer"]
 
 
 @pytest.fixture(scope="session")
@@ -94,73 +38,12 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     if not (ROOT / "autograd_widget" / "static" / "widget.js").exists():
         pytest.fail("the front-end bundle is missing: cd js && npm ci && npm run build")
     base = tmp_path_factory.mktemp("lab")
-    dirs = {k: base / k for k in ("root", "config", "data", "runtime", "ipython", "settings", "ws")}
-    for d in dirs.values():
-        d.mkdir()
-    notif = dirs["settings"] / "@jupyterlab" / "apputils-extension"
-    notif.mkdir(parents=True)
-    (notif / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    env = dict(os.environ)
-    env.update(
-        JUPYTER_CONFIG_DIR=str(dirs["config"]),
-        JUPYTER_DATA_DIR=str(dirs["data"]),
-        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        IPYTHONDIR=str(dirs["ipython"]),
-        JUPYTER_PLATFORM_DIRS="1",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        PYTHONWARNINGS="ignore::DeprecationWarning",
-    )
-    port = _free_port()
-    log = base / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--allow-root",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        "--IdentityProvider.token=",
-        "--ServerApp.password=",
-        f"--ServerApp.root_dir={dirs['root']}",
-        "--LabApp.expose_app_in_browser=True",
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-        f"--LabServerApp.user_settings_dir={dirs['settings']}",
-        f"--LabServerApp.workspaces_dir={dirs['ws']}",
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=dirs["root"]
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_TIMEOUT
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"JupyterLab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            tail = log.read_text()[-3000:]
-            pytest.fail(f"JupyterLab did not start in {SERVER_TIMEOUT} s:\n{tail}")
-        time.sleep(0.25)
-    server = LabServer(url=url, root=dirs["root"], proc=proc, log=log)
-    yield server
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        server = start_lab(base, timeout=SERVER_TIMEOUT)
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield server
+    server.stop()
     shutil.rmtree(base, ignore_errors=True)
 
 

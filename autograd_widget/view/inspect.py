@@ -1,0 +1,331 @@
+"""Inspector data: what the side panel shows about a node, an edge or a box, as JSON-safe dicts.
+
+Every function here is a function of (scene, stepper): the scene says what is drawn (items,
+boxes, folds) and the stepper what has flowed so far. `stepper=None` means released: the records
+are still there (names, modules, tracebacks) but nothing live is read (no saved values, no
+gradients, no hooks). Nothing here changes the scene or the stepper, so the widget and the
+standalone export (which records the inspector as of the end of its run) share them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..util.jsonsafe import encode_number
+from .labels import display_kind, group_label, short_label
+from .visible import search
+
+if TYPE_CHECKING:
+    from ..core.graph import BackwardGraph
+    from ..core.summary import Summary
+    from ..engine.stepper import Stepper
+    from .scene import Scene
+
+__all__ = [
+    "NODE_HOOKS_NOTE",
+    "hooks",
+    "inspect_edge",
+    "inspect_group",
+    "inspect_item",
+    "inspect_node",
+    "leaf_diff_report",
+    "memory_report",
+    "saved_values_reply",
+    "search_matches",
+    "sensitivity_report",
+    "summary_payload",
+]
+
+NODE_HOOKS_NOTE = (
+    "Hooks registered on this node (node.register_hook / register_prehook) or on the non-leaf "
+    "tensors it produced cannot be listed from the graph; compare_with_engine() reveals any "
+    "that change gradients."
+)
+
+
+def summary_payload(s: Summary | None) -> dict[str, Any] | None:
+    """A Summary as the front-end reads it (`Summary.as_dict()`: the one JSON encoding), None
+    for None.
+
+    Example:
+        >>> summary_payload(st.edge_summary("n0:0")) is None  # nothing has flowed yet
+        True
+    """
+    return None if s is None else s.as_dict()
+
+
+def _hook_names(d: Any) -> list[str]:
+    out = []
+    for h in (d or {}).values():
+        name = getattr(h, "__qualname__", None) or type(h).__name__
+        out.append(str(name))
+    return out
+
+
+def hooks(graph: BackwardGraph, node_id: str) -> list[dict[str, Any]]:
+    """Listable hooks: tensor hooks of the leaf behind an AccumulateGrad, and of root tensors,
+    plus a note on what cannot be listed. Needs the live graph.
+
+    Example:
+        >>> hooks(graph, "n3")  # doctest: +SKIP
+        [{'on': 'x', 'kind': 'tensor hook', 'fn': 'double'}]
+    """
+    out: list[dict[str, Any]] = []
+    node = graph.nodes[node_id]
+    if node.kind == "accumulate_grad":
+        var = graph.fn(node_id).variable
+        for name in _hook_names(getattr(var, "_backward_hooks", None)):
+            out.append({"on": node.leaf_name, "kind": "tensor hook", "fn": name})
+        for name in _hook_names(getattr(var, "_post_accumulate_grad_hooks", None)):
+            out.append({"on": node.leaf_name, "kind": "post-accumulate-grad hook", "fn": name})
+    for (rid, _), t in zip(graph.roots, graph.root_tensors):
+        if rid != node_id:
+            continue
+        for name in _hook_names(getattr(t, "_backward_hooks", None)):
+            out.append({"on": "output", "kind": "tensor hook", "fn": name})
+        if getattr(t, "retains_grad", False):
+            out.append({"on": "output", "kind": "retain_grad", "fn": "retain_grad"})
+    if node.kind != "accumulate_grad":
+        out.append({"on": node.name, "kind": "note", "fn": NODE_HOOKS_NOTE})
+    return out
+
+
+def inspect_edge(scene: Scene, stepper: Stepper | None, edge_id: str) -> dict[str, Any]:
+    """An edge's ends and the summary of the gradient it carried (None before it flowed).
+
+    Example:
+        >>> inspect_edge(scene, stepper, "n0:0")["dst"]["input_nr"]  # doctest: +SKIP
+        0
+    """
+    graph = scene.graph
+    e = graph.edge(edge_id)
+    src, dst = graph.nodes[e.src], graph.nodes[e.dst]
+    summary = None if stepper is None else stepper.edge_summary(edge_id)
+    return {
+        "id": edge_id,
+        "src": {"id": src.id, "name": src.name, "output_nr": e.output_nr},
+        "dst": {"id": dst.id, "name": dst.name, "input_nr": e.input_nr,
+                "label": short_label(dst)},
+        "summary": summary_payload(summary),
+    }
+
+
+def inspect_group(scene: Scene, item: int) -> dict[str, Any]:
+    """A box (collapsed module or folded run): its members' ops, leaves and progress.
+
+    Example:
+        >>> inspect_group(scene, 0)["kind"]  # doctest: +SKIP
+        'group'
+    """
+    graph = scene.graph
+    path = scene.visible.item_group[item] or ""
+    members = scene.box_members(item)
+    arrays = scene.state.visible_arrays()
+    names: dict[str, int] = {}
+    for nid in members:
+        nm = graph.nodes[nid].name
+        names[nm] = names.get(nm, 0) + 1
+    run = scene.box_fold(item)
+    fold = None
+    if run is not None:
+        fold = {"count": run.count, "period": run.period,
+                "nodes_per_unit": run.nodes_per_unit, "members": list(run.members)}
+    return {
+        "group": path,
+        "label": group_label(path, graph.model_name) if run is None else run.label,
+        "fold": fold,
+        "kind": "group",
+        "members": len(members),
+        "progress": float(arrays["progress"][item]),
+        "ops": sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))[:12],
+        "leaves": [
+            graph.nodes[nid].leaf_name
+            for nid in members if graph.nodes[nid].kind == "accumulate_grad"
+        ][:50],
+    }
+
+
+def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[str, Any]:
+    """A node: traceback, saved values, hooks, edges in and out with their gradients, error.
+
+    Example:
+        >>> inspect_node(scene, stepper, "n0")["label"]  # doctest: +SKIP
+        'Add'
+    """
+    graph = scene.graph
+    n = graph.nodes[node_id]
+    err = None if stepper is None else stepper.last_error
+    incoming = [] if stepper is None else stepper.waiting(node_id)
+    saved: list[dict[str, Any]] = []
+    saved_error = None
+    if stepper is not None:
+        try:
+            saved = [v.as_dict() for v in graph.saved(node_id)]
+        except Exception as e:  # introspection must never break the inspector
+            saved_error = f"{type(e).__name__}: {e}"
+    return {
+        "traceback": n.traceback,
+        "saved": saved,
+        "saved_error": saved_error,
+        "hooks": [] if stepper is None else hooks(graph, node_id),
+        "in_edges": [
+            {"id": e.id, "src": e.src, "name": graph.nodes[e.src].name, "input_nr": e.input_nr}
+            for e in graph.in_edges(node_id)
+        ],
+        "id": n.id,
+        "name": n.name,
+        "label": short_label(n),
+        "kind": display_kind(n),
+        "module": n.module,
+        # AccumulateGrad's UINT64_MAX ("run as soon as ready") is not a useful number.
+        "sequence_nr": None if n.kind == "accumulate_grad" else n.sequence_nr,
+        "leaf_name": n.leaf_name,
+        "inputs": [[list(m.shape), m.dtype, m.device] for m in n.inputs],
+        "incoming": [summary_payload(s) for s in incoming],
+        "outgoing": {
+            e.id: summary_payload(None if stepper is None else stepper.edge_summary(e.id))
+            for e in graph.out_edges(node_id)
+        },
+        "error": err[1] if err is not None and err[0] == node_id else None,
+    }
+
+
+def inspect_item(scene: Scene, stepper: Stepper | None, item: int) -> dict[str, Any]:
+    """Visible item `item`: `inspect_group` for a box, `inspect_node` for a node.
+
+    Example:
+        >>> inspect_item(scene, stepper, 0)["kind"]  # doctest: +SKIP
+        'function'
+    """
+    node = scene.node_of_item(item)
+    return inspect_group(scene, item) if node is None else inspect_node(scene, stepper, node)
+
+
+def memory_report(
+    scene: Scene, *, exclude_leaves: bool = False, top: int = 10
+) -> dict[str, Any]:
+    """Saved bytes per visible item (boxes sum their members), the total and the top holders.
+
+    Args:
+        scene: what is drawn (its graph must be live).
+        exclude_leaves: leave out tensors that are leaves (parameters, inputs).
+        top: how many of the largest holders to list.
+
+    Example:
+        >>> memory_report(scene)["total"]  # doctest: +SKIP
+        1024
+    """
+    graph = scene.graph
+    per_node = graph.saved_memory(exclude_leaves=exclude_leaves)
+    items = [0] * scene.visible.n_items
+    for nid, nbytes in per_node.items():
+        j = scene.item_of(nid)
+        if j >= 0:
+            items[j] += nbytes
+    holders = sorted(per_node.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return {
+        "total": sum(per_node.values()),
+        "exclude_leaves": exclude_leaves,
+        "items": items,
+        "top": [
+            {
+                "id": nid,
+                "name": graph.nodes[nid].name,
+                "module": graph.nodes[nid].module,
+                "bytes": nbytes,
+                "item": scene.item_of(nid),
+            }
+            for nid, nbytes in holders
+        ],
+        "by_module": graph.saved_memory(by="module", exclude_leaves=exclude_leaves),
+    }
+
+
+def sensitivity_report(
+    scene: Scene, stepper: Stepper, samples: int = 16, seed: int | None = 0
+) -> dict[str, Any]:
+    """Per visible item: log10 of the squared Frobenius norm of the node's gradient map
+    (`Stepper.jacobian_norms`; a box shows the largest of its members), for colouring.
+
+    Example:
+        >>> sensitivity_report(scene, stepper)["samples"]  # doctest: +SKIP
+        16
+    """
+    norms = stepper.jacobian_norms(samples=samples, seed=seed)
+    n_items = scene.visible.n_items
+    items: list[Any] = [None] * n_items
+    stderr: list[Any] = [None] * n_items
+    exact: list[Any] = [None] * n_items
+    for nid, jn in norms.items():
+        j = scene.item_of(nid)
+        d = jn.as_dict()
+        if j < 0 or d["log10"] is None:
+            continue
+        if items[j] is None or d["log10"] > items[j]:
+            items[j], stderr[j], exact[j] = d["log10"], d["stderr"], d["exact"]
+    logs = [v for v in items if v is not None]
+    return {
+        "items": items,
+        "stderr": [encode_number(v) if isinstance(v, float) else v for v in stderr],
+        "exact": exact,
+        "nodes": {nid: jn.as_dict() for nid, jn in norms.items()},
+        "range": [min(logs), max(logs)] if logs else None,
+        "errors": dict(stepper.probe_errors),
+        "samples": samples,
+    }
+
+
+def leaf_diff_report(scene: Scene, stepper: Stepper) -> dict[str, Any]:
+    """Each leaf's gradient now against the unedited run (`Stepper.leaf_grad_diff`), with its
+    visible item.
+
+    Example:
+        >>> leaf_diff_report(scene, stepper)["leaves"]  # doctest: +SKIP
+        {}
+    """
+    data = {}
+    for nid, d in stepper.leaf_grad_diff().items():
+        data[nid] = {**d.as_dict(), "item": scene.item_of(nid)}
+    return {"leaves": data}
+
+
+def search_matches(scene: Scene, query: str) -> dict[str, Any]:
+    """Nodes matching `query` (`visible.search`), each with its visible item.
+
+    Example:
+        >>> search_matches(scene, "addmm")["matches"][0]["name"]  # doctest: +SKIP
+        'AddmmBackward0'
+    """
+    graph = scene.graph
+    matches = []
+    for nid in search(graph, query[:200]):
+        n = graph.nodes[nid]
+        matches.append({
+            "id": nid, "name": n.name, "label": short_label(n), "module": n.module,
+            "leaf_name": n.leaf_name, "item": scene.item_of(nid),
+        })
+    return {"matches": matches}
+
+
+def saved_values_reply(graph: BackwardGraph, node_id: str, name: str, limit: int) -> dict:
+    """The values of one saved tensor (at most `limit`, capped at 100,000), JSON-safe, or
+    `{"error": ...}` when it cannot be read.
+
+    Example:
+        >>> saved_values_reply(graph, "n1", "mat1", 16)["shape"]  # doctest: +SKIP
+        [5, 4]
+    """
+    try:
+        t = graph.saved_tensor(node_id, name)
+    except (KeyError, TypeError, RuntimeError) as e:
+        return {"error": str(e)}
+    flat = t.detach().reshape(-1)
+    shown = flat[: min(limit, 100_000)]
+    if shown.is_complex():
+        values = [encode_number(complex(v)) for v in shown.tolist()]
+    else:
+        values = [encode_number(float(v)) for v in shown.double().tolist()]
+    return {
+        "id": node_id, "name": name, "shape": list(t.shape), "dtype": str(t.dtype),
+        "numel": flat.numel(), "values": values, "truncated": flat.numel() > len(values),
+    }

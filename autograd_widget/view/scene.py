@@ -1,0 +1,445 @@
+"""The Scene: what is drawn now, and the gestures that change it (fold, unfold, reveal).
+
+A Scene owns, for one graph under one stepper:
+- the fold options: collapsed modules, folded runs of repeated blocks, the plumbing toggle and
+  the orientation;
+- what follows from them, rebuilt together by `rebuild()` (never one without the others): the
+  visible graph (`visible`), its layout (`layout`) and the step-state arrays mapped onto it
+  (`state`, a `StateView`);
+- the item of a node and the node of an item (`item_of`, `node_of_item`).
+
+Every change bumps `version`, so whoever encodes the drawing (wire's Session) knows when to
+re-encode. Torch-free: it reads graph records and the stepper's public API only. The widget and
+the standalone export each drive their own Scene.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ..util.gcpause import gc_paused
+from . import modules
+from . import visible as vis_mod
+from .layout import Layout, layered_layout
+from .repeats import Repeat, find_repeats
+from .state import StateView
+from .visible import VisibleGraph, visible_graph
+
+if TYPE_CHECKING:
+    from ..core.graph import BackwardGraph
+    from ..engine.stepper import Stepper
+
+__all__ = ["BOX_PREFIX", "COLLAPSE_MODES", "ORIENTATIONS", "Scene", "compute_layout"]
+
+#: What `collapse=` accepts.
+COLLAPSE_MODES = ("auto", "modules", "repeats", "none")
+ORIENTATIONS = ("TB", "LR")
+#: Prefix of a box's item id in `Scene.visible_ids` (a folded module or a folded run).
+BOX_PREFIX = "box:"
+
+
+def compute_layout(
+    graph: BackwardGraph, orientation: str = "TB", visible: VisibleGraph | None = None
+) -> Layout:
+    """Layered layout of the visible items, roots on top (TB) or left (LR).
+
+    Args:
+        graph: the graph `visible` was built from (its roots are laid out first).
+        orientation: "TB" or "LR".
+        visible: the visible graph (every node by default).
+
+    Example:
+        >>> compute_layout(graph, "TB", visible_graph(graph)).orientation  # doctest: +SKIP
+        'TB'
+    """
+    vis = visible if visible is not None else visible_graph(graph)
+    index = {nid: i for i, nid in enumerate(graph.nodes)}
+    roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
+    return layered_layout(
+        vis.n_items, vis.edge_src, vis.edge_dst, roots=roots, orientation=orientation
+    )
+
+
+class Scene:
+    """The drawing of `graph` under `stepper`: folds, visible graph, layout, step state.
+
+    Args:
+        graph: the graph (records suffice).
+        stepper: the stepper whose state is drawn (read through its public API).
+        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": above
+            `visible.AUTO_COLLAPSE_NODES` nodes, fold the runs of repeated blocks and collapse
+            the remaining top-level modules). Ignored when `collapsed` or `folds` is given.
+        orientation: "TB" or "LR".
+        show_plumbing: show views/reshapes/transposes (False contracts them).
+        collapsed, folds: explicit starting folds (module paths; fold key -> run), e.g. another
+            scene's `collapsed` and `folds`, to draw the same thing.
+
+    Example:
+        >>> scene = Scene(graph, Stepper(graph), collapse="modules")  # doctest: +SKIP
+        >>> scene.expand("0"); scene.visible.n_items  # doctest: +SKIP
+        9
+    """
+
+    def __init__(
+        self,
+        graph: BackwardGraph,
+        stepper: Stepper,
+        *,
+        collapse: str = "auto",
+        orientation: str = "TB",
+        show_plumbing: bool = True,
+        collapsed: Iterable[str] | None = None,
+        folds: Mapping[str, Repeat] | None = None,
+    ) -> None:
+        if collapse not in COLLAPSE_MODES:
+            raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
+        if orientation not in ORIENTATIONS:
+            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
+        self.graph = graph
+        self.stepper = stepper
+        self.orientation = orientation
+        self.show_plumbing = bool(show_plumbing)
+        #: Bumped by every rebuild: the drawing changed.
+        self.version = 0
+        self._runs: dict[str, Repeat] | None = None  # fold key -> run, found on first need
+        if collapsed is not None or folds is not None:
+            self._folds: dict[str, Repeat] = dict(folds or {})
+            self._collapsed: set[str] = set(collapsed or ())
+        else:
+            self._folds = {}
+            if collapse == "repeats" or (
+                collapse == "auto" and len(graph.nodes) > vis_mod.AUTO_COLLAPSE_NODES
+            ):
+                self._folds = dict(self.fold_index())
+            self._collapsed = vis_mod.default_collapsed(
+                graph, collapse, vis_mod.fold_members(self._folds)
+            )
+        # The view model allocates an object or two per node: let the cycle collector rescan
+        # the world once afterwards rather than many times during (halves a 50k-node build).
+        with gc_paused():
+            self.visible = self._visible_graph()
+            self.layout = compute_layout(graph, orientation, self.visible)
+            self.state = StateView(graph, stepper, self.visible)
+
+    # ------------------------------------------------------------------ the drawing
+    def _visible_graph(self) -> VisibleGraph:
+        return visible_graph(
+            self.graph, self._collapsed, self.show_plumbing,
+            folds=vis_mod.fold_members(self._folds),
+        )
+
+    def rebuild(self) -> None:
+        """New visible graph (folds, plumbing), layout and state mapping; bumps `version`.
+
+        Example:
+            >>> scene.rebuild(); scene.version  # doctest: +SKIP
+            1
+        """
+        with gc_paused():
+            self.visible = self._visible_graph()
+            self.layout = compute_layout(self.graph, self.orientation, self.visible)
+            self.state.set_visible(self.visible)
+        self.version += 1
+
+    def set_graph(self, graph: BackwardGraph) -> None:
+        """Swap in a graph with the same records (e.g. its `from_dict` copy on release): the
+        drawing is unchanged.
+
+        Example:
+            >>> scene.set_graph(BackwardGraph.from_dict(graph.to_dict()))  # doctest: +SKIP
+        """
+        self.graph = graph
+        self.state.graph = graph
+
+    def set_orientation(self, orientation: str) -> None:
+        """Lay out top-to-bottom ("TB") or left-to-right ("LR"); rebuilds when it changes.
+
+        Example:
+            >>> scene.set_orientation("LR")  # doctest: +SKIP
+        """
+        if orientation not in ORIENTATIONS:
+            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
+        if orientation != self.orientation:
+            self.orientation = orientation
+            self.rebuild()
+
+    def set_plumbing(self, show: bool) -> None:
+        """Show (True) or contract (False) plumbing nodes; rebuilds when it changes.
+
+        Example:
+            >>> scene.set_plumbing(False)  # doctest: +SKIP
+        """
+        if bool(show) != self.show_plumbing:
+            self.show_plumbing = bool(show)
+            self.rebuild()
+
+    # ------------------------------------------------------------------ items
+    @property
+    def node_ids(self) -> list[str]:
+        """Real node ids in graph order (real node index -> id)."""
+        return self.state.node_ids
+
+    @property
+    def node_index(self) -> dict[str, int]:
+        """Real node id -> its index in graph order."""
+        return self.state.node_index
+
+    def item_of(self, node_id: str) -> int:
+        """The visible item showing `node_id` (its box when folded), -1 when hidden.
+
+        Example:
+            >>> scene.item_of("n0")  # doctest: +SKIP
+            0
+        """
+        return int(self.visible.real_item[self.state.node_index[node_id]])
+
+    def item_index(self, value: object) -> int | None:
+        """`value` when it is a visible item index (an int, not a bool, in range), else None.
+
+        Example:
+            >>> scene.item_index(0), scene.item_index(True)  # doctest: +SKIP
+            (0, None)
+        """
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None
+        return value if 0 <= value < self.visible.n_items else None
+
+    def node_of_item(self, item: int) -> str | None:
+        """The real node id item `item` shows; None for a box.
+
+        Example:
+            >>> scene.node_of_item(0)  # doctest: +SKIP
+            'n0'
+        """
+        r = int(self.visible.item_real[item])
+        return self.state.node_ids[r] if r >= 0 else None
+
+    def box_members(self, item: int) -> list[str]:
+        """Real node ids inside box `item` (empty for a real node's item).
+
+        Example:
+            >>> scene.box_members(scene.item_of("n0"))  # doctest: +SKIP
+            ['n0', 'n1']
+        """
+        members = self.visible.item_members[item]
+        ids = self.state.node_ids
+        return [] if members is None else [ids[int(i)] for i in members]
+
+    def box_fold(self, item: int) -> Repeat | None:
+        """The run of repeated blocks box `item` stands for; None for a module box or a node.
+
+        Example:
+            >>> scene.box_fold(3).label  # doctest: +SKIP
+            'layers.0–47 ×48'
+        """
+        path = self.visible.item_group[item] or ""
+        return self._folds.get(path) if path in self.visible.folds else None
+
+    def edge_id(self, visible_edge: int) -> str:
+        """The real edge id visible edge `visible_edge` shows.
+
+        Example:
+            >>> scene.edge_id(0)  # doctest: +SKIP
+            'n0:0'
+        """
+        return self.graph.edges[int(self.visible.edge_real[visible_edge])].id
+
+    def visible_ids(self) -> list[str]:
+        """The items drawn now: a node id per node drawn on its own, `BOX_PREFIX` + key per
+        folded module or folded run.
+
+        Example:
+            >>> scene.visible_ids()  # doctest: +SKIP
+            ['box:0', 'n5', 'n6']
+        """
+        ids = self.state.node_ids
+        groups = self.visible.item_group
+        return [ids[r] if r >= 0 else BOX_PREFIX + (groups[j] or "")
+                for j, r in enumerate(self.visible.item_real.tolist())]
+
+    # ------------------------------------------------------------------ modules
+    @property
+    def modules(self) -> list[str]:
+        """Every module path that can be folded."""
+        return modules.module_paths(self.graph)
+
+    @property
+    def collapsed(self) -> list[str]:
+        """Module paths currently folded into boxes, sorted."""
+        return sorted(self._collapsed)
+
+    def is_collapsed(self, path: object) -> bool:
+        """True when `path` is a collapsed module path.
+
+        Example:
+            >>> scene.is_collapsed("0")  # doctest: +SKIP
+            True
+        """
+        return isinstance(path, str) and path in self._collapsed
+
+    def collapse(self, module: str) -> None:
+        """Fold every node of `module` (and its submodules) into one box.
+
+        Raises ValueError when `module` is not a module path of the graph.
+
+        Example:
+            >>> scene.collapse("0")  # doctest: +SKIP
+        """
+        if module not in modules.module_paths(self.graph):
+            raise ValueError(
+                f"no module {module!r} in this graph; modules: {', '.join(self.modules) or 'none'} "
+                "(capture under aw.track(model) or with model= to get module paths)"
+            )
+        self._collapsed = {c for c in self._collapsed if not modules.in_group(c, module)}
+        self._collapsed.add(module)
+        self.rebuild()
+
+    def expand(self, module: str | None = None) -> None:
+        """Unfold `module` into its children (its submodules stay folded), or everything (folded
+        runs included). A fold key unfolds that run into one box per block (`unfold`).
+
+        Example:
+            >>> scene.expand("0")  # doctest: +SKIP
+        """
+        if module is None:
+            self._collapsed = set()
+            self._folds = {}
+        elif module in self._folds:
+            self.unfold(module)
+            return
+        else:
+            if module not in self._collapsed:
+                raise ValueError(f"{module!r} is not collapsed; collapsed: {self.collapsed}")
+            self._collapsed.discard(module)
+            self._collapsed.update(modules.children(module, modules.module_paths(self.graph)))
+        self.rebuild()
+
+    def reveal(self, node_id: str) -> None:
+        """Make `node_id` visible: unfold the boxes and folded runs holding it (a run's other
+        blocks stay boxes), show plumbing if it is some.
+
+        Example:
+            >>> scene.reveal("n42"); scene.item_of("n42") >= 0  # doctest: +SKIP
+            True
+        """
+        self.graph.check_id(node_id)
+        node = self.graph.nodes[node_id]
+        changed = False
+        for key, run in list(self._folds.items()):
+            if any(modules.in_group(node.module, m) for m in run.members):
+                # Unfold locally: the other blocks stay boxes, the node's own block opens below.
+                del self._folds[key]
+                self._collapsed.update(run.members)
+                changed = True
+        for c in sorted(self._collapsed):
+            if modules.in_group(node.module, c):
+                self._collapsed.discard(c)
+                changed = True
+        if not self.show_plumbing and vis_mod.is_plumbing(node.name):
+            self.show_plumbing = True
+            changed = True
+        if changed:
+            self.rebuild()
+        # A node outside every member module can still sit in a box: one took it in to keep the
+        # drawing a DAG (the ReLU a parent runs between two folded layers). Open that box.
+        i = self.state.node_index[node_id]
+        while True:
+            j = int(self.visible.real_item[i])
+            if j < 0 or self.visible.item_real[j] >= 0:
+                break
+            key = self.visible.item_group[j]
+            if key in self._folds:
+                self._collapsed.update(self._folds.pop(key).members)
+            elif key in self._collapsed:
+                self._collapsed.discard(key)
+            else:
+                break
+            self.rebuild()
+
+    # ------------------------------------------------------------------ repeated blocks
+    def fold_index(self) -> dict[str, Repeat]:
+        """Fold key -> run, for every run of repeated blocks in the graph (`visible.fold_keys`).
+
+        `repeats.find_repeats` walks the whole graph (~13 ms for 48 Transformer layers): done
+        once per scene, on first need.
+
+        Example:
+            >>> list(scene.fold_index())  # doctest: +SKIP
+            ['layers.0–47 ×48']
+        """
+        if self._runs is None:
+            with gc_paused():
+                found = find_repeats(self.graph)
+                self._runs = vis_mod.fold_keys(found, modules.module_paths(self.graph))
+        return self._runs
+
+    @property
+    def folds(self) -> dict[str, Repeat]:
+        """The runs folded now: fold key -> `Repeat` (a copy)."""
+        return dict(self._folds)
+
+    def is_folded(self, key: object) -> bool:
+        """True when `key` is the fold key of a folded run.
+
+        Example:
+            >>> scene.is_folded("layers.0–47 ×48")  # doctest: +SKIP
+            True
+        """
+        return isinstance(key, str) and key in self._folds
+
+    def run_key(self, run: str | Repeat) -> str:
+        """The fold key of a run given by key, label, `Repeat` or one of its member paths.
+
+        Example:
+            >>> scene.run_key("layers.3")  # doctest: +SKIP
+            'layers.0–47 ×48'
+        """
+        index = self.fold_index()
+        if isinstance(run, str) and run in index:
+            return run
+        for key, r in index.items():
+            if r == run or (isinstance(run, str) and (r.label == run or run in r.members)):
+                return key
+        runs = ", ".join(repr(k) for k in index) or "none"
+        raise ValueError(f"no run of repeated blocks {run!r} in this graph; runs: {runs}")
+
+    def fold(self, run: str | Repeat | None = None) -> None:
+        """Fold a run of repeated blocks into one box "layers.0–47 ×48", or every run found.
+
+        Collapsed modules inside the run are absorbed by its box.
+
+        Example:
+            >>> scene.fold("layers.3")  # doctest: +SKIP
+        """
+        index = self.fold_index()
+        keys = set(index) if run is None else {self.run_key(run)}
+        if not keys:
+            return
+        self._folds = {k: r for k, r in index.items() if k in keys or k in self._folds}
+        members = vis_mod.fold_members({k: index[k] for k in keys})
+        self._collapsed = {
+            c for c in self._collapsed if not any(modules.in_group(c, m) for m in members)
+        }
+        self.rebuild()
+
+    def unfold(self, run: str | Repeat | None = None, *, blocks: bool = True) -> None:
+        """Unfold a folded run (or every one), locally: with `blocks` each block becomes its own
+        module box; `blocks=False` only drops the fold.
+
+        Example:
+            >>> scene.unfold("layers.0–47 ×48")  # doctest: +SKIP
+        """
+        if run is None:
+            keys = list(self._folds)
+        else:
+            key = self.run_key(run)
+            if key not in self._folds:
+                folded = ", ".join(repr(k) for k in self._folds) or "none"
+                raise ValueError(f"{run!r} is not folded; folded: {folded}")
+            keys = [key]
+        for key in keys:
+            r = self._folds.pop(key)
+            if blocks:
+                self._collapsed.update(r.members)
+        self.rebuild()

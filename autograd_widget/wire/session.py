@@ -1,0 +1,211 @@
+"""The Session: one graph, one stepper, one scene, and the payloads that show them.
+
+The protocol's handlers (`protocol.MESSAGES`) act on a Session, so the widget and the standalone
+export drive the very same code. The Session encodes what is drawn (`graph_payload`, re-encoded
+when the scene's `version` moves or a failed step marks saved tensors anew) and the step state
+(the `_state` payload: `StateView.update()` plus "running" and "notice"), and hands both to its
+`Front` (the widget's traits); without a front (the export) nothing is encoded eagerly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..core.graph import BackwardGraph
+from ..core.saved import node_validity
+from ..util.gcpause import gc_paused
+from .payload import graph_payload
+
+if TYPE_CHECKING:
+    from ..engine.stepper import Stepper
+    from ..view.scene import Scene
+
+__all__ = ["RELEASED_NOTICE", "Front", "Session", "freed_notice"]
+
+RELEASED_NOTICE = "released: the drawing stays, stepping needs explore() again"
+
+
+class Front(Protocol):
+    """Where a Session shows its payloads (the widget's synced traits)."""
+
+    def draw(self, graph: dict[str, Any] | None, state: dict[str, Any]) -> None:
+        """Show a new graph payload (None: unchanged) and step state, together."""
+
+    def select(self, node_id: str | None) -> None:
+        """Select a real node (None: nothing)."""
+
+    def select_edge(self, edge_id: str | None) -> None:
+        """Select a real edge (None: nothing)."""
+
+
+class Session:
+    """The state protocol handlers act on.
+
+    Args:
+        graph: the graph (live, or records after release).
+        stepper: the stepper that is drawn and driven.
+        scene: the drawing of `graph` under `stepper`.
+        front: where payloads go (None: nowhere; `graph_payload()` still answers).
+        notice: a banner shown with the state (e.g. "this graph was freed").
+
+    Example:
+        >>> session = Session(graph, stepper, Scene(graph, stepper))  # doctest: +SKIP
+        >>> dispatch(session, {"type": "step"})  # doctest: +SKIP
+        []
+    """
+
+    def __init__(
+        self,
+        graph: BackwardGraph,
+        stepper: Stepper,
+        scene: Scene,
+        front: Front | None = None,
+        *,
+        notice: str | None = None,
+    ) -> None:
+        self.graph = graph
+        self.stepper = stepper
+        self.scene = scene
+        self.front = front
+        self.notice = notice
+        #: True while a Play run is in progress (the front-end asks for the next chunk).
+        self.running = False
+        #: True after `release()`: no torch object is held, only the records.
+        self.released = False
+        #: The last `_state` payload handed to the front.
+        self.state: dict[str, Any] = {}
+        self._validity = node_validity(graph)
+        self._seen_error: tuple[str, str] | None = None
+        self._payload: dict[str, Any] | None = None
+        self._payload_version = -1
+
+    @property
+    def live_stepper(self) -> Stepper | None:
+        """The stepper, or None once released (the inspector then reads records only)."""
+        return None if self.released else self.stepper
+
+    def graph_payload(self) -> dict[str, Any]:
+        """The graph payload of the scene as drawn now (encoded once per scene version).
+
+        Example:
+            >>> session.graph_payload()["version"]  # doctest: +SKIP
+            2
+        """
+        scene = self.scene
+        if self._payload is None or self._payload_version != scene.version:
+            with gc_paused():
+                self._payload = graph_payload(
+                    self.graph, scene.layout, scene.visible, self._validity, folds=scene.folds
+                )
+            self._payload_version = scene.version
+        return self._payload
+
+    def _finish(self, state: dict[str, Any]) -> dict[str, Any]:
+        state["running"] = self.running and not state["done"]
+        state["notice"] = self.notice
+        self.state = state
+        return state
+
+    def refresh(self, running: bool | None = None) -> None:
+        """After the stepper moved (or `running` changed): the new step state to the front; a
+        failed step re-marks stale saved tensors (a new graph payload).
+
+        Example:
+            >>> session.refresh(running=False)  # doctest: +SKIP
+        """
+        if running is not None:
+            self.running = running
+        if self.front is None:
+            return
+        err = self.stepper.last_error
+        graph = None
+        if err is not None and err != self._seen_error:
+            # A step failed: saved tensors may have been modified since explore(); mark anew.
+            self._seen_error = err
+            self._validity = node_validity(self.graph)
+            self._payload = None
+            graph = self.graph_payload()
+        self.front.draw(graph, self._finish(self.scene.state.update()))
+
+    def redraw(self) -> None:
+        """After the scene changed (folds, plumbing, orientation): the new drawing and the step
+        state mapped onto it (not recomputed: `seq` stays) to the front, together.
+
+        Example:
+            >>> session.scene.collapse("0"); session.redraw()  # doctest: +SKIP
+        """
+        if not self.released:
+            self._validity = node_validity(self.graph)
+        self._payload = None
+        payload = self.graph_payload()
+        if self.front is None:
+            return
+        state = dict(self.state)
+        state.update(self.scene.state.payload(running=self.running))
+        self.front.draw(payload, self._finish(state))
+
+    def select(self, node_id: str | None) -> None:
+        """Select a real node in the front (None: clear).
+
+        Example:
+            >>> session.select("n0")  # doctest: +SKIP
+        """
+        if self.front is not None:
+            self.front.select(node_id)
+
+    def select_edge(self, edge_id: str | None) -> None:
+        """Select a real edge in the front (None: clear).
+
+        Example:
+            >>> session.select_edge("n0:0")  # doctest: +SKIP
+        """
+        if self.front is not None:
+            self.front.select_edge(edge_id)
+
+    def release(self, owns_graph: bool) -> None:
+        """Drop every torch reference (close the stepper; close the graph when `owns_graph`, else
+        keep only its records); the drawing stays. Idempotent.
+
+        Example:
+            >>> session.release(owns_graph=True)  # doctest: +SKIP
+        """
+        if self.released:
+            return
+        self.released = True
+        self.running = False
+        self.stepper.close()
+        if owns_graph:
+            self.graph.close()
+        else:
+            # A graph we were given may serve other widgets and steppers: leave it live, and keep
+            # only its records here so this session pins no torch object.
+            records = BackwardGraph.from_dict(self.graph.to_dict())
+            self.graph = records
+            self.scene.set_graph(records)
+            self.stepper.graph = records  # the closed stepper must not pin the live graph
+        if self.front is not None:
+            state = dict(self.state)
+            state["running"] = False
+            state["notice"] = RELEASED_NOTICE
+            self.state = state
+            self.front.draw(None, state)
+
+
+def freed_notice(graph: BackwardGraph) -> str | None:
+    """A banner when backward() already freed the graph (every step would fail), else None.
+
+    Example:
+        >>> freed_notice(graph) is None  # doctest: +SKIP
+        True
+    """
+    for nid in list(graph.nodes)[:64]:
+        for s in graph.saved(nid):
+            if s.state == "freed":
+                return (
+                    "This graph was freed by backward() (saved tensors are gone), so its nodes "
+                    "cannot be called. Capture before calling backward(), or call "
+                    "backward(retain_graph=True)."
+                )
+            if s.kind == "tensor":
+                return None
+    return None

@@ -1,0 +1,54 @@
+/**
+ * The widget protocol, front-end side: the ONE list of what the front-end and the kernel say.
+ *
+ * The same names as `autograd_widget/wire/protocol.py` (tests/test_protocol.py fails when they
+ * differ): `MSG`, the commands and requests sent as custom messages `{ type: MSG.X, ... }`;
+ * `REPLY`, the types of what the kernel sends back; `STATE_KEYS`, the keys of the synced
+ * `_state` trait, of which `STATE_ARRAYS` are per-item/edge buffers and `STEP_SCALARS` what a
+ * recording stores per step. Import the names from here rather than spelling the strings.
+ */
+
+/** Message types the kernel accepts (`MESSAGES` in wire/protocol.py). */
+export const MSG = Object.freeze({
+  STEP: 'step',
+  BACK: 'back',
+  RESET: 'reset',
+  RUN_TO: 'run_to',
+  RUN: 'run',
+  PAUSE: 'pause',
+  SELECT: 'select',
+  SELECT_EDGE: 'select_edge',
+  INSPECT: 'inspect',
+  EXPAND: 'expand',
+  COLLAPSE: 'collapse',
+  PLUMBING: 'plumbing',
+  SEARCH: 'search',
+  FIRST_NONFINITE: 'first_nonfinite',
+  MEMORY: 'memory',
+  SAVED_VALUES: 'saved_values',
+  PROBE: 'probe',
+  EDIT_EDGE: 'edit_edge',
+  LEAF_DIFF: 'leaf_diff',
+});
+
+/** Types of the messages the kernel sends back (`REPLY_TYPES`). */
+export const REPLY = Object.freeze({
+  REPLY: 'reply',
+  WARNING: 'warning',
+});
+
+/** Keys of the `_state` trait (`STATE_KEYS`). */
+export const STATE_KEYS = Object.freeze([
+  'seq', 'position', 'total', 'done', 'running', 'next', 'next_id', 'last',
+  'node_state', 'progress', 'edge_norm', 'edge_flag', 'edge_values', 'edits', 'norm_range',
+  'waiting', 'status', 'error', 'notice',
+]);
+
+/** The per-item/edge arrays of the state (`STATE_ARRAYS`). */
+export const STATE_ARRAYS = Object.freeze(['node_state', 'progress', 'edge_norm', 'edge_flag']);
+
+/** The scalars a recording stores per step (`STEP_SCALARS`). */
+export const STEP_SCALARS = Object.freeze([
+  'position', 'total', 'done', 'next', 'next_id', 'last', 'status', 'waiting', 'error',
+  'norm_range',
+]);
