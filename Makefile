@@ -1,5 +1,5 @@
 # The two commands of the README. Everything they need is installed by .ci/setup.
-.PHONY: tour test setup
+.PHONY: tour test setup compat
 
 # make tour            -> JupyterLab on notebooks/01_tour.ipynb
 # make tour HTML=x.html -> the tour's graph as a standalone, offline HTML file (no browser needed)
@@ -11,3 +11,9 @@ test:  ## lint + the full test suite
 
 setup:
 	bash .ci/setup
+
+# make compat TORCH=2.4.0 -> the non-browser suite on that torch, in a throwaway venv
+#   (.venv-compat/<version>, removed afterwards unless KEEP=1; never touches .venv)
+compat:
+	@test -n "$(TORCH)" || { echo "usage: make compat TORCH=x.y.z [KEEP=1]" >&2; exit 2; }
+	TORCH=$(TORCH) bash .ci/compat $(ARGS)
