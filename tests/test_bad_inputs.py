@@ -851,3 +851,11 @@ def test_grad_of_a_view_of_a_leaf_taken_under_no_grad_is_a_value_error():
         with pytest.raises(ValueError, match=r"view of a leaf taken under torch.no_grad\(\)"):
             call()
     assert torch.equal(st.grad(x), torch.full((4,), 2.0))
+
+
+def test_a_torch_whose_saved_tensors_hide_their_data_names_the_version_and_range(monkeypatch):
+    # Before torch 2.13 a SavedTensor has no `.data`: reading saved values would need unpacking
+    # (running the user's hooks), so the package refuses at import instead of degrading silently.
+    monkeypatch.delattr(torch._C._autograd.SavedTensor, "data")
+    with pytest.raises(UnsupportedTorchError, match=r"SavedTensor\.data.*>=2\.13"):
+        check_torch()

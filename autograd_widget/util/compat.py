@@ -19,8 +19,9 @@ __all__ = [
     "gradient_edge",
 ]
 
-#: The range declared in pyproject.toml; tested on the upper end (2.13).
-SUPPORTED_TORCH = ">=2.4,<2.14"
+#: The range declared in pyproject.toml: the oldest torch the suite passes on (2.13.0), no upper
+#: bound (2.15.0 passes too; a newer torch that drops a private API fails with a message).
+SUPPORTED_TORCH = ">=2.13"
 
 _NODE_API = ("_input_metadata", "_sequence_nr", "next_functions", "name", "metadata")
 
@@ -101,7 +102,7 @@ def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
 
 
 def check_torch() -> None:
-    """Check module-level torch APIs at import time.
+    """Check module-level torch APIs at import time (UnsupportedTorchError naming what is missing).
 
     Example:
         >>> check_torch()  # raises UnsupportedTorchError naming the version when unsupported
@@ -111,6 +112,11 @@ def check_torch() -> None:
         missing.append("torch.autograd.graph.get_gradient_edge")
     if not hasattr(torch.autograd.graph, "Node"):
         missing.append("torch.autograd.graph.Node")
+    saved_tensor = getattr(torch._C._autograd, "SavedTensor", None)
+    if saved_tensor is None or not hasattr(saved_tensor, "data"):
+        # Before 2.13 a saved tensor cannot be looked at without unpacking it (which runs the
+        # user's saved_tensors_hooks): aliases, packed and stale states would be silently wrong.
+        missing.append("torch._C._autograd.SavedTensor.data")
     if missing:
         raise UnsupportedTorchError(
             f"autograd_widget needs {', '.join(missing)}, missing in torch {torch.__version__}. "
