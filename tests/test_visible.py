@@ -1,4 +1,5 @@
-"""Module groups, folding, the plumbing filter and search (groups.py + the widget's handlers)."""
+"""The visible graph: module folds, the plumbing filter and search (view/visible.py, view/modules.py,
+the Scene and the widget's fold and search messages)."""
 
 from __future__ import annotations
 
