@@ -43,7 +43,7 @@ class Guard:
     the running loop's limit (a one-element list the loop reads at every step).
 
     Args:
-        loop_code: the code object of the stepper's loop (`Stepper._advance.__code__`).
+        loop_code: the code object of the stepper's loop (`state.ADVANCE_CODE`).
         in_step: code objects of the functions the loop calls inside a step on the user's behalf.
 
     Guarantees: `scope()` installs the handler for one move (nested scopes share the outer one);
