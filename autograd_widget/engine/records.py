@@ -42,6 +42,11 @@ class StepRecord:
     `Summary` kept in their place; None means no gradient. `called` is False for AccumulateGrad
     (it receives, never runs) and for built-in nodes whose slots all stayed empty ("no gradient").
     A failed step has `error` set (the engine's message, with the node) and did not advance.
+
+    Example:
+        >>> rec = stepper.step()  # doctest: +SKIP
+        >>> rec.node.id, list(rec.outputs)  # doctest: +SKIP
+        ('n0', ['n0:0'])
     """
 
     index: int
