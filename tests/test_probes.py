@@ -16,14 +16,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _programs import HalfNone, Scale, build, specs
-from conftest import make_mlp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import autograd_widget as aw
 from autograd_widget.engine import probes
-from autograd_widget.engine.probes import JacobianNorm, LeafDiff
+from autograd_widget.engine.probes import JacobianNorm
+from autograd_widget.engine.records import LeafDiff
 from autograd_widget.engine.stepper import EditInfo, Stepper
+from conftest import make_mlp
 
 KEEPS = ["tensors", "summaries", 1]
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -302,9 +303,9 @@ def _state(s: Stepper) -> tuple:
 
     return (
         s.position,
-        [t(v) for v in s._slots],
-        [t(v) if isinstance(v, torch.Tensor) else v for v in s._edge_val],
-        {e: s.edge_summary(e) for e in s._plan.edge_ids},
+        [t(v) for v in s._state.slots],
+        [t(v) if isinstance(v, torch.Tensor) else v for v in s._state.edge_val],
+        {e: s.edge_summary(e) for e in s.plan.edge_ids},
         [(r.index, r.called) for r in s.history],
         s.edits,
     )
@@ -605,7 +606,7 @@ def test_leaf_grad_diff_without_edits_needs_no_faithful_run():
     s.run()
     diff = s.leaf_grad_diff()
     assert all(isinstance(d, LeafDiff) and not d.changed for d in diff.values())
-    assert s._faithful is None
+    assert s._edits.faithful is None
 
 
 @settings(deadline=None, max_examples=40, suppress_health_check=SLOW_OK)

@@ -94,10 +94,10 @@ def _snapshot(s: Stepper) -> tuple:
     def t(v):
         return None if v is None else (tuple(v.shape), v.dtype, v.detach().flatten().tolist())
 
-    plan = s._plan
+    plan = s.plan
     return (
         s.position,
-        [t(v) for v in s._slots],
+        [t(v) for v in s._state.slots],
         [None if (x := s.edge_summary(e)) is None else x.as_dict() for e in plan.edge_ids],
         [t(s.edge_grad(e)) for e in plan.edge_ids],
         [(r.index, r.called) for r in s.history],
@@ -136,8 +136,8 @@ def test_keep_budget_keeps_tensors_until_it_is_used_then_summaries():
     one_grad = 64 * 64 * 4
     s = Stepper(g, keep=one_grad + 1)
     s.run()
-    kept = [e for e in s._plan.edge_ids if s.edge_grad(e) is not None]
-    flowed = [e for e in s._plan.edge_ids if s.edge_summary(e) is not None]
+    kept = [e for e in s.plan.edge_ids if s.edge_grad(e) is not None]
+    flowed = [e for e in s.plan.edge_ids if s.edge_summary(e) is not None]
     assert 0 < len(kept) < len(flowed)
     # the kept ones are the first to flow, in execution order
     first = [e for k in range(len(s.order)) for e in s.record(k).outputs]
@@ -149,7 +149,7 @@ def test_keep_budget_keeps_tensors_until_it_is_used_then_summaries():
     tiny = Stepper(g, keep=1)  # smaller than any gradient: one step's worth kept
     tiny.run()
     assert_parity(tiny, [w, x], want)
-    assert sum(tiny.edge_grad(e) is not None for e in tiny._plan.edge_ids) <= 2
+    assert sum(tiny.edge_grad(e) is not None for e in tiny.plan.edge_ids) <= 2
 
 
 @pytest.mark.parametrize("keep", ["summaries", "tensors"])

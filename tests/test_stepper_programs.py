@@ -179,10 +179,10 @@ def _state(stepper: Stepper) -> tuple:
         d = s.as_dict()  # type: ignore[attr-defined]
         return tuple((k, v) for k, v in d.items())
 
-    plan = stepper._plan
+    plan = stepper.plan
     return (
         stepper.position,
-        tuple(tensor_key(v) for v in stepper._slots),
+        tuple(tensor_key(v) for v in stepper._state.slots),
         tuple(summary_key(stepper.edge_summary(e)) for e in plan.edge_ids),
         tuple(tensor_key(stepper.edge_grad(e)) for e in plan.edge_ids),
         tuple(r.called for r in stepper.history),
@@ -235,7 +235,7 @@ def test_summaries_match_the_tensors(spec: Spec) -> None:
     kept, summ = Stepper(graph, keep="tensors"), Stepper(graph, keep="summaries")
     kept.run()
     summ.run()
-    for eid in kept._plan.edge_ids:
+    for eid in kept.plan.edge_ids:
         t = kept.edge_grad(eid)
         s = summ.edge_summary(eid)
         assert summ.edge_grad(eid) is None

@@ -1,5 +1,5 @@
-"""The visible graph: module folds, the plumbing filter and search (view/visible.py, view/modules.py,
-the Scene and the widget's fold and search messages)."""
+"""The visible graph: module folds, the plumbing filter and search (view/visible.py,
+view/modules.py, the Scene and the widget's fold and search messages)."""
 
 from __future__ import annotations
 

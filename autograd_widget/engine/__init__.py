@@ -1,9 +1,11 @@
-"""engine: running backward by hand, one engine step at a time, and probing it.
+"""engine: running backward by hand (the `Stepper`) and everything it delegates to.
 
-The `Stepper` calls each node as the autograd engine would, in the engine's order, and keeps
-position, slot buffers, undo and step records; plan building, node calls, edits, comparison with
-the engine, breakpoints, listeners and the Ctrl-C guard live in modules of their own; `probes`
-computes per-node Jacobian norms. Imports `core` and `util`; nothing from Jupyter or plotly.
+One job per module, imports one way (stepper -> state -> edits/guard/plan/calls/records; probes,
+compare, breakpoints and listeners below stepper; nothing here imports stepper.py at run time):
+plan.py (routing tables), calls.py (calling a node as the engine does), state.py (position, slots,
+undo log, the hot loop), edits.py (what-if), compare.py (vs the real engine), probes.py (Jacobian
+norms), breakpoints.py, listeners.py, guard.py (Ctrl-C), records.py (the results handed out).
+Nothing is re-exported here: import from the module that owns a name.
 """
 
 __all__: list[str] = []

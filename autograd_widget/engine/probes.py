@@ -36,21 +36,19 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
 from ..core.records import Node
-from ..core.summary import Summary
 from ..util.dtypes import dtype_from_name
-from ..util.jsonsafe import encode_float
-from .stepper import _ACCUMULATE, _CUSTOM, _FUNCTION, _apply_custom, _node_id, _validate
+from .calls import apply_custom, validate
+from .plan import ACCUMULATE, CUSTOM, FUNCTION, node_id
 
 if TYPE_CHECKING:
     from .stepper import Stepper
 
-__all__ = ["EXACT_MAX", "JacobianNorm", "LeafDiff", "jacobian_norms"]
+__all__ = ["EXACT_MAX", "VMAP_BYTES", "JacobianNorm", "jacobian_norms"]
 
 #: Nodes with at most this many real input-slot elements get the exact norm (one call per basis
 #: vector: at most this many calls, about the cost of a few Hutchinson batches).
@@ -67,7 +65,12 @@ class JacobianNorm(NamedTuple):
     """Squared Frobenius norm of one node's gradient map: `(estimate, stderr, exact)`.
 
     `exact` True: computed from every basis vector (stderr 0.0). Otherwise a Hutchinson
-    estimate with the standard error of its mean over the samples."""
+    estimate with the standard error of its mean over the samples.
+
+    Example:
+        >>> JacobianNorm(4.0, 0.0, True).norm
+        2.0
+    """
 
     estimate: float
     stderr: float
@@ -79,7 +82,12 @@ class JacobianNorm(NamedTuple):
         return math.sqrt(max(self.estimate, 0.0))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-safe, with the log10 a view shades by (None for a zero map)."""
+        """JSON-safe, with the log10 a view shades by (None for a zero map).
+
+        Example:
+            >>> JacobianNorm(100.0, 0.0, True).as_dict()["log10"]
+            2.0
+        """
         est = self.estimate
         return {
             "estimate": est,
@@ -87,58 +95,6 @@ class JacobianNorm(NamedTuple):
             "exact": self.exact,
             "log10": math.log10(est) if est > 0 and math.isfinite(est) else None,
         }
-
-
-@dataclass(frozen=True)
-class LeafDiff:
-    """One leaf's gradient under the current what-if edits against the unedited run, both at
-    the stepper's current position (see `Stepper.leaf_grad_diff`)."""
-
-    node: str
-    name: str | None
-    edited: torch.Tensor | None
-    faithful: torch.Tensor | None
-
-    @property
-    def diff(self) -> torch.Tensor | None:
-        """edited - faithful; None when either side has no gradient yet."""
-        if self.edited is None or self.faithful is None:
-            return None
-        return _dense(self.edited) - _dense(self.faithful)
-
-    @property
-    def changed(self) -> bool:
-        """Whether the edits changed this leaf's gradient at all (bitwise)."""
-        if self.edited is None or self.faithful is None:
-            return (self.edited is None) != (self.faithful is None)
-        return not torch.equal(_dense(self.edited), _dense(self.faithful))
-
-    @property
-    def max_abs_diff(self) -> float | None:
-        d = self.diff
-        if d is None:
-            return None
-        return float(d.abs().max()) if d.numel() else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-safe summaries (what a view shows on request)."""
-
-        def s(t: torch.Tensor | None) -> dict[str, Any] | None:
-            return None if t is None else Summary.of(t).as_dict()
-
-        return {
-            "node": self.node,
-            "name": self.name,
-            "changed": self.changed,
-            "max_abs_diff": encode_float(self.max_abs_diff),
-            "edited": s(self.edited),
-            "faithful": s(self.faithful),
-            "diff": s(self.diff),
-        }
-
-
-def _dense(t: torch.Tensor) -> torch.Tensor:
-    return t if t.layout is torch.strided else t.to_dense()
 
 
 # --------------------------------------------------------------------------- one node's map
@@ -159,24 +115,24 @@ class _NodeMap:
     from the stepper's plan so it is exactly what a step does (same call, same reduction)."""
 
     def __init__(self, stepper: Stepper, k: int, fn: Any) -> None:
-        plan = stepper._plan
+        plan = stepper.plan
         self.kind = plan.kind[k]
         self.routes = plan.routes[k]
         self.name = plan.names[k]
-        self.vmappable = self.kind == _FUNCTION
-        custom = plan.custom.get(k) if self.kind == _CUSTOM else None
-        validate = _validate
+        self.vmappable = self.kind == FUNCTION
+        custom = plan.custom.get(k) if self.kind == CUSTOM else None
+        validate_ = validate
         routes, name = self.routes, self.name
 
         def call(*vs: torch.Tensor) -> torch.Tensor:
-            out = _apply_custom(custom, fn, list(vs)) if custom is not None else fn(*vs)
+            out = apply_custom(custom, fn, list(vs)) if custom is not None else fn(*vs)
             if type(out) is not tuple:
                 out = (out,)
             parts = []
             for onr, _ei, _s, shape, dtype, dev in routes:
                 g = out[onr]
                 if g is not None:
-                    parts.append(_sqnorm(validate(g, shape, dtype, dev, name, onr)))
+                    parts.append(_sqnorm(validate_(g, shape, dtype, dev, name, onr)))
             if not parts:
                 return torch.zeros((), dtype=torch.float64)
             dev0 = parts[0].device
@@ -260,15 +216,15 @@ def _basis(metas: list, dims: int) -> list[torch.Tensor]:
     return out
 
 
-def _node_seed(seed: int, node_id: str) -> int:
+def _node_seed(seed: int, nid: str) -> int:
     """A per-node seed: a node's samples do not depend on which other nodes are probed."""
-    h = hashlib.blake2b(f"{seed}:{node_id}".encode(), digest_size=8).digest()
+    h = hashlib.blake2b(f"{seed}:{nid}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "little") & (2**63 - 1)
 
 
 # --------------------------------------------------------------------------- the probe
 def _node_ids(stepper: Stepper, nodes: Any) -> list[str]:
-    plan = stepper._plan
+    plan = stepper.plan
     if nodes is None:
         return list(plan.order)
     if isinstance(nodes, (str, Node)):
@@ -278,7 +234,7 @@ def _node_ids(stepper: Stepper, nodes: Any) -> list[str]:
             f"nodes must be None, a node id, a Node record or an iterable of them, got "
             f"{type(nodes).__name__}"
         )
-    ids = [_node_id(n) for n in nodes]
+    ids = [node_id(n) for n in nodes]
     for nid in ids:
         stepper.step_index(nid)  # a clear KeyError for an unknown id
     return list(dict.fromkeys(ids))
@@ -292,7 +248,36 @@ def jacobian_norms(
     *,
     exact_max: int = EXACT_MAX,
 ) -> tuple[dict[str, JacobianNorm], dict[str, str]]:
-    """(results, errors) for `Stepper.jacobian_norms` (see there)."""
+    """(results, errors) for `Stepper.jacobian_norms`: node id -> `JacobianNorm`, node id -> error.
+
+    The map is what the node computes in a step: its incoming gradients (all input slots,
+    concatenated) -> the gradients it sends along its edges, after the engine's
+    `sum_to_size`/cast, i.e. its Jacobian restricted to the inputs that need grad. Plain
+    backward only ever evaluates this map once, at the gradient that flowed; here the node is
+    called again with gradients of our choosing: every basis vector for nodes with at most
+    `exact_max` (default `probes.EXACT_MAX` = 64) real input elements (`exact=True`, stderr
+    0.0), else `samples` Rademacher vectors (Hutchinson: `E ||J^T v||^2 = ||J||_F^2`), batched
+    with `torch.func.vmap` where the node allows it. AccumulateGrad nodes are the identity
+    (norm = numel, exact).
+
+    Args:
+        stepper: the stepper whose plan and graph to probe (it is only read).
+        nodes: ids or `Node` records (default: every node, in step order).
+        samples: Rademacher vectors per estimated node (>= 2).
+        seed: makes the result deterministic (per node: probing a subset gives the same
+            numbers); `None` draws one from the OS (torch's global RNG is never touched).
+        exact_max: the largest input size measured exactly.
+
+    Guarantees: nothing is disturbed: the calls run under `no_grad`, apart from stepping
+    (position, records, slot buffers and edits stay as they are), and node calls free
+    nothing, write no `.grad` and bump no version counter. A node whose call fails (saved
+    tensors freed by a `backward()` without `retain_graph`, or modified in place; a
+    reentrant checkpoint) is left out of the result and listed in `stepper.probe_errors`
+    (node id -> the error), which each call replaces: one bad node does not cost the others.
+
+    Example:
+        >>> results, errors = jacobian_norms(stepper, ["n1"], seed=0)  # doctest: +SKIP
+    """
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise ValueError(
             f"samples must be an int >= 2 (a standard error needs two samples), got {samples!r}"
@@ -306,7 +291,7 @@ def jacobian_norms(
     ids = _node_ids(stepper, nodes)
     graph = stepper.graph
     fns = graph.require_live("call its nodes for Jacobian probes").fns
-    plan = stepper._plan
+    plan = stepper.plan
     results: dict[str, JacobianNorm] = {}
     errors: dict[str, str] = {}
     gen = torch.Generator()
@@ -316,7 +301,7 @@ def jacobian_norms(
             node = graph.nodes[nid]
             metas = node.inputs
             dims = sum(_real_dims(m) for m in metas)
-            if plan.kind[k] == _ACCUMULATE:  # the identity on the leaf's gradient
+            if plan.kind[k] == ACCUMULATE:  # the identity on the leaf's gradient
                 results[nid] = JacobianNorm(float(dims), 0.0, True)
                 continue
             if not plan.routes[k] or dims == 0:  # sends nothing anywhere: the zero map

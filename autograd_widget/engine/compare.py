@@ -1,0 +1,229 @@
+"""Comparison with the engine: run the real engine once and list where manual stepping differs.
+
+`compare_with_engine` is the test oracle of the whole package. The engine side
+(`run_engine`) is one `torch.autograd.grad(roots, leaves, grad_outputs, retain_graph=True)` with a
+temporary pre-hook on every node recording what it receives per input slot (the sum per slot,
+after tensor hooks), removed afterwards, also on error. The manual side is a separate full pass
+(a fresh stepper, made by the caller), so the stepper being compared keeps its position (and its
+what-if edits play no part: the comparison is always of the faithful run). `differences` then pairs
+them slot by slot and leaf by leaf with torch.testing's tolerances for the dtype.
+
+Hooks that change gradients (a x10 tensor hook on a non-leaf shows in that slot and downstream; one
+on a leaf shows in the leaf's gradient) are exactly what this finds. `.grad` of leaves is never
+written; a non-leaf with `retain_grad()` gets its `.grad` restored if it is an output or listed in
+`tensors`. If the engine itself raises (e.g. a saved tensor was modified in place), its error
+propagates, hooks removed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import torch
+
+from ..core.graph import BackwardGraph
+from ..core.summary import Summary
+from .plan import ACCUMULATE, Plan
+from .records import Difference, StepRecord
+
+__all__ = ["EngineRun", "differences", "run_engine", "tolerances"]
+
+
+class EngineRun(NamedTuple):
+    """What the engine computed: per node index, the gradients each input slot received; per
+    leaf (in `graph.leaves` order), its gradient.
+
+    Example:
+        >>> run_engine(graph, stepper.plan).leaf_ids  # doctest: +SKIP
+        ['n4', 'n6']
+    """
+
+    inputs: dict[int, tuple]
+    leaf_ids: list[str]
+    leaf_grads: tuple
+
+
+def run_engine(
+    graph: BackwardGraph, plan: Plan, tensors: Sequence[torch.Tensor] = ()
+) -> EngineRun:
+    """Run the real engine once over `graph`, recording every node's incoming gradients.
+
+    Args:
+        graph: a live captured graph.
+        plan: its plan (which nodes are AccumulateGrad; custom Functions' refusals).
+        tensors: extra non-leaf tensors whose `.grad` (retain_grad) must be restored.
+
+    Guarantees: every hook is removed and every watched `.grad` restored, also on error; a
+    reentrant checkpoint raises RuntimeError before the engine runs.
+
+    Example:
+        >>> run = run_engine(graph, stepper.plan)  # doctest: +SKIP
+        >>> len(run.leaf_grads) == len(graph.leaves)  # doctest: +SKIP
+        True
+    """
+    live = graph.require_live("compare with the engine")
+    fns = live.fns
+    for info in plan.custom.values():
+        if info.refuse is not None:
+            raise RuntimeError(
+                f"compare_with_engine() would run the real engine through it: {info.refuse}"
+            )
+    got: dict[int, tuple] = {}
+    handles = []
+
+    def hook_for(i: int) -> Callable:
+        def hook(grads: tuple) -> None:
+            got[i] = tuple(None if g is None else g.detach().clone() for g in grads)
+
+        return hook
+
+    roots = graph.root_tensors
+    watch = [t for t in [*roots, *tensors] if t.retains_grad]
+    saved_grads = [t.grad for t in watch]
+    leaf_ids = list(graph.leaves)
+    leaves = [fns[int(nid[1:])].variable for nid in leaf_ids]
+    try:
+        for i, fn in enumerate(fns):
+            if plan.kind[plan.step_of[f"n{i}"]] != ACCUMULATE:
+                handles.append(fn.register_prehook(hook_for(i)))
+        engine = torch.autograd.grad(
+            roots,
+            leaves,
+            grad_outputs=list(graph.grad_outputs or [None] * len(roots)),
+            retain_graph=True,
+            allow_unused=True,
+        )
+    finally:
+        for h in handles:
+            h.remove()
+        for t, g in zip(watch, saved_grads):
+            t.grad = g
+    del leaves
+    return EngineRun(got, leaf_ids, engine)
+
+
+def differences(
+    graph: BackwardGraph,
+    plan: Plan,
+    engine: EngineRun,
+    manual_slots: Sequence[torch.Tensor | None],
+    position: int,
+    failed: StepRecord | None,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[Difference]:
+    """Where the manual pass (`manual_slots` after `position` steps) and `engine` disagree.
+
+    Args:
+        graph, plan: the graph and its plan.
+        engine: `run_engine`'s result.
+        manual_slots: the slot buffers of a stepper that kept every tensor (`keep="tensors"`).
+        position: how far that stepper got.
+        failed: its failure record, if it stopped at a failing node (a "manual_error").
+        rtol, atol: tolerances; default torch.testing's for the dtype (`tolerances`).
+
+    Guarantees: sorted by the step of the node; a slot or leaf the manual pass did not reach is
+    not compared.
+
+    Example:
+        >>> differences(graph, plan, run, slots, len(plan.order), None)  # doctest: +SKIP
+        []
+    """
+    diffs: list[Difference] = []
+    if failed is not None and failed.error:
+        nid = failed.node.id
+        diffs.append(
+            Difference("manual_error", nid, failed.node.name, None, None, None, None, failed.error)
+        )
+    got = engine.inputs
+    for k in range(position):
+        i = plan.node_of[k]
+        nid = plan.order[k]
+        if plan.kind[k] == ACCUMULATE or i not in got:
+            continue
+        a = plan.start[k]
+        for slot, ev in enumerate(got[i]):
+            d = _differ(ev, manual_slots[a + slot], rtol, atol)
+            if d is not None:
+                diffs.append(
+                    Difference("slot", nid, graph.nodes[nid].name, slot, d[0], d[1], d[2], d[3])
+                )
+    for nid, ev in zip(engine.leaf_ids, engine.leaf_grads):
+        k = plan.step_of[nid]
+        if k >= position:
+            continue
+        d = _differ(ev, manual_slots[plan.start[k]], rtol, atol)
+        if d is not None:
+            diffs.append(
+                Difference(
+                    "leaf",
+                    nid,
+                    graph.nodes[nid].leaf_name or "leaf",
+                    0,
+                    d[0],
+                    d[1],
+                    d[2],
+                    d[3],
+                )
+            )
+    diffs.sort(key=lambda d: plan.step_of[d.node])
+    return diffs
+
+
+def tolerances(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) torch.testing uses for `dtype`.
+
+    Args:
+        dtype: the engine gradient's dtype.
+
+    Example:
+        >>> tolerances(torch.float64)
+        (1e-07, 1e-07)
+    """
+    if dtype in (torch.float64, torch.complex128):
+        return 1e-7, 1e-7
+    if dtype in (torch.float16, torch.bfloat16):
+        return 1e-3, 1e-5
+    return 1.3e-6, 1e-5
+
+
+def _differ(
+    engine: torch.Tensor | None, manual: torch.Tensor | None, rtol: float | None, atol: float | None
+) -> tuple[float | None, Summary | None, Summary | None, str] | None:
+    if engine is None and manual is None:
+        return None
+    if engine is None or manual is None:
+        note = (
+            "the engine had no gradient here"
+            if engine is None
+            else "manual stepping had no gradient here"
+        )
+        return (
+            None,
+            None if engine is None else Summary.of(engine),
+            None if manual is None else Summary.of(manual),
+            note,
+        )
+    manual = manual.detach()
+    if engine.shape != manual.shape:
+        return (
+            None,
+            Summary.of(engine),
+            Summary.of(manual),
+            f"shapes differ: engine {list(engine.shape)}, manual {list(manual.shape)}",
+        )
+    r, a = tolerances(engine.dtype)
+    r = r if rtol is None else rtol
+    a = a if atol is None else atol
+    e, m = engine, manual.to(engine.dtype)
+    if e.layout is not torch.strided:  # sparse gradients (Embedding(sparse=True), sparse.mm)
+        e = e.to_dense()
+    if m.layout is not torch.strided:
+        m = m.to_dense()
+    if torch.allclose(e, m, rtol=r, atol=a, equal_nan=True):
+        return None
+    diff = (e - m).abs()
+    worst = float(diff.nan_to_num(nan=math.inf).max()) if diff.numel() else 0.0
+    return worst, Summary.of(engine), Summary.of(manual), ""

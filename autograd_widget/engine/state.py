@@ -1,0 +1,651 @@
+"""The state of one pass through the plan, and the hot loop that moves it.
+
+`StepState` owns what a step changes: the position, one gradient buffer per input slot (`slots`),
+what flowed on each edge (`edge_val`), the undo log of the kept steps, the byte budget's
+accounting, and the records of the steps done (time per step, no-gradient steps, the summary
+store). `advance` is the loop the whole package's speed rests on (benchmarks/bench_stepper.py):
+it reads the plan's flat lists into locals once per call and does no per-step attribute lookups or
+method calls beyond the node call itself (plus `Edits.outputs` for an edited step).
+
+`back()` restores the previous state exactly: while tensors are kept, each step logs the slot
+values it overwrote (a per-step delta, `undo_last`); once they are not (`keep="summaries"` or past
+an int budget), `rebuild` replays the plan from the start, which is exact because CPU kernels are
+deterministic for identical inputs (a replay re-runs custom Functions' Python backward too). A
+replay that fails or is interrupted puts the previous state back whole.
+
+The public face of all this is `Stepper` (stepper.py), which owns one `StepState` and adds
+validation, notifications, breakpoints and the Ctrl-C guard around each move.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from ..core.graph import BackwardGraph
+from ..core.records import Edge
+from ..core.summary import Summary, SummaryStore, summarize
+from ..util.gcpause import gc_paused
+from .calls import apply_custom, validate
+from .edits import Edits
+from .guard import Guard
+from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
+from .records import EditInfo, GradView, StepInfo, StepRecord
+
+__all__ = ["ADVANCE_CODE", "FLOWED", "StepState"]
+
+#: Marks an edge whose gradient flowed but was not kept (its summary is in the summary store).
+FLOWED = object()
+
+
+class StepState:
+    """Position, slot buffers, edge values, undo log and step records of one stepper.
+
+    Args:
+        graph: the live graph (node records; live nodes fetched at each `advance`).
+        plan: its plan.
+        seeds: the root gradients (`plan.root_seeds`), always kept.
+        create_graph: run nodes with grad mode on (no in-place fan-in then).
+        keep: "summaries", "tensors" or a byte budget (see `Stepper`).
+        edits: the stepper's what-if edits (applied by `advance` on their steps).
+        guard: the stepper's Ctrl-C guard (its `limit` is the running loop's stop).
+
+    Guarantees: every method leaves the state at a step boundary, consistent, also when a node
+    raises or a KeyboardInterrupt escapes.
+
+    Example:
+        >>> state = StepState(graph, plan, seeds, create_graph=False, keep="tensors",
+        ...                   edits=Edits(plan), guard=guard)  # doctest: +SKIP
+        >>> state.advance(len(plan.order))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        graph: BackwardGraph,
+        plan: Plan,
+        seeds: list[tuple[int, torch.Tensor]],
+        *,
+        create_graph: bool,
+        keep: str | int,
+        edits: Edits,
+        guard: Guard,
+    ) -> None:
+        self.graph = graph
+        self.plan = plan
+        self.seeds = seeds
+        self.create_graph = create_graph
+        self.keep_all = keep == "tensors"
+        self.budget: int | None = keep if isinstance(keep, int) else None
+        #: Per step, an upper bound of the bytes it adds when kept (budget mode only).
+        self.step_bytes: list[int] = step_bytes(plan) if self.budget is not None else []
+        self.edits = edits
+        self.guard = guard
+        self.store = SummaryStore()
+        self.seconds: list[float] = []
+        self.nograd: set[int] = set()
+        self.reset()
+
+    def reset(self) -> None:
+        """Position 0: slots hold the root seeds; no edge has flowed; no undo log.
+
+        Guarantees: the records (times, summaries) are left alone: `clear_records` drops them.
+
+        Example:
+            >>> state.reset(); state.pos  # doctest: +SKIP
+            0
+        """
+        plan = self.plan
+        slots: list = [None] * plan.n_slots
+        for s, seed in self.seeds:
+            slots[s] = seed if slots[s] is None else slots[s] + seed
+        self.slots = slots
+        self.edge_val: list = [None] * len(plan.edge_ids)
+        # Undo log of the kept steps (a prefix of the steps done): for step k, entries
+        # u_slot/u_old[u_mark[k]:] of what each slot held before the step wrote it.
+        self.u_slot: list[int] = []
+        self.u_old: list = []
+        self.u_mark: list[int] = []
+        self.u_used: list[int] = []
+        self.used = 0
+        self.pos = 0
+        self.cache: dict[int, torch.Tensor] = {}
+        # slot -> the partial sum the stepper made for it (identity-checked before an in-place
+        # add: after a rollback or back() the slot may hold someone else's tensor again)
+        self.owned: dict[int, torch.Tensor] = {}
+
+    def consumed(self, k: int) -> bool:
+        """Step k ran and, not being kept, freed its input slots (AccumulateGrad never does).
+
+        Args:
+            k: a step.
+
+        Example:
+            >>> state.consumed(0)  # doctest: +SKIP
+            False
+        """
+        return k < self.pos and k >= len(self.u_mark) and self.plan.kind[k] != ACCUMULATE
+
+    def advance(
+        self,
+        stop: int,
+        *,
+        replay: bool = False,
+        capture: bool = False,
+        retain: frozenset[int] = frozenset(),
+    ) -> StepRecord | None:
+        """Execute steps position..stop-1 and return the failure record, if a node raised.
+
+        `capture`: return the record of the (single) step done, with its tensors.
+        `replay`: rebuild state only (records and summaries of these steps already exist).
+        `retain`: slots not to free even when tensors are not kept (for `grad()`).
+
+        Guarantees: on a node's error step k is rolled back whole and its failure record
+        returned (position k); a KeyboardInterrupt propagates with the steps before k done.
+
+        Example:
+            >>> state.advance(state.pos + 1, capture=True)  # doctest: +SKIP
+            <StepRecord 0: n0 MeanBackward0 called, 0.020 ms>
+        """
+        plan = self.plan
+        fns = self.graph.require_live("step this graph").fns
+        slots, ev = self.slots, self.edge_val
+        u_slot, u_old, u_mark, u_used = self.u_slot, self.u_old, self.u_mark, self.u_used
+        secs, nograd = self.seconds, self.nograd
+        node_of, kinds, starts, arities = plan.node_of, plan.kind, plan.start, plan.arity
+        routes, out_edges, multi, custom = plan.routes, plan.out_edges, plan.multi, plan.custom
+        keep_all, budget, used = self.keep_all, self.budget, self.used
+        step_bytes = self.step_bytes
+        store_add = self.store.add
+        n_edges = len(plan.edge_ids)
+        flowed = FLOWED
+        inplace = not self.create_graph
+        refcount = sys.getrefcount
+        owned = self.owned
+        perf = time.perf_counter
+        k = self.pos
+        result: StepRecord | None = None
+        edits = self.edits
+        edit_steps = edits.steps
+        grad_ctx = torch.enable_grad() if self.create_graph else torch.no_grad()
+        # A deferred Ctrl-C (guard.py) lowers the limit: the loop stops at a step boundary.
+        # Replays are not deferred (`rebuild` restores the old state instead).
+        limit = [stop]
+        self.guard.limit = None if replay else limit
+        t0 = perf()
+        try:
+            with grad_ctx:
+                while k < limit[0]:
+                    kind = kinds[k]
+                    # Kept steps are a prefix of the steps done (len(u_mark) == k), and a step is
+                    # kept only if its gradients surely fit in what is left of the budget.
+                    kept = keep_all or (
+                        budget is not None and len(u_mark) == k and used + step_bytes[k] <= budget
+                    )
+                    m0 = len(u_slot)
+                    try:
+                        if kind != ACCUMULATE:
+                            a = starts[k]
+                            n = arities[k]
+                            if n == 1:
+                                g0 = slots[a]
+                                if kind == FUNCTION:
+                                    out = None if g0 is None else fns[node_of[k]](g0)
+                                elif kind == CUSTOM:
+                                    out = apply_custom(custom[k], fns[node_of[k]], [g0])
+                                else:
+                                    out = fns[node_of[k]](g0)
+                            else:
+                                args = slots[a : a + n]
+                                if kind == FUNCTION:
+                                    # Identity tests only: `list.count(None)` calls Tensor.__eq__.
+                                    out = (
+                                        None
+                                        if all(x is None for x in args)
+                                        else fns[node_of[k]](*args)
+                                    )
+                                elif kind == CUSTOM:
+                                    out = apply_custom(custom[k], fns[node_of[k]], args)
+                                else:
+                                    out = fns[node_of[k]](*args)
+                            if edit_steps and k in edit_steps:
+                                out = edits.outputs(k, out, None if replay else nograd)
+                            if out is None:
+                                if not replay:
+                                    nograd.add(k)
+                            else:
+                                if type(out) is not tuple:
+                                    out = (out,)
+                                rts = routes[k]
+                                last = rts[-1] if rts else None
+                                for r in rts:
+                                    onr, ei, s, shape, dtype, dev = r
+                                    g = out[onr]
+                                    if g is None:
+                                        continue
+                                    if g.dtype is not dtype or dev is not None or g.shape != shape:
+                                        g = validate(g, shape, dtype, dev, plan.names[k], onr)
+                                    old = slots[s]
+                                    if old is None:
+                                        u_slot.append(s)
+                                        u_old.append(None)
+                                        slots[s] = g
+                                    elif (
+                                        r is last
+                                        and not kept
+                                        and inplace
+                                        and owned.get(s) is old
+                                        and refcount(old) == 4
+                                    ):
+                                        # Our own partial sum that nobody else references
+                                        # (refs: slots, owned, `old`, getrefcount's argument),
+                                        # and the step's last write (nothing after it can fail
+                                        # and need a rollback): add in place like the engine
+                                        # does (same bits as old + g).
+                                        old.add_(g)
+                                    else:
+                                        u_slot.append(s)
+                                        u_old.append(old)
+                                        slots[s] = owned[s] = old + g
+                                    ev[ei] = g
+                    except BaseException as exc:
+                        for j in range(len(u_slot) - 1, m0 - 1, -1):
+                            slots[u_slot[j]] = u_old[j]
+                            owned.pop(u_slot[j], None)
+                        del u_slot[m0:], u_old[m0:]
+                        for ei in out_edges[k]:
+                            ev[ei] = None
+                        if not replay:
+                            nograd.discard(k)
+                        if not isinstance(exc, Exception):
+                            # KeyboardInterrupt (Ctrl-C inside a node, or raised by a backward):
+                            # step k is rolled back; the finally below records the position.
+                            raise
+                        result = self._failed(k, exc, perf() - t0)
+                        break
+                    if capture:
+                        result = self._captured(k, perf() - t0)
+                    if kept:
+                        u_mark.append(m0)
+                        u_used.append(used)
+                        if budget is not None:
+                            for ei in out_edges[k]:
+                                g = ev[ei]
+                                if g is not None:
+                                    used += nbytes(g)
+                            for j in range(m0, len(u_slot)):
+                                if u_old[j] is not None:  # a new partial sum, kept for back()
+                                    used += nbytes(slots[u_slot[j]])
+                    else:
+                        del u_slot[m0:], u_old[m0:]
+                        for ei in out_edges[k]:
+                            g = ev[ei]
+                            if g is not None:
+                                ev[ei] = flowed
+                                if not replay:
+                                    store_add(ei, g)
+                        if kind != ACCUMULATE:
+                            if not replay:
+                                for s in multi[k]:
+                                    v = slots[s]
+                                    if v is not None:
+                                        store_add(n_edges + s, v)
+                            for s in range(a, a + n):
+                                owned.pop(s, None)
+                                if s not in retain:
+                                    slots[s] = None
+                    if not replay:
+                        t1 = perf()
+                        secs.append(t1 - t0)
+                        t0 = t1
+                    k += 1
+        finally:
+            # Also when a KeyboardInterrupt escapes: the steps before k stay done.
+            self.pos = k
+            self.used = used
+        return result
+
+    def _failed(self, k: int, exc: BaseException, seconds: float) -> StepRecord:
+        plan = self.plan
+        nid = plan.order[k]
+        node = self.graph.nodes[nid]
+        a, n = plan.start[k], plan.arity[k]
+        return StepRecord(
+            k,
+            node,
+            tuple(self.slots[a : a + n]),
+            {},
+            seconds,
+            f"{type(exc).__name__} in {nid} ({node.name}): {exc}",
+            plan.kind[k] != ACCUMULATE,
+        )
+
+    def _captured(self, k: int, seconds: float) -> StepRecord:
+        """The record of step k just done, with its tensors (before any are freed)."""
+        plan = self.plan
+        a, n = plan.start[k], plan.arity[k]
+        outs = {plan.edge_ids[ei]: self.edge_val[ei] for ei in plan.out_edges[k]}
+        called = plan.kind[k] != ACCUMULATE and k not in self.nograd
+        return StepRecord(
+            k,
+            self.graph.nodes[plan.order[k]],
+            tuple(self.slots[a : a + n]),
+            outs,
+            seconds,
+            None,
+            called,
+        )
+
+    _STATE = (
+        "slots", "edge_val", "u_slot", "u_old", "u_mark", "u_used", "used", "pos", "cache",
+        "owned",
+    )  # fmt: skip
+
+    def rebuild(self, stop: int, retain: frozenset[int] = frozenset()) -> None:
+        """Replay from the start to `stop` (state only: records and summaries stay).
+
+        If the replay fails (the graph changed since the steps ran: a saved tensor modified in
+        place, a backward that now raises) or is interrupted, the previous state is put back
+        whole before the error propagates: the stepper stays where it was, consistent.
+
+        Args:
+            stop: the position to reach.
+            retain: slots not to free (for `Stepper.grad`).
+
+        Example:
+            >>> state.rebuild(state.pos)  # doctest: +SKIP
+        """
+        before = [getattr(self, name) for name in self._STATE]
+        self.reset()
+        try:
+            with gc_paused():
+                failure = self.advance(stop, replay=True, retain=retain)
+        except BaseException:
+            for name, value in zip(self._STATE, before):
+                setattr(self, name, value)
+            raise
+        if failure is not None:  # only if the graph changed under us (e.g. an in-place op)
+            for name, value in zip(self._STATE, before):
+                setattr(self, name, value)
+            raise RuntimeError(
+                f"replaying the steps already done failed, the graph changed since they ran "
+                f"(position {self.pos} kept; reset() and capture() again to step the new "
+                f"values): {failure.error}"
+            )
+
+    def undo_last(self) -> None:
+        """Undo the last step (position > 0): its logged delta when kept, else a replay.
+
+        Guarantees: slots, edge values and records are those before the step; edits whose
+        gradient the step produced are dropped (the caller notifies).
+
+        Example:
+            >>> state.undo_last()  # doctest: +SKIP
+        """
+        k = self.pos - 1
+        if k < len(self.u_mark):
+            m0 = self.u_mark.pop()
+            self.used = self.u_used.pop()
+            slots, u_slot, u_old = self.slots, self.u_slot, self.u_old
+            for j in range(len(u_slot) - 1, m0 - 1, -1):
+                slots[u_slot[j]] = u_old[j]
+                self.owned.pop(u_slot[j], None)
+            del u_slot[m0:], u_old[m0:]
+            self.pos = k
+        else:
+            self.rebuild(k)
+        plan = self.plan
+        n_edges = len(plan.edge_ids)
+        for ei in plan.out_edges[k]:
+            self.edge_val[ei] = None
+        edits = self.edits
+        if k in edits.steps:  # the gradient an edit replaced is un-computed: drop the edit
+            edits.drop([ei for ei in plan.out_edges[k] if ei in edits.active])
+        self.store.discard([*plan.out_edges[k], *(n_edges + s for s in plan.multi[k])])
+        del self.seconds[k:]
+        self.nograd.discard(k)
+        self.cache.clear()
+
+    def clear_records(self) -> None:
+        """Forget every step's records (times, no-gradient marks, summaries): for a reset.
+
+        Example:
+            >>> state.clear_records(); state.reset()  # doctest: +SKIP
+        """
+        self.store.clear()
+        self.seconds.clear()
+        self.nograd.clear()
+
+    # ----------------------------------------------------------------- reading
+    def summary_of(self, ei: int) -> Summary | None:
+        """The summary of edge `ei`'s gradient (computed and stored on first request).
+
+        Args:
+            ei: an edge index.
+
+        Example:
+            >>> state.summary_of(0)  # doctest: +SKIP
+        """
+        v = self.edge_val[ei]
+        if v is None:
+            return None
+        s = self.store.get(ei)
+        if s is None and isinstance(v, torch.Tensor):
+            s = Summary.of(v)
+            self.store.put(ei, s)
+        return s
+
+    def edge_summaries(self) -> dict[str, Summary]:
+        """Summaries of every edge whose gradient has flowed (missing ones in one batch).
+
+        Example:
+            >>> state.edge_summaries()  # doctest: +SKIP
+        """
+        store, ev = self.store, self.edge_val
+        store.flush()
+        missing = [ei for ei, v in enumerate(ev) if isinstance(v, torch.Tensor) and ei not in store]
+        for ei, s in zip(missing, summarize(ev[ei] for ei in missing)):
+            store.put(ei, s)
+        ids = self.plan.edge_ids
+        return {ids[ei]: store.get(ei) for ei, v in enumerate(ev) if v is not None}  # type: ignore[misc]
+
+    def slot_view(self, s: int) -> GradView:
+        """What slot `s` holds or held: the tensor when still there, else its summary.
+
+        Args:
+            s: a slot number.
+
+        Example:
+            >>> state.slot_view(0)  # doctest: +SKIP
+        """
+        v = self.slots[s]
+        if v is not None:
+            return v
+        plan = self.plan
+        if not self.consumed(plan.step_of[f"n{plan.slot_node[s]}"]):
+            return None  # not freed: the slot really is empty
+        ei = plan.slot_edge[s]
+        if ei >= 0:
+            return self.summary_of(ei)
+        if plan.slot_contrib[s] == 1:  # fed only by a root seed, which is always kept
+            return next(t for rs, t in self.seeds if rs == s)
+        return self.store.get(len(plan.edge_ids) + s)
+
+    def waiting(self, nid: str) -> list[Summary | None]:
+        """Per input slot of node `nid`, a summary of what it holds or held (None: empty).
+
+        Args:
+            nid: a checked node id.
+
+        Example:
+            >>> state.waiting("n3")  # doctest: +SKIP
+        """
+        a = self.plan.node_start[int(nid[1:])]
+        out: list[Summary | None] = []
+        for s in range(a, a + len(self.graph.nodes[nid].inputs)):
+            v = self.slot_view(s)
+            out.append(Summary.of(v) if isinstance(v, torch.Tensor) else v)
+        return out
+
+    def record(self, index: int) -> StepRecord:
+        """The record of step `index` (< position): tensors where kept, else summaries.
+
+        Args:
+            index: a step already done.
+
+        Example:
+            >>> state.record(0)  # doctest: +SKIP
+        """
+        if not 0 <= index < self.pos:
+            raise IndexError(f"step {index} has not run (position {self.pos})")
+        plan = self.plan
+        a, n = plan.start[index], plan.arity[index]
+        inputs = tuple(self.slot_view(s) for s in range(a, a + n))
+        outputs: dict[str, GradView] = {}
+        for ei in plan.out_edges[index]:
+            v = self.edge_val[ei]
+            outputs[plan.edge_ids[ei]] = (
+                v if v is None or isinstance(v, torch.Tensor) else self.summary_of(ei)
+            )
+        called = plan.kind[index] != ACCUMULATE and index not in self.nograd
+        return StepRecord(
+            index,
+            self.graph.nodes[plan.order[index]],
+            inputs,
+            outputs,
+            self.seconds[index],
+            None,
+            called,
+        )
+
+    def step_info(self, index: int) -> StepInfo:
+        """Node, called/no-gradient and time of step `index` (< position), without tensors.
+
+        Args:
+            index: a step already done.
+
+        Example:
+            >>> state.step_info(0)  # doctest: +SKIP
+        """
+        if not 0 <= index < self.pos:
+            raise IndexError(f"step {index} has not run (position {self.pos})")
+        plan = self.plan
+        acc = plan.kind[index] == ACCUMULATE
+        nograd = index in self.nograd
+        return StepInfo(
+            index, plan.order[index], not acc and not nograd, nograd, self.seconds[index]
+        )
+
+    def slot_grad(self, nid: str, slot: int) -> torch.Tensor | None:
+        """The gradient in input `slot` of node `nid` so far, replaying when it was freed.
+
+        Args:
+            nid: a node id.
+            slot: its input number.
+
+        Guarantees: a replay keeps no extra tensor in the slots (the value is cached until the
+        next move).
+
+        Example:
+            >>> state.slot_grad("n5", 0)  # doctest: +SKIP
+        """
+        s = self.plan.node_start[int(nid[1:])] + slot
+        v = self.slots[s]
+        if v is not None or not self.consumed(self.plan.step_of[nid]):
+            return v
+        cached = self.cache.get(s)
+        if cached is None:
+            self.rebuild(self.pos, retain=frozenset({s}))
+            cached = self.slots[s]
+            self.slots[s] = None  # back to the engine-like memory profile
+            if cached is not None:
+                self.cache[s] = cached
+        return cached
+
+    def first_nonfinite(self) -> tuple[Edge, Summary] | None:
+        """The first edge, in execution order, whose gradient holds a NaN or an Inf.
+
+        Example:
+            >>> state.first_nonfinite()  # doctest: +SKIP
+        """
+        self.edge_summaries()
+        plan = self.plan
+        for k in range(self.pos):
+            for ei in plan.out_edges[k]:
+                if self.edge_val[ei] is None:
+                    continue
+                s = self.summary_of(ei)
+                if s is not None and not s.finite:
+                    return self.graph.edge(plan.edge_ids[ei]), s
+        return None
+
+    def leaf_grads(self) -> list:
+        """Each leaf's gradient so far (what its AccumulateGrad slot holds), in `graph.leaves`
+        order.
+
+        Example:
+            >>> state.leaf_grads()  # doctest: +SKIP
+        """
+        start = self.plan.node_start
+        return [self.slots[start[int(lid[1:])]] for lid in self.graph.leaves]
+
+    # ----------------------------------------------------------------- edits
+    def change_edits(self, new: dict[int, EditInfo], drop: list[int]) -> None:
+        """Add `new` edits and remove `drop`, then replay to the current position under them.
+
+        Args:
+            new: edge index -> edit.
+            drop: edge indices whose edit goes.
+
+        Guarantees: on failure everything (state, edits, summaries) is as before and the error
+        propagates; on success `edits.seq` is bumped (the caller notifies).
+
+        Example:
+            >>> state.change_edits({}, [0])  # doctest: +SKIP
+        """
+        edits, store = self.edits, self.store
+        affected = [*new, *drop]
+        old_summaries = {ei: self.summary_of(ei) for ei in affected}
+        old_edits = edits.replace(new, drop)
+        for ei in affected:
+            store.pop(ei)
+        edits.capture = {}
+        try:
+            self.rebuild(self.pos)
+            captured = edits.capture
+        except BaseException:
+            edits.restore(old_edits)
+            for ei, s in old_summaries.items():
+                if s is not None:
+                    store.put(ei, s)
+            raise
+        finally:
+            edits.capture = None
+        for ei in new:
+            g = captured.get(ei)
+            if g is not None:
+                store.put(ei, Summary.of(g))
+        for ei in drop:
+            before = old_edits[ei].before  # what the source computes, unedited
+            if before is not None and not isinstance(self.edge_val[ei], torch.Tensor):
+                store.put(ei, before)
+        edits.seq += 1
+
+    def close(self) -> None:
+        """Drop every tensor held (the stepper is closing).
+
+        Example:
+            >>> state.close()  # doctest: +SKIP
+        """
+        self.store.clear()
+        self.slots = []
+        self.edge_val = []
+        self.u_slot, self.u_old, self.u_mark, self.u_used = [], [], [], []
+        self.seeds = []
+        self.cache = {}
+        self.owned = {}
+
+
+#: The loop's code object: the Ctrl-C guard looks for its frame (guard.py).
+ADVANCE_CODE = StepState.advance.__code__
