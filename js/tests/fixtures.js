@@ -143,7 +143,11 @@ export class FakeModel {
   }
 }
 
-/** An inspect reply for AddmmBackward0 (module "2"): saved values in every state, hooks, traceback. */
+/**
+ * A hand-made inspect reply for AddmmBackward0 (module "2"), in Python's reply format
+ * (inspect.test.js checks its fields against a generated reply): saved values in every state
+ * (packed ones need saved_tensors_hooks), hooks and a traceback, all at once.
+ */
 export function addmmReply() {
   const summary = (shape, values, extra = {}) => ({
     shape, dtype: 'float32', numel: values.length, norm: 2.02, min: -0.64, max: 0.54, mean: -0.15, std: 0.29, nan: 0, inf: 0, values, ...extra,
