@@ -4,8 +4,8 @@ Version 2 sends string tables and index buffers and leaves out what the front-en
 (ids, straight polylines, label anchors, identity maps). `view.decode_graph` expands it back to
 one record per item and edge; here that is checked against a straightforward per-item rebuild
 from the graph, the visible graph and the layout (version 1's construction), over folded,
-plumbing-hidden, renamed and marked graphs. js/tests/model_v2.test.js checks the front-end's
-`decodeGraph` against `decode_graph` on payloads made here.
+plumbing-hidden, renamed and marked graphs. js/tests/model.test.js checks the front-end's
+`decodeGraph` against `decode_graph` on payloads of real widgets (tests/js_fixtures.py).
 """
 
 from __future__ import annotations

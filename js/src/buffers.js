@@ -1,10 +1,11 @@
 /**
- * Turning whatever a numeric field of the protocol arrives as into the typed array it stands for.
+ * Turning a binary field of the protocol into the typed array it stands for.
  *
- * ipywidgets hands binary buffers to the front-end as `DataView`s (sliced out of one message, so
- * their byte offset is arbitrary); a saved notebook restores them the same way; tests and a
- * standalone export may pass plain arrays (JSON: `null`, `"nan"`, `"inf"`, `"-inf"` for the
- * non-finite floats) or typed arrays. Everything goes through {@link toTyped}.
+ * ipywidgets hands Python's binary buffers to the front-end as `DataView`s (sliced out of one
+ * message, so their byte offset is arbitrary); a saved notebook restores them the same way. A
+ * standalone export's recording holds typed arrays instead (`replay.decodeBuffers`). Those are the
+ * only forms a buffer arrives in; everything goes through {@link toTyped}. (Numbers sent as JSON
+ * are read by `jsonsafe.js`.)
  */
 
 /**
@@ -15,33 +16,16 @@
  *   | Int16Array | Uint16Array} Typed
  */
 
-/** @param {unknown} v @returns {number} */
-function toNumber(v) {
-  if (typeof v === 'number') return v;
-  if (v === null || v === undefined) return NaN;
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  if (typeof v === 'bigint') return Number(v);
-  if (typeof v === 'string') {
-    const s = v.trim().toLowerCase();
-    if (s === 'nan') return NaN;
-    if (s === 'inf' || s === '+inf' || s === 'infinity') return Infinity;
-    if (s === '-inf' || s === '-infinity') return -Infinity;
-    const n = Number(s);
-    return s === '' ? NaN : n;
-  }
-  return NaN;
-}
-
 /**
  * A typed array of type `Ctor` holding the values of `value`.
  *
- * - `DataView` / `ArrayBuffer`: the bytes are reinterpreted (little-endian, the only order
- *   numpy/ipywidgets produce here); a view whose offset is not a multiple of the element size is
- *   copied first. A byte length that is not a multiple of the element size is an error.
+ * - `DataView`: the bytes are reinterpreted (little-endian, the only order numpy/ipywidgets
+ *   produce here); a view whose offset is not a multiple of the element size is copied first. A
+ *   byte length that is not a multiple of the element size is an error.
  * - a typed array of the same type: returned as is (no copy); another typed array: converted.
- * - a plain array: converted element-wise (`null`/`"nan"` -> NaN for float types, 0 for ints).
- * - `{buffer|view|data: ...}` wrappers (jupyter-scatter style `{view, dtype, shape}`): unwrapped.
- * - `null`/`undefined`: an empty array, or `fill` repeated `length` times when `length` is given.
+ * - `null`/`undefined` (a field Python leaves out): an empty array, or `fill` repeated `length`
+ *   times when `length` is given.
+ * Anything else is an error.
  *
  * When `length` is given the result always has that length: shorter input is padded with `fill`,
  * longer input is truncated, so a malformed payload can never index out of bounds.
@@ -70,25 +54,12 @@ export function toTyped(value, Ctor, opts = {}) {
 function decode(value, Ctor) {
   if (value === null || value === undefined) return new Ctor(0);
   if (value instanceof Ctor) return value;
-  const size = Ctor.BYTES_PER_ELEMENT;
   if (value instanceof DataView) {
-    return fromBytes(value.buffer, value.byteOffset, value.byteLength, Ctor, size);
+    return fromBytes(value.buffer, value.byteOffset, value.byteLength, Ctor, Ctor.BYTES_PER_ELEMENT);
   }
   if (ArrayBuffer.isView(value)) {
     // Another typed array: convert the values, not the bytes.
     return Ctor.from(/** @type {ArrayLike<number>} */ (/** @type {unknown} */ (value)));
-  }
-  if (value instanceof ArrayBuffer) return fromBytes(value, 0, value.byteLength, Ctor, size);
-  if (Array.isArray(value)) {
-    const out = new Ctor(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = toNumber(value[i]);
-    return out;
-  }
-  if (typeof value === 'object') {
-    const o = /** @type {Record<string, unknown>} */ (value);
-    for (const key of ['view', 'buffer', 'data', 'value']) {
-      if (key in o) return decode(o[key], Ctor);
-    }
   }
   throw new TypeError(`cannot read a ${Ctor.name} from ${Object.prototype.toString.call(value)}`);
 }
@@ -105,19 +76,3 @@ function fromBytes(buffer, offset, bytes, Ctor, size) {
   if (offset % size === 0) return new Ctor(buffer, offset, bytes / size);
   return new Ctor(buffer.slice(offset, offset + bytes));
 }
-
-/**
- * A list of numbers from a protocol list that may hold `"nan"`, `"inf"`, `"-inf"` or `null`.
- * @param {unknown} value
- * @returns {number[]}
- */
-export function toNumbers(value) {
-  if (value === null || value === undefined) return [];
-  if (Array.isArray(value)) return value.map(toNumber);
-  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
-    return Array.from(toTyped(value, Float64Array));
-  }
-  return [toNumber(value)];
-}
-
-export { toNumber };

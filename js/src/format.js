@@ -4,13 +4,20 @@
  * Integers up to 1e6 print exactly; other finite values keep 3 significant digits and switch to
  * exponent form outside [1e-3, 1e6) so a gradient of 1.2e-5 never renders as "0.0000".
  *
- * @param {number | bigint | null | undefined} x
+ * A complex value (`{re, im}`, as `jsonsafe.decodeValue` reads Python's [re, im]) prints as
+ * "1+2j", Python's spelling.
+ *
+ * @param {number | bigint | import('./jsonsafe.js').Complex | null | undefined} x
  * @param {number} [digits=3] significant digits for non-integers
  * @returns {string} e.g. "4", "-1", "0.0312", "1.2e-5", "3.5e+7", "NaN", "inf", "-inf", "" for null
  */
 export function formatNumber(x, digits = 3) {
   if (x === null || x === undefined) return '';
   if (typeof x === 'bigint') x = Number(x);
+  if (typeof x === 'object' && typeof x.re === 'number' && typeof x.im === 'number') {
+    const im = formatNumber(x.im, digits);
+    return `${formatNumber(x.re, digits)}${im.startsWith('-') ? '' : '+'}${im}j`;
+  }
   if (typeof x !== 'number') return String(x);
   if (Number.isNaN(x)) return 'NaN';
   if (x === Infinity) return 'inf';

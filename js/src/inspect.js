@@ -3,8 +3,8 @@
  * their state (ok / stale / freed / packed), hooks, edges. Pure: panel.js turns it into DOM.
  * Every reply field is read defensively: a missing one is left out, never shown as "undefined".
  */
-import { toNumbers } from './buffers.js';
 import { formatNumber } from './format.js';
+import { decodeNumber, decodeValues, isFiniteValue } from './jsonsafe.js';
 import { shapeText } from './labels.js';
 import { formatBytes } from './memory.js';
 
@@ -12,7 +12,7 @@ import { formatBytes } from './memory.js';
 export const PREVIEW_VALUES = 24;
 
 /** @param {unknown} v */
-const num = (v) => formatNumber(toNumbers([v])[0]);
+const num = (v) => formatNumber(decodeNumber(v));
 
 /**
  * True when a Summary-like object counts NaN or Inf values (or its norm is not finite).
@@ -22,7 +22,7 @@ export function isNonfinite(s) {
   if (!s || typeof s !== 'object') return false;
   if (Number(s.nan) > 0 || Number(s.inf) > 0) return true;
   if (s.norm === undefined || s.norm === null) return false;
-  return !Number.isFinite(toNumbers([s.norm])[0]);
+  return !Number.isFinite(decodeNumber(s.norm));
 }
 
 /**
@@ -38,7 +38,7 @@ export function summaryStats(s) {
   if (head) rows.push(['tensor', head + (s.numel !== undefined ? ` (${formatNumber(Number(s.numel))} values)` : ''), false]);
   for (const key of ['norm', 'min', 'max', 'mean', 'std']) {
     if (s[key] === undefined || s[key] === null) continue;
-    const v = toNumbers([s[key]])[0];
+    const v = decodeNumber(s[key]);
     rows.push([key === 'norm' ? '‖·‖' : key, num(s[key]), !Number.isFinite(v) && key !== 'std']);
   }
   const nan = Number(s.nan) || 0;
@@ -54,14 +54,14 @@ export function summaryStats(s) {
  * @returns {{ text: string, note: string, alarm: boolean }}
  */
 export function valuesPreview(values, numel = null, max = PREVIEW_VALUES) {
-  const vals = Array.isArray(values) || ArrayBuffer.isView(values) ? toNumbers(values) : [];
+  const vals = decodeValues(values);
   if (!vals.length) return { text: '', note: '', alarm: false };
   const shown = vals.slice(0, max);
   const total = numel ?? vals.length;
   const more = total > shown.length;
   const text = `[${shown.map((v) => formatNumber(v)).join(', ')}${more ? ', …' : ''}]`;
   const note = more ? `first ${shown.length} of ${formatNumber(total)}` : `${shown.length} value${shown.length === 1 ? '' : 's'}`;
-  return { text, note, alarm: shown.some((v) => !Number.isFinite(v)) };
+  return { text, note, alarm: shown.some((v) => !isFiniteValue(v)) };
 }
 
 /** How each saved-value state is shown. */

@@ -4,14 +4,14 @@
  */
 import { formatNumber } from './format.js';
 import { EDGE_FLAG } from './model.js';
-import { toNumbers } from './buffers.js';
+import { decodeNumber, decodeValues } from './jsonsafe.js';
 
 /** Edge values are printed when the gradient has at most this many elements. */
 export const MAX_LABEL_VALUES = 4;
 
 /**
  * "4" for one value, "[1, -0.5]" for a few, "" for none.
- * @param {ArrayLike<number> | null | undefined} values
+ * @param {ArrayLike<number | import('./jsonsafe.js').Complex> | null | undefined} values decoded
  */
 export function valuesText(values) {
   if (!values || values.length === 0) return '';
@@ -69,7 +69,7 @@ export function summaryText(s) {
   const parts = [];
   const head = [s.shape !== undefined ? shapeText(s.shape) : '', s.dtype ?? ''].filter(Boolean).join(' ');
   if (head) parts.push(head);
-  const num = (/** @type {unknown} */ v) => formatNumber(toNumbers([v])[0]);
+  const num = (/** @type {unknown} */ v) => formatNumber(decodeNumber(v));
   if (s.norm !== undefined && s.norm !== null) parts.push(`‖g‖ ${num(s.norm)}`);
   if (s.min !== undefined && s.max !== undefined && s.min !== null) parts.push(`min ${num(s.min)} max ${num(s.max)}`);
   if (s.mean !== undefined && s.mean !== null) parts.push(`mean ${num(s.mean)}`);
@@ -78,7 +78,7 @@ export function summaryText(s) {
   if (Number(s.inf) > 0) bad.push(`${s.inf} inf`);
   if (bad.length) parts.push(`⚠ ${bad.join(', ')}`);
   if (Array.isArray(s.values) && s.values.length) {
-    const vals = toNumbers(s.values);
+    const vals = decodeValues(s.values);
     const shown = vals.slice(0, 8);
     parts.push(`values ${valuesText(shown)}${vals.length > shown.length ? '…' : ''}`);
   }

@@ -5,7 +5,8 @@
  * drawing code can index without checks; a missing or short array reads as "nothing yet".
  */
 import { decodeEdits } from './sensitivity.js';
-import { toTyped, toNumbers } from './buffers.js';
+import { toTyped } from './buffers.js';
+import { decodeNumber, decodeValues } from './jsonsafe.js';
 
 /** Node step states in `_state.node_state`. */
 export const NODE_STATE = Object.freeze({ pending: 0, next: 1, done: 2, failed: 3, no_gradient: 4 });
@@ -15,7 +16,6 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
 /**
  * @typedef {{ shape: number[], dtype: string, device: string }} SlotMeta
  * @typedef {object} Graph
- * @property {number} version
  * @property {'TB' | 'LR'} orientation
  * @property {[number, number, number, number]} bounds xmin, xmax, ymin, ymax
  * @property {number} n
@@ -68,31 +68,18 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
 /** `nodes.saved_state` codes. */
 export const SAVED_STATE = Object.freeze({ ok: 0, stale: 1, freed: 2 });
 
-/** @param {unknown} v @param {number} n @returns {string[]} */
-function strings(v, n, fallback = '') {
-  const a = Array.isArray(v) ? v : [];
-  const out = new Array(n);
-  for (let i = 0; i < n; i++) out[i] = a[i] === null || a[i] === undefined ? fallback : String(a[i]);
-  return out;
-}
-
 /** @param {unknown} v @returns {SlotMeta} */
 function slotMeta(v) {
-  if (Array.isArray(v)) {
-    const [shape, dtype, device] = v;
-    return { shape: Array.isArray(shape) ? shape.map(Number) : [], dtype: String(dtype ?? ''), device: String(device ?? '') };
-  }
-  if (v && typeof v === 'object') {
-    const o = /** @type {any} */ (v);
-    return { shape: Array.isArray(o.shape) ? o.shape.map(Number) : [], dtype: String(o.dtype ?? ''), device: String(o.device ?? '') };
-  }
-  return { shape: [], dtype: '', device: '' };
+  const [shape, dtype, device] = Array.isArray(v) ? v : [];
+  return { shape: Array.isArray(shape) ? shape.map(Number) : [], dtype: String(dtype ?? ''), device: String(device ?? '') };
 }
 
 /**
- * The `_graph` trait, version 1 (one list entry per item) or 2 (string tables and index buffers,
- * derived fields left out: see `view.graph_payload` in Python), as one {@link Graph}. Either
- * form of each field is read, so a hand-made payload may mix them.
+ * The `_graph` trait as one {@link Graph}. Python's `wire.payload.graph_payload` sends string
+ * tables and index buffers (each buffer's element type in `dtypes`) and leaves derived fields out
+ * (ids, polylines, label anchors, identity maps): they are rebuilt here, as Python's
+ * `decode_graph` does. A missing or short field reads as "nothing" (an empty graph before the
+ * first payload), never as an out-of-bounds index.
  * @param {any} raw the `_graph` trait
  * @returns {Graph}
  */
@@ -100,28 +87,17 @@ export function decodeGraph(raw) {
   const g = raw && typeof raw === 'object' ? raw : {};
   const nodes = g.nodes ?? {};
   const edges = g.edges ?? {};
-  const version = Number(g.version ?? 1);
-  const v2 = version >= 2;
   const dtypes = g.dtypes && typeof g.dtypes === 'object' ? g.dtypes : {};
-  /** A buffer as `Ctor`, read with the element type `dtypes` gives it (binary buffers). */
-  const ints = (/** @type {string} */ key, /** @type {any} */ v, /** @type {number} */ length, fill = 0) =>
+  /** An index buffer, read with the element type `dtypes` gives it, as Int32Array. */
+  const ints = (/** @type {string} */ key, /** @type {any} */ v, /** @type {number | undefined} */ length, fill = 0) =>
     toTyped(toTyped(v, CTORS[dtypes[key]] ?? Int32Array), Int32Array, { length, fill });
-  const n = Math.max(0, Number(nodes.count ?? (Array.isArray(nodes.id) ? nodes.id.length : 0)) | 0);
-  const m = Math.max(0, Number(edges.count ?? (Array.isArray(edges.id) ? edges.id.length : 0)) | 0);
+  const n = Math.max(0, Number(nodes.count ?? 0) | 0);
+  const m = Math.max(0, Number(edges.count ?? 0) | 0);
   const table = Array.isArray(nodes.strings) ? nodes.strings : [];
-  /** A string field: a list (version 1) or indices into `nodes.strings` (version 2). */
-  const texts = (/** @type {string} */ key, fallback = '', keepNull = false) => {
-    const v = nodes[key];
-    if (Array.isArray(v) || v === null || v === undefined) {
-      const a = Array.isArray(v) ? v : [];
-      const out = new Array(n);
-      for (let i = 0; i < n; i++) out[i] = a[i] === null || a[i] === undefined ? (keepNull ? null : fallback) : String(a[i]);
-      return out;
-    }
-    return lookup(ints(`nodes.${key}`, v, n), table, fallback, keepNull);
-  };
+  /** A string field: indices into `nodes.strings`. */
+  const texts = (/** @type {string} */ key, fallback = '', keepNull = false) => lookup(ints(`nodes.${key}`, nodes[key], n), table, fallback, keepNull);
   const kindNames = Array.isArray(nodes.kinds) ? nodes.kinds : [];
-  const kinds = Array.isArray(nodes.kind) || nodes.kind == null ? strings(nodes.kind, n, 'function') : lookup(ints('nodes.kind', nodes.kind, n), kindNames, 'function', false);
+  const kinds = lookup(ints('nodes.kind', nodes.kind, n), kindNames, 'function', false);
   const isBox = new Uint8Array(n);
   const boxes = [];
   for (let i = 0; i < n; i++) {
@@ -135,11 +111,11 @@ export function decodeGraph(raw) {
   // Without a `real` buffer the items are the real nodes themselves.
   for (let i = 0; i < n; i++) if (real[i] === -2) real[i] = isBox[i] ? -1 : i;
   let ids;
-  if (Array.isArray(nodes.id) || !v2) {
-    ids = strings(nodes.id, n);
-    for (let i = 0; i < n; i++) if (!ids[i]) ids[i] = `n${i}`;
+  if (Array.isArray(nodes.id)) {
+    ids = new Array(n);
+    for (let i = 0; i < n; i++) ids[i] = String(nodes.id[i] ?? `n${i}`);
   } else {
-    // Version 2 leaves the ids out when node i is "n{i}": a box is "group:{module}".
+    // Left out when node i is "n{i}": a box is "group:{module}".
     ids = new Array(n);
     for (let i = 0; i < n; i++) ids[i] = real[i] >= 0 ? `n${real[i]}` : `group:${modules[i] ?? ''}`;
   }
@@ -153,64 +129,33 @@ export function decodeGraph(raw) {
     if (dst[e] < 0 || dst[e] >= n) dst[e] = 0;
   }
   const outputNr = ints('edges.output_nr', edges.output_nr, m);
-  let pathX = toTyped(edges.path_x, Float32Array);
-  let pathY = toTyped(edges.path_y, Float32Array);
-  let pathPtr = toTyped(edges.path_ptr, Int32Array);
-  if (v2 && edges.path_ptr == null) {
-    ({ pathX, pathY, pathPtr } = bentPaths(x, y, src, dst, {
-      bent: ints('edges.bent', edges.bent, undefined),
-      ptr: ints('edges.bend_ptr', edges.bend_ptr, undefined),
-      x: toTyped(edges.bend_x, Float32Array),
-      y: toTyped(edges.bend_y, Float32Array),
-    }));
-  } else if (pathPtr.length !== m + 1 || pathX.length !== pathY.length || pathPtr[m] > pathX.length) {
-    // No usable polylines: straight segments between the endpoints.
-    ({ pathX, pathY, pathPtr } = straightPaths(x, y, src, dst));
-  }
-  let midX, midY;
-  if (v2 && (edges.mid_x == null || edges.mid_y == null)) {
-    ({ midX, midY } = pathMiddles(pathX, pathY, pathPtr));
-  } else {
-    midX = toTyped(edges.mid_x, Float32Array, { length: m });
-    midY = toTyped(edges.mid_y, Float32Array, { length: m });
-    for (let e = 0; e < m; e++) {
-      if (!Number.isFinite(midX[e]) || !Number.isFinite(midY[e])) {
-        midX[e] = (x[src[e]] + x[dst[e]]) / 2;
-        midY[e] = (y[src[e]] + y[dst[e]]) / 2;
-      }
-    }
-  }
+  const { pathX, pathY, pathPtr } = bentPaths(x, y, src, dst, {
+    bent: ints('edges.bent', edges.bent, undefined),
+    ptr: ints('edges.bend_ptr', edges.bend_ptr, undefined),
+    x: toTyped(edges.bend_x, Float32Array),
+    y: toTyped(edges.bend_y, Float32Array),
+  });
+  const { midX, midY } = pathMiddles(pathX, pathY, pathPtr);
   const { outPtr, outEdges } = csr(n, src);
-  let edgeIds;
-  if (Array.isArray(edges.id) || !v2) {
-    edgeIds = strings(edges.id, m);
-    for (let e = 0; e < m; e++) if (!edgeIds[e]) edgeIds[e] = `e${e}`;
-  } else {
-    // "{src}:{output_nr}", src being the source item's node unless `src_id` names another
-    // (the member of a box, the plumbing node a contracted edge leaves from).
-    const srcIds = new Array(m);
-    for (let e = 0; e < m; e++) srcIds[e] = ids[src[e]];
-    const odd = edges.src_id && typeof edges.src_id === 'object' ? edges.src_id : {};
-    const at = Array.isArray(odd.index) ? odd.index : [];
-    const oddIds = Array.isArray(odd.id) ? odd.id : [];
-    for (let k = 0; k < at.length; k++) {
-      const e = Number(at[k]);
-      if (Number.isInteger(e) && e >= 0 && e < m && oddIds[k] != null) srcIds[e] = String(oddIds[k]);
-    }
-    edgeIds = new Array(m);
-    for (let e = 0; e < m; e++) edgeIds[e] = `${srcIds[e]}:${outputNr[e]}`;
+  // Edge ids: "{src}:{output_nr}", src being the source item's node unless `src_id` names
+  // another (the member of a box, the plumbing node a contracted edge leaves from).
+  const srcIds = new Array(m);
+  for (let e = 0; e < m; e++) srcIds[e] = ids[src[e]];
+  const odd = edges.src_id && typeof edges.src_id === 'object' ? edges.src_id : {};
+  const at = Array.isArray(odd.index) ? odd.index : [];
+  const oddIds = Array.isArray(odd.id) ? odd.id : [];
+  for (let k = 0; k < at.length; k++) {
+    const e = Number(at[k]);
+    if (Number.isInteger(e) && e >= 0 && e < m && oddIds[k] != null) srcIds[e] = String(oddIds[k]);
   }
+  const edgeIds = new Array(m);
+  for (let e = 0; e < m; e++) edgeIds[e] = `${srcIds[e]}:${outputNr[e]}`;
+  // One decoded list per distinct signature, shared by the nodes that have it (read-only).
   const inputs = new Array(n);
-  if (Array.isArray(nodes.inputs) || nodes.inputs == null) {
-    const rawInputs = Array.isArray(nodes.inputs) ? nodes.inputs : [];
-    for (let i = 0; i < n; i++) inputs[i] = Array.isArray(rawInputs[i]) ? rawInputs[i].map(slotMeta) : [];
-  } else {
-    // One decoded list per distinct signature, shared by the nodes that have it (read-only).
-    const sigs = (Array.isArray(nodes.input_sigs) ? nodes.input_sigs : []).map((/** @type {unknown} */ s) => (Array.isArray(s) ? s.map(slotMeta) : []));
-    const which = ints('nodes.inputs', nodes.inputs, n);
-    for (let i = 0; i < n; i++) inputs[i] = sigs[which[i]] ?? [];
-  }
-  const root = toTyped(nodes.root, Uint8Array, { length: n });
+  const sigs = (Array.isArray(nodes.input_sigs) ? nodes.input_sigs : []).map((/** @type {unknown} */ s) => (Array.isArray(s) ? s.map(slotMeta) : []));
+  const which = ints('nodes.inputs', nodes.inputs, n);
+  for (let i = 0; i < n; i++) inputs[i] = sigs[which[i]] ?? [];
+  const root = new Uint8Array(n);
   if (Array.isArray(nodes.roots)) {
     for (const j of nodes.roots) if (Number.isInteger(j) && j >= 0 && j < n) root[j] = 1;
   }
@@ -218,9 +163,8 @@ export function decodeGraph(raw) {
   for (let e = 0; e < m; e++) if (edgeReal[e] === -2) edgeReal[e] = e;
   const nonNeg = (/** @type {unknown} */ v, /** @type {number} */ d) => (Number.isFinite(Number(v)) && Number(v) >= 0 ? Number(v) : d);
   return {
-    version,
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
-    bounds: graphBounds(g.bounds, x, y),
+    bounds: graphBounds(g.bounds),
     n,
     ids,
     labels: texts('label'),
@@ -262,7 +206,7 @@ export function decodeGraph(raw) {
   };
 }
 
-/** Element types a version-2 payload names in `dtypes`. */
+/** Element types a payload names in `dtypes`. */
 const CTORS = /** @type {Record<string, import('./buffers.js').TypedCtor>} */ ({
   uint8: Uint8Array,
   uint16: Uint16Array,
@@ -289,9 +233,9 @@ function lookup(index, table, fallback, keepNull) {
 }
 
 /**
- * Polylines of a version-2 payload: each edge from its source's point through its bends (edges
+ * Polylines of a payload: each edge from its source's point through its bends (edges
  * `bends.bent[k]`, points `bends.x/y[bends.ptr[k]:bends.ptr[k + 1]]`) to its target's, then a
- * NaN slot, as {@link straightPaths} lays them out. Malformed bends are dropped (straight).
+ * NaN slot. Malformed bends are dropped (straight).
  * @param {Float32Array} x @param {Float32Array} y @param {Int32Array} src @param {Int32Array} dst
  * @param {{ bent: Int32Array, ptr: Int32Array, x: Float32Array, y: Float32Array }} bends
  */
@@ -334,7 +278,7 @@ export function bentPaths(x, y, src, dst, bends) {
 
 /**
  * Label anchors: the middle point of each polyline (its first segment's middle for 2 points),
- * as Python's version-1 `mid_x`/`mid_y` were.
+ * as Python's `decode_graph` computes them.
  * @param {Float32Array} pathX @param {Float32Array} pathY @param {Int32Array} pathPtr
  */
 export function pathMiddles(pathX, pathY, pathPtr) {
@@ -379,43 +323,13 @@ function decodeFolds(raw, n, isBox) {
 }
 
 /**
- * @param {unknown} b @param {Float32Array} x @param {Float32Array} y
+ * `_graph.bounds` (xmin, xmax, ymin, ymax of the layout); [0, 0, 0, 0] before the first payload.
+ * @param {unknown} b
  * @returns {[number, number, number, number]}
  */
-function graphBounds(b, x, y) {
-  const v = toNumbers(b);
-  if (v.length === 4 && v.every(Number.isFinite) && v[1] >= v[0] && v[3] >= v[2]) {
-    return [v[0], v[1], v[2], v[3]];
-  }
-  let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-  for (let i = 0; i < x.length; i++) {
-    if (x[i] < x0) x0 = x[i];
-    if (x[i] > x1) x1 = x[i];
-    if (y[i] < y0) y0 = y[i];
-    if (y[i] > y1) y1 = y[i];
-  }
-  return x.length ? [x0, x1, y0, y1] : [0, 0, 0, 0];
-}
-
-/**
- * Straight two-point polylines, the fallback when a payload has no paths.
- * @param {Float32Array} x @param {Float32Array} y @param {Int32Array} src @param {Int32Array} dst
- */
-export function straightPaths(x, y, src, dst) {
-  const m = src.length;
-  const pathX = new Float32Array(3 * m);
-  const pathY = new Float32Array(3 * m);
-  const pathPtr = new Int32Array(m + 1);
-  for (let e = 0; e < m; e++) {
-    pathX[3 * e] = x[src[e]];
-    pathY[3 * e] = y[src[e]];
-    pathX[3 * e + 1] = x[dst[e]];
-    pathY[3 * e + 1] = y[dst[e]];
-    pathX[3 * e + 2] = NaN;
-    pathY[3 * e + 2] = NaN;
-    pathPtr[e + 1] = 3 * (e + 1);
-  }
-  return { pathX, pathY, pathPtr };
+function graphBounds(b) {
+  const v = Array.isArray(b) ? b.map(decodeNumber) : [];
+  return v.length === 4 && v.every(Number.isFinite) ? [v[0], v[1], v[2], v[3]] : [0, 0, 0, 0];
 }
 
 /** @param {number} n @param {Int32Array} src */
@@ -431,7 +345,7 @@ function csr(n, src) {
 
 /**
  * @typedef {{ slot: number, shape: number[], dtype: string, norm: number | null,
- *   values: number[] | null } | null} WaitingSlot
+ *   values: (number | import('./jsonsafe.js').Complex)[] | null } | null} WaitingSlot
  * @typedef {object} State
  * @property {number} seq
  * @property {number} position
@@ -445,7 +359,7 @@ function csr(n, src) {
  * @property {Float32Array} progress per item: fraction of a box's inner steps done (0/1 for real nodes)
  * @property {Float32Array} edgeNorm
  * @property {Uint8Array} edgeFlag
- * @property {Map<number, number[]>} edgeValues
+ * @property {Map<number, (number | import('./jsonsafe.js').Complex)[]>} edgeValues
  * @property {[number, number] | null} normRange log10 of min/max finite nonzero norm
  * @property {WaitingSlot[]} waiting
  * @property {string} status
@@ -466,10 +380,10 @@ export function decodeState(raw, graph) {
   if (s.edge_values && typeof s.edge_values === 'object') {
     for (const [k, v] of Object.entries(s.edge_values)) {
       const e = Number(k);
-      if (Number.isInteger(e) && e >= 0 && e < m) edgeValues.set(e, toNumbers(v));
+      if (Number.isInteger(e) && e >= 0 && e < m) edgeValues.set(e, decodeValues(v));
     }
   }
-  const range = toNumbers(s.norm_range);
+  const range = Array.isArray(s.norm_range) ? s.norm_range.map(decodeNumber) : [];
   const idx = (/** @type {unknown} */ v) => {
     const i = Number(v);
     return Number.isInteger(i) && i >= 0 && i < n ? i : -1;
@@ -485,8 +399,8 @@ export function decodeState(raw, graph) {
               slot: Number(w.slot ?? k),
               shape: Array.isArray(w.shape) ? w.shape.map(Number) : [],
               dtype: String(w.dtype ?? ''),
-              norm: w.norm === null || w.norm === undefined ? null : toNumbers([w.norm])[0],
-              values: Array.isArray(w.values) ? toNumbers(w.values) : null,
+              norm: w.norm === null || w.norm === undefined ? null : decodeNumber(w.norm),
+              values: Array.isArray(w.values) ? decodeValues(w.values) : null,
             }
           : null,
       )
@@ -501,7 +415,7 @@ export function decodeState(raw, graph) {
     last: idx(s.last),
     nextId: s.next_id == null ? null : String(s.next_id),
     nodeState: toTyped(s.node_state, Uint8Array, { length: n }),
-    progress: progressOf(s, n),
+    progress: toTyped(s.progress, Float32Array, { length: n, fill: 0 }),
     edgeNorm: toTyped(s.edge_norm, Float32Array, { length: m, fill: NaN }),
     edgeFlag: toTyped(s.edge_flag, Uint8Array, { length: m }),
     edgeValues,
@@ -512,16 +426,4 @@ export function decodeState(raw, graph) {
     error,
     edits: decodeEdits(s.edits, m),
   };
-}
-
-/**
- * `_state.progress`, or 0/1 from the node states when an older payload has none.
- * @param {any} s @param {number} n
- */
-function progressOf(s, n) {
-  if (s.progress !== undefined && s.progress !== null) return toTyped(s.progress, Float32Array, { length: n, fill: 0 });
-  const st = toTyped(s.node_state, Uint8Array, { length: n });
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = st[i] === NODE_STATE.done || st[i] === NODE_STATE.no_gradient ? 1 : 0;
-  return out;
 }

@@ -66,7 +66,7 @@ export class Player {
       throw new Error(`not an autograd_widget recording (expected format ${RECORDING_FORMAT})`);
     }
     this.graph = decodeBuffers(recording.graph);
-    /** The graph as the view reads it (ids, names... whatever the payload's version). */
+    /** The graph as the view reads it (ids, names...). */
     this.decoded = decodeGraph(this.graph);
     this.initial = decodeBuffers(recording.state);
     this.steps = decodeBuffers(recording.steps) ?? [];

@@ -4,6 +4,7 @@
  * reports in `_state.edits`, and the `leaf_diff` reply. Pure.
  */
 import { formatNumber } from './format.js';
+import { decodeNumber } from './jsonsafe.js';
 
 /** Sequential, light to dark (ColorBrewer PuBu): a larger Jacobian norm, darker. */
 export const SENSITIVITY_COLORS = Object.freeze(['#fff7fb', '#ece7f2', '#d0d1e6', '#a6bddb', '#74a9cf', '#3690c0', '#0570b0', '#034e7b']);
@@ -23,10 +24,9 @@ export const PROBE_SAMPLES = 16;
  * @property {number} samples
  */
 
-/** @param {unknown} v @returns {number | null} */
+/** A finite protocol number, else null (absent, or NaN/inf: nothing to shade). @param {unknown} v @returns {number | null} */
 function num(v) {
-  if (v === null || v === undefined || typeof v === 'boolean') return null;
-  const x = Number(v);
+  const x = decodeNumber(v);
   return Number.isFinite(x) ? x : null;
 }
 

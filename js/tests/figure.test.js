@@ -83,7 +83,7 @@ describe('buildFigure', () => {
     expect(Number.isNaN(scene.edges[IDLE].x[2])).toBe(true);
     expect(scene.edges[IDLE].color).toBe(theme.idleEdge);
     for (let b = 0; b < N_BINS; b++) expect(scene.edges[BIN0 + b].x.length).toBe(0);
-    expect(scene.halo.x).toEqual([0.5]); // Add is next
+    expect(scene.halo.x).toEqual([0.625]); // Add is next
     expect(scene.colorbar).toBeNull();
     expect(Array.from(scene.nodes.x)).toEqual(Array.from(g.x));
   });
@@ -113,7 +113,7 @@ describe('buildFigure', () => {
   });
 
   it('marks the selected node', () => {
-    const { data } = buildFigure(g, decodeState(zState(0), g), theme, { ...view, selected: 3 });
+    const { data } = buildFigure(g, decodeState(zState(0), g), theme, { ...view, selected: 2 });
     expect(data[T.ring].x).toEqual([1]);
   });
 });

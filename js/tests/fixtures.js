@@ -1,5 +1,14 @@
-// A fake anywidget model and the protocol payloads for z = x**2 + y at x=2, y=3, built by hand
-// the way Python sends them (binary fields as DataViews at odd offsets, like ipywidgets does).
+// The protocol payloads the JS tests read, made by Python (tests/js_fixtures.py writes
+// fixtures/*.json from real widgets: regenerate them with `python tests/js_fixtures.py`), and a
+// fake anywidget model. Binary buffers come back as DataViews at odd byte offsets, as ipywidgets
+// delivers them.
+import Z from './fixtures/z.json';
+import BOXES from './fixtures/boxes.json';
+import BROKEN from './fixtures/broken.json';
+import FOLDS from './fixtures/folds.json';
+import PLUMBING from './fixtures/plumbing.json';
+import NONFINITE from './fixtures/nonfinite.json';
+import FREED from './fixtures/freed.json';
 
 /** A DataView over a copy of `typed`, placed at byte offset `offset` of a bigger buffer. */
 export function dataView(typed, offset = 0) {
@@ -9,84 +18,86 @@ export function dataView(typed, offset = 0) {
   return new DataView(buf, offset, bytes.length);
 }
 
-export function zGraph({ binary = true } = {}) {
-  const f32 = (a) => (binary ? dataView(new Float32Array(a), 1) : a);
-  const i32 = (a) => (binary ? dataView(new Int32Array(a), 2) : a);
-  const u8 = (a) => (binary ? dataView(new Uint8Array(a), 0) : a);
-  const N = NaN;
-  // edges: e0 Add->Pow, e1 Add->y, e2 Pow->x
+/**
+ * A fresh copy of fixture JSON with every `{"$base64": ...}` buffer a DataView at an odd offset
+ * (1, 3, 5, 7, 1...), like the slices of one message ipywidgets hands over.
+ */
+export function received(json) {
+  let k = 0;
+  const walk = (v) => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') {
+      if (typeof v.$base64 === 'string') {
+        const bin = atob(v.$base64);
+        const bytes = new Uint8Array(bin.length);
+        for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+        return dataView(bytes, 1 + 2 * (k++ % 4));
+      }
+      return Object.fromEntries(Object.entries(v).map(([key, x]) => [key, walk(x)]));
+    }
+    return v;
+  };
+  return walk(json);
+}
+
+/**
+ * One widget's fixture: `graph()` its `_graph`, `state(k, overrides)` its `_state` after k steps
+ * (scalar fields replaced by `overrides`), `node(j)` / `edge(k)` the inspector's replies (at
+ * position `inspectAt`), `decoded` Python's `decode_graph` of the payload.
+ */
+function widgetFixture(fx) {
   return {
-    version: 1,
-    orientation: 'TB',
-    bounds: [0, 1, -2, 0],
-    nodes: {
-      count: 4,
-      id: ['n0', 'n1', 'n2', 'n3'],
-      label: ['Add', 'Pow', 'x', 'y'],
-      name: ['AddBackward0', 'PowBackward0', 'AccumulateGrad', 'AccumulateGrad'],
-      kind: ['function', 'function', 'input', 'input'],
-      root: u8([1, 0, 0, 0]),
-      module: [null, null, null, null],
-      shape: ['', '', '[]', '[]'],
-      inputs: [[[[], 'float32', 'cpu']], [[[], 'float32', 'cpu']], [[[], 'float32', 'cpu']], [[[], 'float32', 'cpu']]],
-      x: f32([0.5, 0, 0, 1]),
-      y: f32([0, -1, -2, -1]),
-    },
-    edges: {
-      count: 3,
-      id: ['n0:0', 'n0:1', 'n1:0'],
-      src: i32([0, 0, 1]),
-      dst: i32([1, 3, 2]),
-      output_nr: i32([0, 1, 0]),
-      input_nr: i32([0, 0, 0]),
-      path_x: f32([0.5, 0, N, 0.5, 1, N, 0, 0, N]),
-      path_y: f32([0, -1, N, 0, -1, N, -1, -2, N]),
-      path_ptr: i32([0, 3, 6, 9]),
-      mid_x: f32([0.25, 0.75, 0]),
-      mid_y: f32([-0.5, -0.5, -1.5]),
-    },
+    graph: () => received(fx.graph),
+    state: (k, overrides = {}) => ({ ...received(fx.states[k]), ...overrides }),
+    steps: fx.states ? fx.states.length - 1 : 0,
+    inspectAt: fx.inspect_at ?? null,
+    node: (j) => structuredClone(fx.inspect.nodes[j]),
+    edge: (k) => structuredClone(fx.inspect.edges[k]),
+    decoded: fx.decoded,
+    json: fx,
   };
 }
 
-const ORDER = [0, 3, 1, 2]; // Add, AccumulateGrad(y), Pow, AccumulateGrad(x)
-const NAMES = ['AddBackward0', 'PowBackward0', 'AccumulateGrad', 'AccumulateGrad'];
+/**
+ * z = x**2 + y at x=2, y=3 (`params={"x": x}`): items Add (root), Pow, y (an input, labelled
+ * "input 0 []"), x (a parameter); edges
+ * e0 Add->Pow, e1 Add->y, e2 Pow->x; the engine runs Add, y, Pow, x; gradients e0 = e1 = 1, e2 = 4.
+ * Inspector replies at position 2. `recording()`: what `save_html` embeds.
+ */
+export const z = { ...widgetFixture(Z), recording: () => structuredClone(Z.recording) };
+/**
+ * A classifier with collapse="modules": NllLoss (root) -> LogSoftmax -> box "1.1" (Linear, 4
+ * nodes) -> box "1.0" (Tanh, 1 node) -> box "0" (Linear, 4 nodes); 11 real nodes. Inspector
+ * replies at position 3.
+ */
+export const boxes = widgetFixture(BOXES);
+/** {@link boxes} with box "0" freed by an earlier backward and box "1.1" stale: step 3 fails. */
+export const broken = widgetFixture(BROKEN);
+/**
+ * An input layer, 3 identical blocks folded into one box (item 3, "layers.0–2 ×3", 15 nodes) and
+ * the head collapsed into a module box (item 2, 4 nodes); 25 real nodes.
+ */
+export const folds = widgetFixture(FOLDS);
+/**
+ * A tracked MLP laid out LR: module "0" folded, 3 plumbing nodes hidden, stale nodes (Addmm, item
+ * 3: step 5 fails; Tanh, item 9). Inspector replies at position 0.
+ */
+export const plumbing = widgetFixture(PLUMBING);
+/**
+ * {@link z} after `z.backward()`: saved tensors freed, the state's `notice` says so, the first
+ * step fails (the last state). Inspector replies at position 0.
+ */
+export const freed = widgetFixture(FREED);
+/**
+ * log(x).sum() + (sqrt(x) * 0).sum() at x = [0, 1]: gradients with inf (log) and NaN (sqrt at 0
+ * times 0) as Python sends them ("inf", "nan"). Inspector replies at the end.
+ */
+export const nonfinite = widgetFixture(NONFINITE);
 
-/** The `_state` after `position` steps of the real run (grads: e0 = 1, e1 = 1, e2 = 4). */
-export function zState(position, { seq = position, binary = true, running = false, error = null } = {}) {
-  const nodeState = [0, 0, 0, 0];
-  const edgeNorm = [NaN, NaN, NaN];
-  const edgeFlag = [0, 0, 0];
-  const values = {};
-  for (let k = 0; k < position; k++) nodeState[ORDER[k]] = 2;
-  if (position >= 1) {
-    edgeNorm[0] = 1; edgeFlag[0] = 1; values['0'] = [1];
-    edgeNorm[1] = 1; edgeFlag[1] = 1; values['1'] = [1];
-  }
-  if (position >= 3) {
-    edgeNorm[2] = 4; edgeFlag[2] = 1; values['2'] = [4];
-  }
-  const next = position < 4 ? ORDER[position] : -1;
-  if (next >= 0) nodeState[next] = error ? 3 : 1;
-  const wrap = (T, a) => (binary ? dataView(new T(a), 1) : a);
-  const flowed = edgeNorm.filter((v) => v > 0);
-  return {
-    seq,
-    position,
-    total: 4,
-    done: position === 4,
-    running,
-    next,
-    last: position > 0 ? ORDER[position - 1] : -1,
-    node_state: wrap(Uint8Array, nodeState),
-    edge_norm: wrap(Float32Array, edgeNorm),
-    edge_flag: wrap(Uint8Array, edgeFlag),
-    edge_values: values,
-    norm_range: flowed.length ? [Math.log10(Math.min(...flowed)), Math.log10(Math.max(...flowed))] : null,
-    waiting: next >= 0 ? [{ slot: 0, shape: [], dtype: 'float32', norm: 1, values: [1] }] : [],
-    status: position === 4 ? 'done: 4 / 4' : `step ${position} / 4 — next ${NAMES[next]}`,
-    error,
-  };
-}
+export const zGraph = () => z.graph();
+export const zState = (position, overrides = {}) => z.state(position, overrides);
+export const boxGraph = () => boxes.graph();
+export const boxState = (position, overrides = {}) => boxes.state(position, overrides);
 
 /** A fake anywidget model: get/set/on/off/save_changes/send, with a log of what was sent. */
 export class FakeModel {
@@ -133,88 +144,10 @@ export class FakeModel {
 }
 
 /**
- * A folded MLP as Python sends it with collapse="modules" (cut down): NllLoss (root) ->
- * LogSoftmax -> box "1" (4 nodes, one stale) -> box "0" (3 nodes, freed). Edge ids are real ids.
+ * A hand-made inspect reply for AddmmBackward0 (module "2"), in Python's reply format
+ * (inspect.test.js checks its fields against a generated reply): saved values in every state
+ * (packed ones need saved_tensors_hooks), hooks and a traceback, all at once.
  */
-export function boxGraph({ binary = true } = {}) {
-  const f32 = (a) => (binary ? dataView(new Float32Array(a), 1) : a);
-  const i32 = (a) => (binary ? dataView(new Int32Array(a), 2) : a);
-  const u8 = (a) => (binary ? dataView(new Uint8Array(a), 0) : a);
-  const N = NaN;
-  return {
-    version: 1,
-    orientation: 'TB',
-    bounds: [0, 0, -3, 0],
-    collapsed: ['0', '1'],
-    show_plumbing: true,
-    real_count: 9,
-    hidden: 0,
-    groups: ['', '0', '1'],
-    nodes: {
-      count: 4,
-      id: ['n0', 'n1', 'group:1', 'group:0'],
-      label: ['NllLoss', 'LogSoftmax', '1', '0'],
-      name: ['NllLossBackward0', 'LogSoftmaxBackward0', '1 (4 nodes)', '0 (3 nodes)'],
-      kind: ['function', 'function', 'group', 'group'],
-      root: u8([1, 0, 0, 0]),
-      module: [null, null, '1', '0'],
-      shape: ['', '', '', ''],
-      inputs: [[[[], 'float32', 'cpu']], [[[5, 3], 'float32', 'cpu']], [], []],
-      members: i32([0, 0, 4, 3]),
-      saved_state: u8([0, 0, 1, 2]),
-      real: i32([0, 1, -1, -1]),
-      x: f32([0, 0, 0, 0]),
-      y: f32([0, -1, -2, -3]),
-    },
-    edges: {
-      count: 3,
-      id: ['n0:0', 'n1:0', 'n2:1'],
-      src: i32([0, 1, 2]),
-      dst: i32([1, 2, 3]),
-      output_nr: i32([0, 0, 1]),
-      input_nr: i32([0, 0, 0]),
-      real: i32([0, 1, 5]),
-      path_x: f32([0, 0, N, 0, 0, N, 0, 0, N]),
-      path_y: f32([0, -1, N, -1, -2, N, -2, -3, N]),
-      path_ptr: i32([0, 3, 6, 9]),
-      mid_x: f32([0, 0, 0]),
-      mid_y: f32([-0.5, -1.5, -2.5]),
-    },
-  };
-}
-
-/** The `_state` of {@link boxGraph}: `done` real steps; box "1" holds steps 2..5, box "0" 6..8. */
-export function boxState(done, { seq = done, nonfinite = false } = {}) {
-  const total = 9;
-  const frac = (a, b) => Math.max(0, Math.min(1, (done - a) / (b - a)));
-  const progress = [done > 0 ? 1 : 0, done > 1 ? 1 : 0, frac(2, 6), frac(6, 9)];
-  const nodeState = progress.map((p) => (p >= 1 ? 2 : 0));
-  const nextItem = done < 1 ? 0 : done < 2 ? 1 : done < 6 ? 2 : done < 9 ? 3 : -1;
-  if (nextItem >= 0) nodeState[nextItem] = 1;
-  const edgeNorm = [done > 0 ? 1 : NaN, done > 1 ? 0.5 : NaN, done > 5 ? (nonfinite ? Infinity : 0.25) : NaN];
-  const edgeFlag = edgeNorm.map((v, e) => (Number.isNaN(v) ? 0 : e === 2 && nonfinite ? 2 : 1));
-  return {
-    seq,
-    position: done,
-    total,
-    done: done >= total,
-    running: false,
-    next: nextItem,
-    next_id: nextItem >= 0 ? `n${done}` : null,
-    last: -1,
-    node_state: dataView(new Uint8Array(nodeState), 1),
-    progress: dataView(new Float32Array(progress), 2),
-    edge_norm: dataView(new Float32Array(edgeNorm), 0),
-    edge_flag: dataView(new Uint8Array(edgeFlag), 3),
-    edge_values: {},
-    norm_range: done > 0 ? [Math.log10(0.25), 0] : null,
-    waiting: [],
-    status: done >= total ? `step ${done} / ${total} — done` : `step ${done} / ${total} — Node${done}Backward0`,
-    error: null,
-  };
-}
-
-/** An inspect reply for AddmmBackward0 (module "2"): saved values in every state, hooks, traceback. */
 export function addmmReply() {
   const summary = (shape, values, extra = {}) => ({
     shape, dtype: 'float32', numel: values.length, norm: 2.02, min: -0.64, max: 0.54, mean: -0.15, std: 0.29, nan: 0, inf: 0, values, ...extra,

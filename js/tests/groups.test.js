@@ -18,7 +18,7 @@ import {
   progressText,
 } from '../src/groups.js';
 import { makeTheme, nodeStyles } from '../src/style.js';
-import { boxGraph, boxState, zGraph } from './fixtures.js';
+import { boxGraph, boxState, broken, dataView, folds, zGraph } from './fixtures.js';
 
 const g = decodeGraph(boxGraph());
 const theme = makeTheme();
@@ -26,35 +26,32 @@ const size = { width: 900, height: 500 };
 const view = (extra = {}) => ({ range: fitRange(g, size), size, selected: -1, ...extra });
 
 describe('decoding a folded graph', () => {
-  it.each([true, false])('reads boxes, members, saved state and the fold summary (binary=%s)', (binary) => {
-    const d = decodeGraph(boxGraph({ binary }));
-    expect(d.boxes).toEqual([2, 3]);
-    expect(Array.from(d.isBox)).toEqual([0, 0, 1, 1]);
-    expect(Array.from(d.members)).toEqual([0, 0, 4, 3]);
-    expect(Array.from(d.real)).toEqual([0, 1, -1, -1]);
-    expect(Array.from(d.savedState)).toEqual([0, 0, SAVED_STATE.stale, SAVED_STATE.freed]);
-    expect(Array.from(d.edgeReal)).toEqual([0, 1, 5]);
-    expect(d.collapsed).toEqual(['0', '1']);
+  it('reads boxes, members, saved state and the fold summary', () => {
+    const d = decodeGraph(broken.graph());
+    expect(d.boxes).toEqual([2, 3, 4]);
+    expect(Array.from(d.isBox)).toEqual([0, 0, 1, 1, 1]);
+    expect(Array.from(d.members)).toEqual([0, 0, 4, 1, 4]);
+    expect(Array.from(d.real)).toEqual([0, 1, -1, -1, -1]);
+    expect(Array.from(d.savedState)).toEqual([0, 0, SAVED_STATE.stale, 0, SAVED_STATE.freed]);
+    expect(Array.from(d.edgeReal)).toEqual([0, 1, 3, 5]);
+    expect(d.collapsed).toEqual(['0', '1.0', '1.1']);
     expect(d.showPlumbing).toBe(true);
-    expect(d.realCount).toBe(9);
-    expect(d.groups).toEqual(['', '0', '1']);
+    expect(d.realCount).toBe(11);
+    expect(d.groups).toEqual(['', '0', '1', '1.0', '1.1']);
   });
-  it('defaults for a part-1 payload: items are the real nodes, nothing folded', () => {
+  it('defaults when nothing is folded: items are the real nodes, every edge kept', () => {
     const z = decodeGraph(zGraph());
     expect(z.boxes).toEqual([]);
     expect(Array.from(z.real)).toEqual([0, 1, 2, 3]);
     expect(Array.from(z.edgeReal)).toEqual([0, 1, 2]);
-    expect(z.showPlumbing).toBeNull();
+    expect(z.showPlumbing).toBe(true);
     expect(z.realCount).toBe(4);
   });
   it('reads progress, next_id and the error id of a state', () => {
     const s = decodeState(boxState(3), g);
-    expect(Array.from(s.progress)).toEqual([1, 1, 0.25, 0]);
+    expect(Array.from(s.progress)).toEqual([1, 1, 0.25, 0, 0]);
     expect(s.next).toBe(2);
     expect(s.nextId).toBe('n3');
-    const raw = boxState(3);
-    delete raw.progress;
-    expect(Array.from(decodeState(raw, g).progress)).toEqual([1, 1, 0, 0]); // from node states
   });
 });
 
@@ -68,23 +65,23 @@ describe('box geometry and labels', () => {
     const hw = boxHalfWidths(g, bs);
     expect(hw[0]).toBe(0); // real nodes
     expect(hw[2] * 2 * kx).toBeGreaterThanOrEqual(bs.w - 1e-3);
-    const tight = boxHalfWidths({ ...g, labels: ['', '', 'a.very.long.module.path.indeed', '0'] }, { ...bs, kx: 50 });
+    const tight = boxHalfWidths({ ...g, labels: ['', '', 'a.very.long.module.path.indeed', '1.0', '0'] }, { ...bs, kx: 50 });
     expect(tight[2] * 2 * 50).toBeLessThanOrEqual(Math.max(bs.w, 0.85 * 50) + 1e-3);
   });
   it('draws each box as a segment and its progress as a shorter one', () => {
-    const hw = new Float32Array([0, 0, 0.5, 0.5]);
+    const hw = new Float32Array([0, 0, 0.5, 0.5, 0.5]);
     const body = boxSegments(g, g.boxes, hw);
-    expect(Array.from(body.x)).toEqual([-0.5, 0.5, NaN, -0.5, 0.5, NaN]);
-    expect(Array.from(body.y)).toEqual([-2, -2, NaN, -3, -3, NaN]);
+    expect(Array.from(body.x)).toEqual([-0.5, 0.5, NaN, -0.5, 0.5, NaN, -0.5, 0.5, NaN]);
+    expect(Array.from(body.y)).toEqual([-2, -2, NaN, -3, -3, NaN, -4, -4, NaN]);
     const s = decodeState(boxState(3), g);
     const fill = boxSegments(g, g.boxes, hw, 0, (i) => s.progress[i]);
-    expect(Array.from(fill.x)).toEqual([-0.5, -0.25, NaN]); // box "0" has not started: no segment
+    expect(Array.from(fill.x)).toEqual([-0.5, -0.25, NaN]); // boxes "1.0" and "0" have not started: no segment
     const padded = boxSegments(g, [2], hw, 0.1);
     expect(padded.x[0]).toBeCloseTo(-0.6);
   });
   it('spreads hit points over the width, each owned by its box', () => {
-    const hit = boxHitPoints(g, new Float32Array([0, 0, 1, 1]));
-    expect(hit.x.length).toBe(2 * BOX_HIT_POINTS);
+    const hit = boxHitPoints(g, new Float32Array([0, 0, 1, 1, 1]));
+    expect(hit.x.length).toBe(3 * BOX_HIT_POINTS);
     expect(Array.from(hit.owner.slice(0, BOX_HIT_POINTS))).toEqual(new Array(BOX_HIT_POINTS).fill(2));
     expect(Math.min(...hit.x)).toBeLessThan(-0.8);
     expect(Math.max(...hit.x)).toBeGreaterThan(0.8);
@@ -96,11 +93,11 @@ describe('box geometry and labels', () => {
     expect(progressText(0.999)).toBe('99%');
     expect(progressText(1)).toBe('100%');
     const s = decodeState(boxState(4), g);
-    expect(boxLabel(g, s, 2)).toBe('1 · 50%');
-    const deep = { ...g, labels: ['', '', 'layers.11.self_attn', '0'] };
+    expect(boxLabel(g, s, 2)).toBe('1.1 · 50%');
+    const deep = { ...g, labels: ['', '', 'layers.11.self_attn', '1.0', '0'] };
     expect(boxLabel(deep, s, 2, true)).toBe('…self_attn · 50%');
-    expect(boxLabel(g, s, 2, true)).toBe('1 · 50%');
-    expect(boxRows(g, s, 2)).toEqual([['module', '1'], ['nodes', '4'], ['progress', '50% (2 / 4 ran)']]);
+    expect(boxLabel(g, s, 4, true)).toBe('0 · 0%');
+    expect(boxRows(g, s, 2)).toEqual([['module', '1.1'], ['nodes', '4'], ['progress', '50% (2 / 4 ran)']]);
     expect(groupReplyRows({ ops: [['AddmmBackward0', 1], ['AccumulateGrad', 2]], leaves: ['1.weight', '1.bias'] })).toEqual([
       ['ops', 'AddmmBackward0 ×1, AccumulateGrad ×2'],
       ['leaves', '1.weight, 1.bias'],
@@ -114,12 +111,13 @@ describe('box geometry and labels', () => {
     expect(inGroup('layers.30', 'layers.3')).toBe(false);
     expect(inGroup('x', '')).toBe(true);
     expect(inGroup(null, '')).toBe(false);
-    expect(boxOfModule(g, '1')).toBe(2);
-    expect(boxOfModule(g, '0.sub')).toBe(3);
+    expect(boxOfModule(g, '1.1')).toBe(2);
+    expect(boxOfModule(g, '0.sub')).toBe(4);
+    expect(boxOfModule(g, '1')).toBe(-1); // the parent of two boxes is not inside one
     expect(boxOfModule(g, '2')).toBe(-1);
   });
   it('counts what is shown, folded and hidden', () => {
-    expect(countsText(g)).toBe('4 shown · 9 nodes · 2 modules folded');
+    expect(countsText(g)).toBe('5 shown · 11 nodes · 3 modules folded');
     expect(countsText({ ...g, boxes: [], realCount: 9, n: 6, hidden: 3 })).toBe('6 shown · 9 nodes · 3 plumbing hidden');
     expect(countsText(decodeGraph(zGraph()))).toBe('4 shown');
   });
@@ -129,19 +127,19 @@ describe('boxes in the figure', () => {
   it('draws box traces, hides the box markers, labels boxes inside', () => {
     const s = decodeState(boxState(3), g);
     const { data } = buildFigure(g, s, theme, view());
-    expect(data[T.boxBody].x.length).toBe(6);
-    expect(data[T.boxFill].x.length).toBe(3); // only box "1" has progress
-    expect(data[T.boxHalo].x.length).toBe(3); // box "1" holds the next node
+    expect(data[T.boxBody].x.length).toBe(9);
+    expect(data[T.boxFill].x.length).toBe(3); // only box "1.1" has progress
+    expect(data[T.boxHalo].x.length).toBe(3); // box "1.1" holds the next node
     expect(overlayScene(g, s, theme, view()).halo.x).toEqual([]); // no circle halo for a box
     expect(data[T.boxBody].line.width).toBeGreaterThanOrEqual(16);
     expect(data[T.boxFrame].line.width).toBeGreaterThan(data[T.boxBody].line.width);
-    expect(data[T.nodes].marker.opacity.slice(2)).toEqual([0, 0]);
-    expect(data[T.boxHit].x.length).toBe(2 * BOX_HIT_POINTS);
+    expect(data[T.nodes].marker.opacity.slice(2)).toEqual([0, 0, 0]);
+    expect(data[T.boxHit].x.length).toBe(3 * BOX_HIT_POINTS);
     const text = Array.from(data[T.nodeLabels].text);
-    expect(text).toContain('<b>1 · 25%</b>');
+    expect(text).toContain('<b>1.1 · 25%</b>');
     expect(text).toContain('<b>0 · 0%</b>');
     const pos = data[T.nodeLabels].textposition;
-    expect(pos[text.indexOf('<b>1 · 25%</b>')]).toBe('middle center');
+    expect(pos[text.indexOf('<b>1.1 · 25%</b>')]).toBe('middle center');
     expect(pos[text.indexOf('NllLoss')]).toBe('middle right');
   });
   it('labels boxes inside when the label fits, even when zoomed out too far for node labels', () => {
@@ -150,12 +148,12 @@ describe('boxes in the figure', () => {
     const chain = { range: { x: [-1, 1], y: [-400, 1] }, size, selected: -1 };
     const { data } = buildFigure({ ...g, n: 40 }, s, theme, chain);
     const text = Array.from(data[T.nodeLabels].text);
-    expect(text.filter((t) => t.startsWith('<b>'))).toHaveLength(2);
+    expect(text.filter((t) => t.startsWith('<b>'))).toHaveLength(3);
     expect(text).not.toContain('NllLoss'); // real nodes: no room
   });
   it('puts a label that does not fit beside its box when zoomed in, else leaves it out', () => {
     const s = decodeState(boxState(0), g);
-    const long = { ...g, labels: ['NllLoss', 'LogSoftmax', 'encoder.layers.11.self_attn', '0'] };
+    const long = { ...g, labels: ['NllLoss', 'LogSoftmax', 'encoder.layers.11.self_attn', '1.0', '0'] };
     // narrow layers (LR-like): 40 px between neighbours along x
     const near = { range: { x: [-10, 10], y: [-3.5, 0.5] }, size: { width: 872, height: 516 }, selected: -1 };
     const { data } = buildFigure(long, s, theme, near);
@@ -173,12 +171,13 @@ describe('boxes in the figure', () => {
     const b = combine(viewPatches(g, decodeState(boxState(5), g), theme, view()));
     const fill = (u) => Array.from(u[0].x[u[1].indexOf(T.boxFill)]);
     expect(fill(b)[1]).toBeGreaterThan(fill(a)[1]);
-    const failed = decodeState({ ...boxState(4), node_state: [2, 2, 3, 0] }, g);
+    const failed = decodeState(boxState(4, { node_state: dataView(new Uint8Array([2, 2, 3, 0, 0]), 1) }), g);
     const [u, t] = combine(viewPatches(g, failed, theme, view()));
     expect(u.x[t.indexOf(T.boxFailed)].length).toBe(3);
   });
   it('marks stale and freed nodes with badges', () => {
-    const { data } = buildFigure(g, decodeState(boxState(0), g), theme, view());
+    const bg = decodeGraph(broken.graph()); // box "1.1" stale, box "0" freed
+    const { data } = buildFigure(bg, decodeState(broken.state(0), bg), theme, view());
     expect(data[T.badges].x).toHaveLength(2);
     expect(data[T.badges].marker.symbol).toEqual(['triangle-up', 'x']);
     expect(data[T.badges].marker.color[0]).toBe('#ff1f1f');
@@ -194,40 +193,36 @@ describe('boxes in the figure', () => {
   });
   it('styles box markers as invisible hit targets', () => {
     const st = nodeStyles(g, decodeState(boxState(0), g), theme);
-    expect(Array.from(st.opacity)).toEqual([1, 1, 0, 0]);
+    expect(Array.from(st.opacity)).toEqual([1, 1, 0, 0, 0]);
   });
 });
 
 describe('a folded run of repeated blocks', () => {
-  // Box "1" of boxGraph stands for a run of two identical blocks, "1.0" and "1.1".
-  const KEY = '1.0–1 ×2';
+  // folds: box 3 stands for a run of three identical blocks, box 2 for the module "head".
+  const KEY = 'layers.0–2 ×3';
   const raw = () => {
-    const r = boxGraph({ binary: false });
-    r.nodes.id[2] = `group:${KEY}`;
-    r.nodes.label[2] = KEY;
-    r.nodes.module[2] = KEY;
-    r.folds = [
-      { key: KEY, label: KEY, count: 2, period: 1, nodes_per_unit: 2, members: ['1.0', '1.1'], item: 2 },
+    const r = folds.graph();
+    r.folds.push(
       { key: 'hidden ×3', label: 'hidden ×3', count: 3, period: 1, nodes_per_unit: 1, members: ['9.0', '9.1', '9.2'], item: -1 },
       { key: 'bad', item: 0 }, // item 0 is not a box: not drawn
       'junk',
-    ];
+    );
     return r;
   };
   const f = decodeGraph(raw());
   it('decodes the runs and which box shows each', () => {
-    expect(f.folds.map((x) => [x.key, x.item])).toEqual([[KEY, 2], ['hidden ×3', -1], ['bad', -1]]);
-    expect([...f.foldAt.keys()]).toEqual([2]);
-    expect(f.foldAt.get(2)).toMatchObject({ count: 2, nodesPerUnit: 2, members: ['1.0', '1.1'] });
+    expect(f.folds.map((x) => [x.key, x.item])).toEqual([[KEY, 3], ['hidden ×3', -1], ['bad', -1]]);
+    expect([...f.foldAt.keys()]).toEqual([3]);
+    expect(f.foldAt.get(3)).toMatchObject({ count: 3, nodesPerUnit: 5, members: ['layers.0', 'layers.1', 'layers.2'] });
     expect(decodeGraph(boxGraph()).folds).toEqual([]);
   });
   it('labels, rows, counts and the box hiding a member module', () => {
-    const s = decodeState(boxState(4), f);
-    expect(boxLabel(f, s, 2)).toBe(`${KEY} · 50%`);
-    expect(boxRows(f, s, 2)[0]).toEqual(['repeats', '2 identical blocks × 2 nodes']);
-    expect(countsText(f)).toBe('4 shown · 9 nodes · 1 module folded · 1 repeat folded');
-    expect(boxOfModule(f, '1.1.linear')).toBe(2);
-    expect(boxOfModule(f, '1')).toBe(-1); // the run's parent is not inside the box
-    expect(boxOfModule(f, '0.sub')).toBe(3);
+    const s = decodeState(folds.state(12), f);
+    expect(boxLabel(f, s, 3)).toBe(`${KEY} · 40%`);
+    expect(boxRows(f, s, 3)[0]).toEqual(['repeats', '3 identical blocks × 5 nodes']);
+    expect(countsText(f)).toBe('8 shown · 25 nodes · 1 module folded · 1 repeat folded');
+    expect(boxOfModule(f, 'layers.1.linear')).toBe(3);
+    expect(boxOfModule(f, 'layers')).toBe(-1); // the run's parent is not inside the box
+    expect(boxOfModule(f, 'head.sub')).toBe(2);
   });
 });

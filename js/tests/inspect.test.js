@@ -13,21 +13,30 @@ import {
   valueText,
   valuesPreview,
 } from '../src/inspect.js';
-import { addmmReply, boxGraph } from './fixtures.js';
+import { addmmReply, boxGraph, freed, nonfinite, plumbing, z } from './fixtures.js';
 
 describe('tensor summaries', () => {
   it('flags NaN and inf, as counts or as a non-finite norm', () => {
     expect(isNonfinite({ nan: 1, inf: 0 })).toBe(true);
-    expect(isNonfinite({ nan: 0, inf: 0, norm: 'Infinity' })).toBe(true);
+    expect(isNonfinite({ nan: 0, inf: 0, norm: 'inf' })).toBe(true);
     expect(isNonfinite({ nan: 0, inf: 0, norm: 2 })).toBe(false);
+    // Python's replies: log(x) at x = [0, 1] sends [inf, 1] (edge 4), sqrt's [NaN, 0] (edge 6).
+    expect(isNonfinite(nonfinite.edge(4).summary)).toBe(true);
+    expect(isNonfinite(nonfinite.edge(6).summary)).toBe(true);
+    expect(isNonfinite(nonfinite.edge(0).summary)).toBe(false);
     expect(isNonfinite(null)).toBe(false);
   });
   it('lists the statistics, alarms on non-finite ones', () => {
-    const rows = summaryStats({ shape: [2], dtype: 'float32', numel: 2, norm: 'inf', min: 0.25, max: 'inf', mean: 'inf', std: 'nan', nan: 0, inf: 1 });
+    const s = nonfinite.edge(4).summary; // norm, max, mean "inf", std "nan"
+    const rows = summaryStats(s);
     expect(rows[0]).toEqual(['tensor', '[2] float32 (2 values)', false]);
     expect(rows.find((r) => r[0] === 'max')).toEqual(['max', 'inf', true]);
-    expect(rows.find((r) => r[0] === 'min')).toEqual(['min', '0.25', false]);
+    expect(rows.find((r) => r[0] === 'min')).toEqual(['min', '1', false]);
+    expect(rows.find((r) => r[0] === 'std')).toEqual(['std', 'NaN', false]);
     expect(rows.at(-1)).toEqual(['NaN / inf', '0 / 1', true]);
+    // A Summary of one element has no std: Python sends null, and the row is left out.
+    expect(z.edge(0).summary.std).toBeNull();
+    expect(summaryStats(z.edge(0).summary).map((r) => r[0])).toEqual(['tensor', '‖·‖', 'min', 'max', 'mean', 'NaN / inf']);
   });
   it('previews values with a note on how many are shown', () => {
     expect(valuesPreview([1, 2], 2)).toEqual({ text: '[1, 2]', note: '2 values', alarm: false });
@@ -35,6 +44,8 @@ describe('tensor summaries', () => {
     expect(long.text).toBe('[0, 1, 2, 3, …]');
     expect(long.note).toBe('first 4 of 40');
     expect(valuesPreview(['nan', 1]).alarm).toBe(true);
+    expect(valuesPreview(nonfinite.edge(4).summary.values)).toEqual({ text: '[inf, 1]', note: '2 values', alarm: true });
+    expect(valuesPreview([[1, -2], [0, 0.5]])).toEqual({ text: '[1-2j, 0+0.5j]', note: '2 values', alarm: false }); // complex
     expect(valuesPreview(null).text).toBe('');
   });
 });
@@ -61,6 +72,19 @@ describe('saved values', () => {
     expect(ok.map((r) => r[0])).toEqual(['state', 'shape', 'dtype', 'device', 'stride', 'bytes', '‖·‖', 'min', 'max', 'mean', 'std', 'NaN / inf']);
     expect(ok.find((r) => r[0] === 'stride')[1]).toBe('[8, 1]');
   });
+  it('reads the saved values Python sends: ok, freed, stale with its versions', () => {
+    expect(Object.keys(addmmReply()).sort()).toEqual(Object.keys(z.node(0)).sort()); // the hand-made reply has Python's fields
+    const pow = savedItems(freed.node(1).saved); // after z.backward()
+    expect(pow.map((i) => [i.name, i.state])).toEqual([['exponent', 'ok'], ['self', 'freed']]);
+    expect(pow[0].value).toBe('2');
+    expect(pow[1].note).toMatch(/freed/);
+    const tanh = savedItems(plumbing.node(9).saved); // its result modified in place
+    expect(tanh.map((i) => [i.name, i.state])).toEqual([['result', 'stale']]);
+    expect(savedDetailRows(tanh[0])[1]).toEqual(['version', 'saved at 0, now 1', true]);
+    const ok = savedItems(z.node(1).saved); // Pow at position 2: x and the exponent
+    expect(ok.map((i) => [i.name, i.state, i.tensor])).toEqual([['exponent', 'ok', false], ['self', 'ok', true]]);
+    expect(valuesPreview(z.node(1).saved[1].value).text).toBe('[2]');
+  });
   it('tolerates junk and duplicate names', () => {
     expect(savedItems(null)).toEqual([]);
     const d = savedItems([{ name: 'x', kind: 'tensor' }, { name: 'x', kind: 'none' }, null]);
@@ -85,7 +109,7 @@ describe('node reply helpers', () => {
     expect(slots[0].summary.nan).toBe(1);
     const g = decodeGraph(boxGraph());
     const outs = outgoingEdges({ outgoing: { 'n1:0': null, 'zz:0': {} } }, g);
-    expect(outs[0]).toEqual({ id: 'n1:0', to: '1', summary: null });
+    expect(outs[0]).toEqual({ id: 'n1:0', to: '1.1', summary: null });
     expect(outs[1].to).toBe('zz:0');
   });
   it('traceback text and sequence numbers', () => {

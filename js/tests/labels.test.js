@@ -13,7 +13,7 @@ import {
   visibleIndices,
   waitingRows,
 } from '../src/labels.js';
-import { zGraph, zState } from './fixtures.js';
+import { nonfinite, zGraph, zState } from './fixtures.js';
 
 const g = decodeGraph(zGraph());
 
@@ -27,23 +27,23 @@ describe('edge labels', () => {
   it('formats several values and non-finite ones', () => {
     expect(valuesText([1, -0.5, NaN, Infinity])).toBe('[1, -0.5, NaN, inf]');
     expect(valuesText([])).toBe('');
-    const raw = zState(4, { binary: false });
-    raw.edge_flag = [2, 1, 1];
-    raw.edge_values = { 0: ['nan'], 1: [1, 2, 3, 4, 5] };
-    const s = decodeState(raw, g);
-    expect(edgeLabel(s, 0)).toBe('NaN');
-    expect(edgeLabel(s, 1)).toBe(''); // too many values for a label
+    // log(x) at x = [0, 1] sends inf along edge 4, sqrt(x) * 0 NaN along edge 6.
+    const ng = decodeGraph(nonfinite.graph());
+    const s = decodeState(nonfinite.state(nonfinite.steps), ng);
+    expect(edgeLabel(s, 4)).toBe('[inf, 1]');
+    expect(edgeLabel(s, 6)).toBe('[NaN, 0]');
+    const many = decodeState(zState(4, { edge_values: { 1: [1, 2, 3, 4, 5] } }), g);
+    expect(edgeLabel(many, 1)).toBe(''); // too many values for a label
   });
 });
 
 describe('node labels and rows', () => {
   it('shows leaf names with their shapes, escaped', () => {
     expect(nodeLabel(g, 0)).toBe('Add');
-    expect(nodeLabel(g, 2)).toContain('x<br>');
-    expect(nodeLabel(g, 2)).toContain('[]');
+    expect(nodeLabel(g, 3)).toContain('x<br>');
+    expect(nodeLabel(g, 3)).toContain('[]');
     expect(escapeHtml('<a&b>')).toBe('&lt;a&amp;b&gt;');
-    const named = decodeGraph({ ...zGraph(), nodes: { ...zGraph().nodes, label: ['Add', 'Pow', 'input 0 []', 'y'] } });
-    expect(nodeLabel(named, 2)).toBe('input 0 []');
+    expect(nodeLabel(g, 2)).toBe('input 0 []'); // an unnamed input's label holds its shape
     expect(shapeText([3, 4])).toBe('[3, 4]');
   });
   it('lists kind, module and slots', () => {

@@ -61,14 +61,14 @@ describe('memory colouring', () => {
     const size = { width: 900, height: 500 };
     const base = { range: fitRange(g, size), size, selected: -1 };
     const grad = buildFigure(g, s, theme, base).data[T.nodes].marker;
-    const mem = buildFigure(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 4) }).data[T.nodes].marker;
+    const mem = buildFigure(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 5) }).data[T.nodes].marker;
     expect(mem.color).not.toEqual(grad.color);
     expect(mem.color[1]).toBe(theme.noMemory);
     expect(mem.color[2]).toBe(MEMORY_COLORS[7]);
     // Boxes: plotly's marker shows their bytes on top of the box; real nodes: the overlay's.
-    expect(mem.opacity).toEqual([0, 0, 1, 1]);
-    expect(grad.opacity).toEqual([0, 0, 0, 0]);
-    const scene = overlayScene(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 4) });
+    expect(mem.opacity).toEqual([0, 0, 1, 1, 1]);
+    expect(grad.opacity).toEqual([0, 0, 0, 0, 0]);
+    const scene = overlayScene(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 5) });
     expect(scene.nodes.color[1]).toBe(theme.noMemory);
     expect(Array.from(scene.nodes.opacity).slice(0, 2)).toEqual([1, 1]);
     expect(scene.colorbar).toBeNull(); // the gradient colour bar is not what the colours mean

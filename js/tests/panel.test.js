@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { createInspector, createMemoryPanel } from '../src/panel.js';
 import { decodeMemory } from '../src/memory.js';
-import { addmmReply, boxGraph, boxState } from './fixtures.js';
+import { addmmReply, boxGraph, boxState, boxes } from './fixtures.js';
 
 const g = decodeGraph(boxGraph());
 const s = decodeState(boxState(3), g);
@@ -145,8 +145,7 @@ describe('inspector: an edge and a box', () => {
     const insp = createInspector(document, hd);
     insp.render({
       kind: 'edge', key: 'edge:n1:0', id: 'n1:0', item: 1, graph: g, state: s,
-      data: { id: 'n1:0', src: { id: 'n1', name: 'LogSoftmaxBackward0', output_nr: 0 }, dst: { id: 'n2', name: 'AddmmBackward0', input_nr: 0, label: 'Addmm' },
-        summary: { shape: [5, 3], dtype: 'float32', numel: 15, norm: 0.5, min: -1, max: 1, mean: 0, std: 0.3, nan: 0, inf: 0, values: [1, 2, 3] } },
+      data: boxes.edge(1), // Python's reply at step 3
     });
     const el = insp.el;
     expect(el.querySelector('h3').textContent).toBe('LogSoftmaxBackward0 → Addmm');
@@ -162,16 +161,16 @@ describe('inspector: an edge and a box', () => {
     const hd = handlers();
     const insp = createInspector(document, hd);
     insp.render({
-      kind: 'box', key: 'box:1', item: 2, graph: g, state: s,
-      data: { group: '1', label: '1', kind: 'group', members: 4, progress: 0.25, ops: [['AccumulateGrad', 2], ['AddmmBackward0', 1]], leaves: ['1.weight', '1.bias'] },
+      kind: 'box', key: 'box:1.1', item: 2, graph: g, state: s,
+      data: boxes.node(2), // Python's reply for box "1.1" at step 3
     });
     const el = insp.el;
     expect(el.textContent).toContain('folded module · 4 nodes');
     expect(el.querySelector('[role=progressbar]').getAttribute('aria-valuenow')).toBe('25');
     expect(el.textContent).toContain('AccumulateGrad×2');
-    expect([...el.querySelectorAll('.agw-leaves li')].map((l) => l.textContent)).toEqual(['1.weight', '1.bias']);
+    expect([...el.querySelectorAll('.agw-leaves li')].map((l) => l.textContent)).toEqual(['1.1.bias', '1.1.weight']);
     btn(el, 'Expand').click();
-    expect(hd.expand).toHaveBeenCalledWith('1');
+    expect(hd.expand).toHaveBeenCalledWith('1.1');
     btn(el, 'Run through module').click();
     expect(hd.runTo).toHaveBeenCalledWith({ item: 2 });
   });

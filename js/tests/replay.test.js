@@ -1,52 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { Player, RECORDING_FORMAT, decodeBuffers, recordedBackend, recordedModel } from '../src/replay.js';
+import { decodeGraph, decodeState } from '../src/model.js';
+import { Player, decodeBuffers, recordedBackend, recordedModel } from '../src/replay.js';
+import { z } from './fixtures.js';
 
 /** @param {ArrayLike<number>} values @param {any} Ctor @param {string} dtype */
 function b64(values, Ctor, dtype) {
   const arr = Ctor.from(values);
   const bytes = new Uint8Array(arr.buffer);
-  let s = '';
-  for (const b of bytes) s += String.fromCharCode(b);
-  return { dtype, bdata: btoa(s) };
+  let str = '';
+  for (const c of bytes) str += String.fromCharCode(c);
+  return { dtype, bdata: btoa(str) };
 }
 
-/** A two-node chain a -> b recorded over two steps. */
-function recording() {
-  const u8 = (v) => b64(v, Uint8Array, 'uint8');
-  const f32 = (v) => b64(v, Float32Array, 'float32');
-  const i32 = (v) => b64(v, Int32Array, 'int32');
-  return {
-    format: RECORDING_FORMAT,
-    title: 'test',
-    height: 300,
-    graph: {
-      version: 1, orientation: 'TB', bounds: [0, 0, -1, 0], collapsed: [], show_plumbing: true,
-      nodes: { count: 2, id: ['n0', 'n1'], label: ['Exp', 'x'], name: ['ExpBackward0', 'AccumulateGrad'],
-        kind: ['function', 'input'], root: u8([1, 0]), module: [null, null], shape: ['', '[]'],
-        inputs: [[], []], members: i32([0, 0]), real: i32([0, 1]), saved_state: u8([0, 0]),
-        x: f32([0, 0]), y: f32([0, -1]) },
-      edges: { count: 1, id: ['n0:0'], src: i32([0]), dst: i32([1]), output_nr: i32([0]), input_nr: i32([0]),
-        real: i32([0]), path_x: f32([0, 0, NaN]), path_y: f32([0, -1, NaN]), path_ptr: i32([0, 3]),
-        mid_x: f32([0]), mid_y: f32([-0.5]) },
-    },
-    state: { position: 0, total: 2, done: false, next: 0, next_id: 'n0', last: -1, status: 'step 0 / 2 — ExpBackward0',
-      waiting: [], error: null, norm_range: null, notice: null,
-      node_state: u8([1, 0]), progress: f32([0, 0]), edge_norm: f32([NaN]), edge_flag: u8([0]), edge_values: {} },
-    steps: [
-      { scalars: { position: 1, total: 2, done: false, next: 1, last: 0, status: 'step 1 / 2 — AccumulateGrad (x)', waiting: [], error: null, norm_range: [0.3, 0.3] },
-        node_state: { index: i32([0, 1]), old: u8([1, 0]), new: u8([2, 1]) },
-        progress: { index: i32([0]), old: f32([0]), new: f32([1]) },
-        edge_norm: { index: i32([0]), old: f32([NaN]), new: f32([2]) },
-        edge_flag: { index: i32([0]), old: u8([0]), new: u8([1]) },
-        edge_values: { set: { 0: [2] }, unset: {}, was: {} } },
-      { scalars: { position: 2, total: 2, done: true, next: -1, last: 1, status: 'step 2 / 2 — done', waiting: [], error: null, norm_range: [0.3, 0.3] },
-        node_state: { index: i32([1]), old: u8([1]), new: u8([2]) },
-        progress: { index: i32([1]), old: f32([0]), new: f32([1]) } },
-    ],
-    inspect: { nodes: { 0: { name: 'ExpBackward0', kind: 'function', incoming: [{ norm: 1 }], outgoing: { 'n0:0': { values: [2] } } } },
-      edges: { 0: { id: 'n0:0', summary: { values: [2] } } } },
-  };
+/** What `save_html` embeds for z = x**2 + y (4 steps: Add, y, Pow, x). */
+const recording = () => z.recording();
+/** A `_state`'s arrays as plain lists, to compare the replay with the live widget. */
+function plain(raw) {
+  const s = decodeState(raw, graph);
+  return { nodeState: Array.from(s.nodeState), progress: Array.from(s.progress), edgeNorm: Array.from(s.edgeNorm), edgeFlag: Array.from(s.edgeFlag), edgeValues: [...s.edgeValues], status: s.status, next: s.next };
 }
+const graph = decodeGraph(z.graph());
 
 describe('recorded replay', () => {
   it('decodes base64 buffers into typed arrays', () => {
@@ -60,17 +33,20 @@ describe('recorded replay', () => {
   it('steps forward and back to exactly the recorded states', () => {
     const p = new Player(recording());
     const s0 = p.state();
-    expect(s0.status).toBe('step 0 / 2 — ExpBackward0');
+    expect(s0.status).toBe('step 0 / 4 — AddBackward0');
+    expect(plain(s0)).toEqual(plain(z.state(0)));
     expect(p.forward()).toBe(true);
     let s = p.state();
-    expect(s.status).toBe('step 1 / 2 — AccumulateGrad (x)');
-    expect(Array.from(s.node_state)).toEqual([2, 1]);
-    expect(s.edge_values).toEqual({ 0: [2] });
-    expect(p.forward()).toBe(true);
+    expect(plain(s)).toEqual(plain(z.state(1))); // what the live widget showed after one step
+    expect(Array.from(s.node_state)).toEqual([2, 0, 1, 0]);
+    expect(s.edge_values).toEqual({ 0: [1], 1: [1] });
+    for (let k = 2; k <= 4; k++) {
+      expect(p.forward()).toBe(true);
+      expect(plain(p.state())).toEqual(plain(z.state(k)));
+    }
     expect(p.forward()).toBe(false);
     expect(p.state().done).toBe(true);
-    p.backward();
-    p.backward();
+    for (let k = 0; k < 4; k++) p.backward();
     s = p.state();
     expect(Array.from(s.node_state)).toEqual(Array.from(s0.node_state));
     expect(Number.isNaN(s.edge_norm[0])).toBe(true);
@@ -83,8 +59,9 @@ describe('recorded replay', () => {
     expect(p.inspect({ edge: 0 }).summary).toBeNull();
     expect(p.inspect({ node: 0 }).outgoing['n0:0']).toBeNull();
     p.forward();
-    expect(p.inspect({ edge: 0 }).summary.values).toEqual([2]);
-    expect(p.inspect({ id: 'n0' }).outgoing['n0:0'].values).toEqual([2]);
+    expect(p.inspect({ edge: 0 }).summary.values).toEqual([1]);
+    expect(p.inspect({ id: 'n0' }).outgoing['n0:0'].values).toEqual([1]);
+    expect(p.inspect({ node: 1 }).incoming).toEqual([null]); // Pow has not run yet
   });
 
   it('answers the view like a kernel would', async () => {
@@ -97,7 +74,7 @@ describe('recorded replay', () => {
     backend.onWarning((m) => warnings.push(m));
     backend.command({ type: 'step' });
     backend.command({ type: 'run' });
-    expect(seen).toEqual([1, 2]);
+    expect(seen).toEqual([1, 4]);
     backend.command({ type: 'step' });
     expect(warnings[0]).toMatch(/end/);
     backend.command({ type: 'reset' });
@@ -107,8 +84,8 @@ describe('recorded replay', () => {
     backend.command({ type: 'expand', group: 'x' });
     expect(warnings.at(-1)).toMatch(/live widget/);
     expect(backend.live).toBe(false);
-    const found = await backend.request({ type: 'search', query: 'exp' });
-    expect(found.matches.map((m) => m.id)).toEqual(['n0']);
+    const found = await backend.request({ type: 'search', query: 'pow' });
+    expect(found.matches.map((m) => m.id)).toEqual(['n1']);
     expect(() => new Player({ format: 'nope' })).toThrow(/recording/);
   });
 });

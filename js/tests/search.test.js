@@ -6,9 +6,9 @@ import { boxGraph } from './fixtures.js';
 const g = decodeGraph(boxGraph());
 const MATCHES = {
   matches: [
-    { id: 'n7', name: 'AccumulateGrad', label: '1.weight', module: '1', leaf_name: '1.weight', item: 2 },
+    { id: 'n7', name: 'AccumulateGrad', label: '1.1.weight', module: '1.1', leaf_name: '1.1.weight', item: 2 },
     { id: 'n0', name: 'NllLossBackward0', label: 'NllLoss', module: null, leaf_name: null, item: 0 },
-    { id: 'n5', name: 'TBackward0', label: 'T', module: '1', leaf_name: null, item: -1 },
+    { id: 'n5', name: 'TBackward0', label: 'T', module: '1.1', leaf_name: null, item: -1 },
   ],
 };
 
@@ -21,7 +21,7 @@ describe('pure helpers', () => {
   it('decodes matches and says where each one is', () => {
     const m = decodeMatches(MATCHES);
     expect(m).toHaveLength(3);
-    expect(matchWhere(m[0], g)).toBe('in folded 1');
+    expect(matchWhere(m[0], g)).toBe('in folded 1.1');
     expect(matchWhere(m[1], g)).toBe('');
     expect(matchWhere(m[2], g)).toBe('hidden (plumbing)');
     expect(decodeMatches({ matches: [{ name: 'no id' }, null] })).toEqual([]);

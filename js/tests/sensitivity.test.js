@@ -1,21 +1,9 @@
 // Issue 10: the "sensitivity" colour mode and what-if edits. Pure helpers, then the view with a
-// fake model (plotly recorded, not run, like view2.test.js) and a fake backend for a recording.
+// fake model (plotly recorded, not run: fake_plotly.js; mount.js) and a fake backend for a recording.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-const calls = vi.hoisted(() => []);
-vi.mock('../src/plotly.js', () => {
-  const record = (name) => (gd, ...args) => {
-    calls.push({ name, gd, args });
-    if (name === 'newPlot' || name === 'react') {
-      gd.data = args[0];
-      gd.layout = args[1];
-    }
-    return Promise.resolve(gd);
-  };
-  return { default: { newPlot: record('newPlot'), react: record('react'), restyle: record('restyle'), relayout: record('relayout'), purge: record('purge') } };
-});
+vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
-import widget from '../src/index.js';
 import { createView } from '../src/view.js';
 import { T, labelData } from '../src/figure.js';
 import { decodeGraph, decodeState } from '../src/model.js';
@@ -33,11 +21,11 @@ import {
   sensitivityLegend,
   sensitivityRange,
 } from '../src/sensitivity.js';
+import { calls, lastRestyle } from './fake_plotly.js';
 import { FakeModel, zGraph, zState } from './fixtures.js';
+import { flush, mountView } from './mount.js';
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
-
-// z = x**2 + y: items Add, Pow, x, y. Add's map is [1, 1] (norm² 2), Pow's is 4 (norm² 16).
+// z = x**2 + y: items Add, Pow, y, x. Add's map is [1, 1] (norm² 2), Pow's is 4 (norm² 16).
 const PROBE = {
   items: [Math.log10(2), Math.log10(16), null, null],
   stderr: [0, 0, null, null],
@@ -98,26 +86,11 @@ describe('sensitivity helpers', () => {
   });
 });
 
+/** The view of z after `position` steps; `button` finds the inspector's buttons. */
 function mount(position = 3, extra = {}) {
-  const model = new FakeModel({ _graph: zGraph(), _state: zState(position), selected_edge: null, ...extra });
-  const el = document.createElement('div');
-  document.body.append(el);
-  const cleanup = widget.render({ model, el });
-  const sent = (type) => model.sent.filter((m) => m.type === type);
-  const reply = (type, data) => model.receive({ type: 'reply', request: sent(type).at(-1).request, data });
-  const inspector = () => el.querySelector('section[aria-label="Inspector"]');
-  const button = (name) => [...inspector().querySelectorAll('button')].find((b) => b.textContent === name);
-  return { model, el, cleanup, sent, reply, inspector, button };
-}
-
-/** The last restyle's value of `attr` for trace `t`. */
-function lastRestyle(t, attr) {
-  for (const c of calls.filter((x) => x.name === 'restyle').reverse()) {
-    const [update, traces] = c.args;
-    const k = traces.indexOf(t);
-    if (k >= 0 && update[attr] && update[attr][k] !== undefined) return update[attr][k];
-  }
-  return undefined;
+  const m = mountView({ _graph: zGraph(), _state: zState(position), selected_edge: null, ...extra });
+  const button = (name) => [...m.inspector().querySelectorAll('button')].find((b) => b.textContent === name);
+  return { ...m, button };
 }
 
 beforeEach(() => {

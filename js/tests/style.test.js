@@ -18,7 +18,7 @@ import {
   parseColor,
   scaleRange,
 } from '../src/style.js';
-import { zGraph, zState } from './fixtures.js';
+import { dataView, zGraph, zState } from './fixtures.js';
 
 const g = decodeGraph(zGraph());
 const theme = makeTheme();
@@ -85,8 +85,7 @@ describe('bucketEdges', () => {
     expect(b.fresh).toEqual([2]); // Pow ran last: its edge into x lights up
   });
   it('routes NaN/inf and None edges to their own traces', () => {
-    const raw = zState(3, { binary: false });
-    raw.edge_flag = [2, 3, 1];
+    const raw = zState(3, { edge_flag: dataView(new Uint8Array([2, 3, 1]), 1) });
     const b = bucketEdges(g, decodeState(raw, g));
     expect(b.nonfinite).toEqual([0]);
     expect(b.noGrad).toEqual([1]);
@@ -97,8 +96,8 @@ describe('bucketEdges', () => {
 describe('gatherPaths', () => {
   it('concatenates polylines keeping their NaN gaps', () => {
     const { x, y } = gatherPaths(g, [2, 0]);
-    expect(Array.from(x)).toEqual([0, 0, NaN, 0.5, 0, NaN]);
-    expect(Array.from(y)).toEqual([-1, -2, NaN, 0, -1, NaN]);
+    expect(Array.from(x)).toEqual([0, 0.125, NaN, 0.625, 0, NaN]);
+    expect(Array.from(y)).toEqual([-1, -2, NaN, -0, -1, NaN]);
     expect(gatherPaths(g, []).x.length).toBe(0);
   });
 });
@@ -108,23 +107,23 @@ describe('nodeStyles', () => {
     expect(kindKey(g, 0)).toBe('root');
     expect(kindKey(g, 1)).toBe('function');
     expect(kindKey(g, 2)).toBe('input');
+    expect(kindKey(g, 3)).toBe('parameter');
     const s = nodeStyles(g, decodeState(zState(4), g), theme); // all done: plain kind colours
-    expect(s.color).toEqual([KIND_STYLE.root.color, KIND_STYLE.function.color, KIND_STYLE.input.color, KIND_STYLE.input.color]);
+    expect(s.color).toEqual([KIND_STYLE.root.color, KIND_STYLE.function.color, KIND_STYLE.input.color, KIND_STYLE.parameter.color]);
     expect(s.symbol[0]).toBe('diamond');
   });
   it('shows pending faded, next outlined, done solid', () => {
     const s = nodeStyles(g, decodeState(zState(1), g), theme);
-    // done: Add; next: y (3); pending: Pow, x
+    // done: Add; next: y (2); pending: Pow, x
     expect(s.opacity[0]).toBe(1);
-    expect(s.lineColor[3]).toBe(NEXT_COLOR);
-    expect(s.sizeScale[3]).toBeGreaterThan(1);
+    expect(s.lineColor[2]).toBe(NEXT_COLOR);
+    expect(s.sizeScale[2]).toBeGreaterThan(1);
     expect(s.color[1]).toBe(mixColor(KIND_STYLE.function.color, theme.background, 0.55));
     expect(s.color[1]).not.toBe(KIND_STYLE.function.color);
-    expect(s.color[2]).not.toBe(KIND_STYLE.input.color);
+    expect(s.color[3]).not.toBe(KIND_STYLE.parameter.color);
   });
   it('shows failed red and no-gradient hollow', () => {
-    const raw = zState(1, { binary: false });
-    raw.node_state = [2, 4, 0, 3];
+    const raw = zState(1, { node_state: dataView(new Uint8Array([2, 4, 0, 3]), 1) });
     const s = nodeStyles(g, decodeState(raw, g), theme);
     expect(s.color[3]).toBe(FAILED_COLOR);
     expect(s.symbol[1]).toBe('circle-open');

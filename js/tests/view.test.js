@@ -1,57 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-// plotly cannot run in jsdom (no layout, no WebGL): record what the view asks of it instead.
-const calls = vi.hoisted(() => []);
-vi.mock('../src/plotly.js', () => {
-  const record = (name) => (gd, ...args) => {
-    calls.push({ name, gd, args });
-    if (name === 'newPlot' || name === 'react') {
-      gd.data = args[0];
-      gd.layout = args[1];
-      if (!gd._handlers) {
-        gd._handlers = new Map();
-        gd.on = (ev, cb) => gd._handlers.set(ev, cb);
-        gd.removeListener = (ev) => gd._handlers.delete(ev);
-        gd.emit = (ev, data) => gd._handlers.get(ev)?.(data);
-      }
-    }
-    if (name === 'relayout') {
-      for (const [k, v] of Object.entries(args[0])) {
-        const [axis, attr] = k.split('.');
-        if (attr === 'range') gd.layout[axis].range = v;
-      }
-    }
-    return Promise.resolve(gd);
-  };
-  return {
-    default: {
-      newPlot: record('newPlot'),
-      react: record('react'),
-      restyle: record('restyle'),
-      relayout: record('relayout'),
-      purge: record('purge'),
-    },
-  };
-});
+vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
 import widget from '../src/index.js';
 import { createView, PLAY_STALL_MS } from '../src/view.js';
 import { T, fitRange } from '../src/figure.js';
 import { decodeGraph } from '../src/model.js';
 import { makeTheme } from '../src/style.js';
-import { FakeModel, zGraph, zState } from './fixtures.js';
+import { byName, calls } from './fake_plotly.js';
+import { FakeModel, freed, zGraph, zState } from './fixtures.js';
+import { flush, mountView } from './mount.js';
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
-const byName = (name) => calls.filter((c) => c.name === name);
-
-/** @returns {{ model: FakeModel, el: HTMLElement, cleanup: () => void, button: (n: string) => HTMLButtonElement }} */
+/** The view of z = x**2 + y after `position` steps (traits in `extra` replace the defaults). */
 function mount(position = 0, extra = {}) {
-  const model = new FakeModel({ _graph: zGraph(), _state: zState(position), ...extra });
-  const el = document.createElement('div');
-  document.body.append(el);
-  const cleanup = widget.render({ model, el });
-  const button = (name) => [...el.querySelectorAll('button')].find((b) => b.textContent === name);
-  return { model, el, cleanup, button };
+  return mountView({ _graph: zGraph(), _state: zState(position), ...extra });
 }
 
 beforeEach(() => {
@@ -73,7 +35,7 @@ describe('render', () => {
     const [data, layout, config] = byName('newPlot')[0].args;
     expect(data).toHaveLength(T.nodeLabels + 1);
     expect(data[T.nodes].type).toBe('scatter'); // small graph: svg
-    expect(Array.from(data[T.nodes].x)).toEqual([0.5, 0, 0, 1]);
+    expect(Array.from(data[T.nodes].x)).toEqual([0.625, 0, 1, 0.125]);
     expect(data[T.nodeLabels].text[0]).toBe('Add');
     // jsdom has no layout: the view assumes 800 px wide and the trait's height less the chrome
     expect(layout.xaxis.range).toEqual(fitRange(decodeGraph(zGraph()), { width: 800, height: 360 }).x);
@@ -88,7 +50,7 @@ describe('render', () => {
     expect(el.querySelector('input[type=range]').getAttribute('aria-label')).toMatch(/Speed/);
     const status = el.querySelector('.agw-status');
     expect(status.getAttribute('aria-live')).toBe('polite');
-    expect(status.textContent).toBe('step 0 / 4 — next AddBackward0');
+    expect(status.textContent).toBe('step 0 / 4 — AddBackward0');
     cleanup();
     expect(byName('purge')).toHaveLength(1);
     expect(el.children).toHaveLength(0);
@@ -207,7 +169,7 @@ describe('a new _state', () => {
     const [update, traces] = byName('restyle')[0].args;
     expect(traces).toEqual([T.edgeLabels]); // nothing else plotly shows changed
     expect(update.text[0]).toEqual(['1', '1', '4']);
-    expect(el.querySelector('.agw-status').textContent).toBe('step 3 / 4 — next AccumulateGrad');
+    expect(el.querySelector('.agw-status').textContent).toBe('step 3 / 4 — AccumulateGrad (x)');
     expect(el.querySelector('.agw-progress-bar').style.width).toBe('75%');
     // the same state again: the overlay repaints, plotly is left alone
     calls.length = 0;
@@ -228,24 +190,21 @@ describe('a new _state', () => {
   });
 
   it('shows a failure and stays usable', () => {
-    const { model, el, button, cleanup } = mount(1);
-    const st = zState(1, { seq: 9, error: { node: 3, message: 'one of the variables needed for gradient computation has been modified by an inplace operation' } });
-    st.status = 'step 1 / 4 — AccumulateGrad failed: one of the variables…';
-    model.push('_state', st);
+    // z after z.backward(): Pow's saved tensors are gone, its step fails.
+    const { model, el, button, cleanup } = mount(1, { _graph: freed.graph(), _state: freed.state(1) });
+    model.push('_state', freed.state(freed.steps, { seq: 9 }));
     const alert = el.querySelector('.agw-alert');
     expect(alert.hidden).toBe(false);
-    expect(alert.textContent).toContain('AccumulateGrad failed: one of the variables needed');
+    expect(alert.textContent).toContain('PowBackward0 failed: RuntimeError in n1 (PowBackward0): Trying to backward through the graph a second time');
     expect(button('Back').disabled).toBe(false);
     expect(button('Reset').disabled).toBe(false);
-    model.push('_state', zState(0, { seq: 10 }));
+    model.push('_state', freed.state(0, { seq: 10 }));
     expect(alert.hidden).toBe(true);
     cleanup();
   });
 
   it('shows the notice (a graph freed by backward) and warnings', () => {
-    const st = zState(0);
-    st.notice = 'This graph was freed by backward()';
-    const { model, el, cleanup } = mount(0, { _state: st });
+    const { model, el, cleanup } = mount(0, { _graph: freed.graph(), _state: freed.state(0) });
     expect(el.querySelector('.agw-notice').textContent).toContain('freed by backward()');
     model.receive({ type: 'warning', message: 'already at the start: nothing to undo' });
     expect(el.querySelector('.agw-alert').textContent).toContain('nothing to undo');
@@ -302,7 +261,7 @@ describe('selection', () => {
     const { model, cleanup } = mount(0);
     await flush();
     calls.length = 0;
-    model.push('selected', 'n3');
+    model.push('selected', 'n2');
     const [update, traces] = byName('restyle')[0].args;
     const k = traces.indexOf(T.ring);
     expect(update.x[k]).toEqual([1]);

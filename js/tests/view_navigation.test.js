@@ -1,0 +1,129 @@
+// The view's navigation: search, First NaN/Inf, the plumbing toggle, the memory colour mode. plotly is recorded, not run (fake_plotly.js); the model is a fake (mount.js).
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
+
+import { T } from '../src/figure.js';
+import { MEMORY_COLORS } from '../src/memory.js';
+import { SEARCH_DEBOUNCE_MS } from '../src/search.js';
+import { byName, calls, lastRestyle } from './fake_plotly.js';
+import { boxGraph, boxState, dataView } from './fixtures.js';
+import { flush, mountView } from './mount.js';
+
+beforeEach(() => {
+  calls.length = 0;
+  document.body.innerHTML = '';
+  // Draw synchronously in tests (the view coalesces redraws per animation frame in browsers).
+  window.requestAnimationFrame = undefined;
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** The view of the folded classifier (fixtures.js `boxes`) after `done` steps. */
+function mount(done = 0, extra = {}) {
+  return mountView({ _graph: boxGraph(), _state: boxState(done), selected_edge: null, show_plumbing: true, ...extra });
+}
+
+describe('navigation', () => {
+  it('search: matches in a dropdown; choosing one selects it by id and zooms to it', async () => {
+    vi.useFakeTimers();
+    const { model, el, sent, reply, inspector, cleanup } = mount(0);
+    const input = el.querySelector('input[aria-label="Search nodes"]');
+    input.value = '1.weight';
+    input.dispatchEvent(new Event('input'));
+    vi.advanceTimersByTime(SEARCH_DEBOUNCE_MS);
+    expect(sent('search')).toEqual([expect.objectContaining({ type: 'search', query: '1.weight' })]);
+    reply('search', { matches: [{ id: 'n7', name: 'AccumulateGrad', label: '1.1.weight', module: '1.1', leaf_name: '1.1.weight', item: 2 }] });
+    await vi.advanceTimersByTimeAsync(0);
+    const option = el.querySelector('[role=option]');
+    expect(option.textContent).toContain('in folded 1.1');
+    input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    expect(sent('select')).toEqual([{ type: 'select', id: 'n7' }]);
+    expect(inspector().hidden).toBe(false);
+    expect(sent('inspect').at(-1)).toMatchObject({ id: 'n7' });
+    // the hidden leaf is ringed through its box until Python reveals it
+    // Python unfolds box 1.1 and selects the leaf: the view zooms to it (item 2 is now n7, at (3, -2))
+    const g = boxGraph();
+    g.nodes.real = dataView(new Int32Array([0, 1, 7, -1, -1]), 1);
+    g.nodes.kind = dataView(new Uint8Array([0, 0, 0, 1, 1]), 3);
+    g.nodes.x = dataView(new Float32Array([0, 0, 3, 0, 0]), 1);
+    calls.length = 0;
+    model.push('_graph', g);
+    model.push('selected', 'n7');
+    const relayout = byName('relayout').at(-1).args[0];
+    const xr = relayout['xaxis.range'];
+    expect((xr[0] + xr[1]) / 2).toBeCloseTo(3);
+    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(-2);
+    cleanup();
+  });
+
+  it('First NaN/Inf: a message when there is none, else the edge in the inspector, zoomed', async () => {
+    const { el, button, sent, reply, inspector, cleanup } = mount(9);
+    await flush();
+    button('First NaN/Inf').click();
+    expect(sent('first_nonfinite')).toHaveLength(1);
+    reply('first_nonfinite', { edge: null, message: 'no NaN/Inf gradient so far' });
+    await flush();
+    expect(el.querySelector('.agw-alert').textContent).toContain('no NaN/Inf gradient so far');
+    calls.length = 0;
+    button('First NaN/Inf').click();
+    reply('first_nonfinite', { edge: 2, id: 'n2:1', src: 'AddmmBackward0', dst: 'TanhBackward0', summary: {} });
+    await flush();
+    expect(el.querySelector('.agw-alert').hidden).toBe(true);
+    expect(inspector().hidden).toBe(false);
+    expect(sent('inspect').at(-1)).toMatchObject({ edge: 2 });
+    const relayout = byName('relayout').at(-1).args[0];
+    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(-2.5);
+    cleanup();
+  });
+
+  it('the plumbing toggle sends the message and follows the graph', async () => {
+    const { model, el, sent, cleanup } = mount(0);
+    const box = [...el.querySelectorAll('label')].find((l) => l.textContent === 'Hide plumbing').querySelector('input');
+    const counts = el.querySelector('.agw-counts');
+    expect(counts.textContent).toBe('5 shown · 11 nodes · 3 modules folded');
+    expect(box.checked).toBe(false);
+    box.checked = true;
+    box.dispatchEvent(new Event('change'));
+    expect(sent('plumbing')).toEqual([{ type: 'plumbing', show: false }]);
+    model.push('_graph', { ...boxGraph(), show_plumbing: false, hidden: 3 });
+    expect(box.checked).toBe(true);
+    expect(counts.textContent).toContain('3 plumbing hidden');
+    cleanup();
+  });
+
+  it('memory colour mode: asks once per graph, shades the nodes, lists the holders', async () => {
+    const { model, el, sent, reply, cleanup } = mount(0);
+    await flush();
+    const select = el.querySelector('select[aria-label="Colour mode"]');
+    select.value = 'memory';
+    select.dispatchEvent(new Event('change'));
+    expect(sent('memory')).toEqual([expect.objectContaining({ type: 'memory', exclude_leaves: false })]);
+    const panel = el.querySelector('section[aria-label="Memory"]');
+    expect(panel.hidden).toBe(false);
+    reply('memory', { total: 856, items: [104, 0, 416, 0, 80], top: [{ id: 'n6', name: 'AddmmBackward0', module: '1.1', bytes: 416, item: 2 }], by_module: {} });
+    await flush();
+    expect(panel.textContent).toContain('Total 856 B');
+    expect(lastRestyle(T.nodes, 'marker.color')[2]).toBe(MEMORY_COLORS[7]);
+    panel.querySelector('.agw-mem-top button').click();
+    expect(sent('select')).toEqual([{ type: 'select', id: 'n6' }]);
+    panel.querySelector('input[type=checkbox]').click();
+    expect(sent('memory').at(-1)).toMatchObject({ exclude_leaves: true });
+    model.push('_graph', boxGraph());
+    expect(sent('memory')).toHaveLength(3);
+    select.value = 'gradient';
+    select.dispatchEvent(new Event('change'));
+    expect(panel.hidden).toBe(true);
+    expect(lastRestyle(T.nodes, 'marker.color')[2]).not.toBe(MEMORY_COLORS[7]);
+    cleanup();
+  });
+
+  it('cleanup removes the new listeners too', () => {
+    const { model, cleanup } = mount(0);
+    cleanup();
+    expect(model.listeners('change:selected_edge')).toBe(0);
+    expect(model.listeners('msg:custom')).toBe(0);
+  });
+});
+
