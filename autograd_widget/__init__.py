@@ -1,8 +1,18 @@
 """autograd_widget: see PyTorch's backward pass, step through it, inspect what every node holds.
 
 Public API (names and meanings fixed in the project's API contract):
-`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `SavedValue`), `Stepper`
-(+ `StepRecord`, `Summary`), `explore` / `AutogradWidget`.
+`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
+`Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
+`StepInfo`, `Summary`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`, `ListenerHandle`,
+`Repeat`. Everything else lives in the layers (`util`, `core`, `engine`, `view`, `wire`,
+`export`) and may change.
+
+Example:
+    >>> x = torch.tensor(2.0, requires_grad=True)
+    >>> st = aw.Stepper(aw.capture(x**2))
+    >>> _ = st.run()
+    >>> st.grad(x)
+    tensor(4.)
 """
 
 from .util.compat import UnsupportedTorchError, check_torch
@@ -15,7 +25,11 @@ from .core.records import Edge, Node, TensorMeta  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
-from .engine.stepper import Stepper, StepRecord  # noqa: E402
+from .engine.listeners import ListenerHandle  # noqa: E402
+from .engine.probes import JacobianNorm  # noqa: E402
+from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
+from .engine.stepper import Stepper  # noqa: E402
+from .view.repeats import Repeat  # noqa: E402
 from .widget import AutogradWidget, explore  # noqa: E402
 
 __version__ = "0.1.0"
@@ -23,9 +37,16 @@ __version__ = "0.1.0"
 __all__ = [
     "AutogradWidget",
     "BackwardGraph",
+    "Difference",
     "Edge",
+    "EditInfo",
+    "JacobianNorm",
+    "LeafDiff",
+    "ListenerHandle",
     "Node",
+    "Repeat",
     "SavedValue",
+    "StepInfo",
     "StepRecord",
     "Stepper",
     "Summary",

@@ -379,6 +379,14 @@ def explore(
     into one box each, "layers.0–47 ×48", and collapse the remaining top-level modules),
     "modules" (collapse the top-level modules), "repeats" (fold the runs only) or "none".
     A click on a box unfolds it locally (`widget.expand`, `fold`, `unfold`, `reveal`).
+
+    Example:
+        >>> w = aw.explore(x**2 + y, params={"x": x, "y": y})
+        >>> _ = w.stepper.run()
+        >>> w.stepper.grad(x)
+        tensor(4.)
+        >>> len(w.visible)
+        4
     """
     return AutogradWidget(
         outputs,

@@ -42,10 +42,14 @@ class Exportable(Protocol):
     show_plumbing: bool
 
     @property
-    def collapsed(self) -> list[str]: ...
+    def collapsed(self) -> list[str]:
+        """Module paths folded into boxes now."""
+        ...
 
     @property
-    def folds(self) -> dict[str, Repeat]: ...
+    def folds(self) -> dict[str, Repeat]:
+        """Runs of repeated blocks folded now, by fold key."""
+        ...
 
 RECORDING_FORMAT = "autograd_widget.recording/1"
 _STATIC = Path(__file__).parent.parent / "static"
@@ -128,8 +132,11 @@ def record_session(
     limit = len(stepper.order) if max_steps is None else min(max_steps, len(stepper.order))
     failed = None
     while stepper.position < limit:
-        if dispatch(session, {"type": "step"}):
-            break  # refused (a warning): nothing moved
+        refused = dispatch(session, {"type": "step"})  # a node that fails is no refusal
+        if refused:
+            raise RuntimeError(
+                f"recording: step {stepper.position} was refused: {refused[0].get('message')}"
+            )
         state = sv.update()
         new = sv.visible_arrays()
         delta: dict[str, Any] = {"scalars": _scalars(state)}

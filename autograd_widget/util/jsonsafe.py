@@ -2,7 +2,7 @@
 
 JSON has no NaN or Infinity, and browsers reject Python's `NaN` token, so every summary,
 payload, saved-value record, inspector reply and standalone export spells non-finite and
-complex numbers the same way (and `js/src/protocol.js` accepts only these spellings):
+complex numbers the same way (and `js/src/jsonsafe.js` reads only these spellings):
 
 - a finite float: the number itself; an int, bool, str or None: itself;
 - NaN: ``"nan"``; +Infinity: ``"inf"``; -Infinity: ``"-inf"``;

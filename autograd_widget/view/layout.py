@@ -111,6 +111,8 @@ class Layout:
 
     @property
     def n_nodes(self) -> int:
+        """How many real nodes the layout places (dummy bend points excluded).
+        """
         return int(self.layer.shape[0])
 
 
@@ -137,6 +139,10 @@ def longest_path_layers(n: int, src: ArrayLike, dst: ArrayLike) -> NDArray[np.in
     This is the one Python-level loop over edges in the module (Kahn's algorithm on CSR lists):
     the dependency chain of a DAG is inherently sequential, and a plain loop over a 50k-chain
     costs ~20 ms where a numpy step per level would cost ~1 s. No recursion, so depth is unbounded.
+
+    Example:
+        >>> longest_path_layers(3, [0, 1], [1, 2]).tolist()
+        [0, 1, 2]
     """
     s, d = _as_edges(n, src, dst)
     order = np.argsort(s, kind="stable")
@@ -550,6 +556,10 @@ def count_crossings(
     edges once). ``count_crossings(layer, order, src, dst)`` counts any drawing whose edges all
     join adjacent layers (``|layer[src] - layer[dst]| == 1``, either direction): duplicates of an
     edge are counted as separate edges there, as drawn. Edges sharing an endpoint never cross.
+
+    Example:
+        >>> count_crossings(layered_layout(4, [0, 0, 1], [1, 2, 3]))
+        0
     """
     if isinstance(layout_or_layer, Layout):
         lay = layout_or_layer
@@ -998,6 +1008,11 @@ def layered_layout(
     early once a pass fails to improve it. ``sweeps=0`` keeps the discovery order (real nodes by
     index, roots first; each dummy sorted as its edge's source index), the unreduced baseline
     for ``initial_crossings``.
+
+    Example:
+        >>> lay = layered_layout(4, [0, 0, 1], [1, 2, 3])
+        >>> lay.layer.tolist()
+        [0, 1, 1, 2]
     """
     if orientation not in ("TB", "LR"):
         raise ValueError(f"orientation must be 'TB' or 'LR', not {orientation!r}")

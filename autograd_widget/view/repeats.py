@@ -271,6 +271,15 @@ def signatures(graph: BackwardGraph, groups: Iterable[str] | None = None) -> dic
     Exposed so tests and tools can see WHY two blocks do or do not fold: equal tuples fold.
     Node facts are numbered per graph, so compare tuples within one graph only (across graphs,
     compare `Repeat.signature`).
+
+    Example:
+        >>> block = lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+        >>> blocks = torch.nn.Sequential(block(), block(), block())
+        >>> with aw.track(blocks):
+        ...     out = blocks(torch.randn(2, 4))
+        >>> sig = signatures(aw.capture(out.sum(), model=blocks))
+        >>> sig["1"] == sig["2"] != sig["0"]  # block 0's input needs no gradient: another graph
+        True
     """
     with gc_paused():
         index = _Index(graph)
@@ -291,6 +300,14 @@ def find_repeats(graph: BackwardGraph, groups: Iterable[str] | None = None) -> l
 
     Returned outermost first, then in execution order; repeats nested inside another repeat's
     members are included (they matter once the outer box is expanded).
+
+    Example:
+        >>> block = lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+        >>> blocks = torch.nn.Sequential(block(), block(), block())
+        >>> with aw.track(blocks):
+        ...     out = blocks(torch.randn(2, 4))
+        >>> [(r.label, r.members) for r in find_repeats(aw.capture(out.sum(), model=blocks))]
+        [('1–2 ×2', ('1', '2'))]
     """
     with gc_paused():
         return _find_repeats(graph, groups)
@@ -412,6 +429,15 @@ def fold_map(graph: BackwardGraph, repeats: Iterable[Repeat]) -> dict[str, str]:
 
     Raises ValueError for a member that is not a module path of `graph` (repeats found on a
     different graph), so a stale fold cannot silently hide the wrong nodes.
+
+    Example:
+        >>> block = lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+        >>> blocks = torch.nn.Sequential(block(), block(), block())
+        >>> with aw.track(blocks):
+        ...     out = blocks(torch.randn(2, 4))
+        >>> gb = aw.capture(out.sum(), model=blocks)
+        >>> fold_map(gb, find_repeats(gb))
+        {'1': '1–2 ×2', '2': '1–2 ×2'}
     """
     known = set(modules.module_paths(graph))
     out: dict[str, str] = {}

@@ -73,6 +73,13 @@ AUTO_COLLAPSE_NODES = 300
 
 
 def is_plumbing(name: str) -> bool:
+    """True for a node type that only moves data around (views, reshapes, transposes,
+    expands): what "Hide plumbing" contracts.
+
+    Example:
+        >>> is_plumbing("ViewBackward0"), is_plumbing("AddBackward0")
+        (True, False)
+    """
     return name in PLUMBING
 
 
@@ -82,6 +89,12 @@ def default_collapsed(graph: BackwardGraph, mode: str, folded: Iterable[str] = (
     `folded`: member paths of the runs folded at start (collapse="auto" folds repeats first).
     They are left to their fold box, and a top-level module holding one is looked through (its
     other children are collapsed instead), or it would swallow the fold box.
+
+    Example:
+        >>> with aw.track(model):
+        ...     out = model(torch.randn(2, 4))
+        >>> sorted(default_collapsed(aw.capture(out.sum(), model=model), "modules"))
+        ['0', '1', '2']
     """
     if mode in ("none", "repeats"):
         return set()
@@ -116,6 +129,12 @@ def fold_keys(repeats: Iterable[Repeat], paths: Iterable[str] = ()) -> dict[str,
     module is literally named like one ("0–47 ×48"); such a clash with one of `paths` (the
     graph's module paths) or with another key gets `FOLD_PREFIX` until there is none, so a key
     never names a module.
+
+    Example:
+        >>> from autograd_widget.view.repeats import Repeat
+        >>> run = Repeat("", ("1", "2"), 2, 1, "1–2 ×2", "sig", 5)
+        >>> list(fold_keys([run]))
+        ['1–2 ×2']
     """
     taken = set(paths)
     out: dict[str, Repeat] = {}
@@ -128,7 +147,13 @@ def fold_keys(repeats: Iterable[Repeat], paths: Iterable[str] = ()) -> dict[str,
 
 
 def fold_members(folds: Mapping[str, Repeat]) -> dict[str, str]:
-    """Member module path -> fold key, for `visible_graph(folds=...)`."""
+    """Member module path -> fold key, for `visible_graph(folds=...)`.
+
+    Example:
+        >>> from autograd_widget.view.repeats import Repeat
+        >>> fold_members({"1–2 ×2": Repeat("", ("1", "2"), 2, 1, "1–2 ×2", "sig", 5)})
+        {'1': '1–2 ×2', '2': '1–2 ×2'}
+    """
     return {m: key for key, r in folds.items() for m in r.members}
 
 
@@ -140,6 +165,11 @@ class VisibleGraph:
     the real node item j shows (-1 for a box, whose name is `item_group[j]` and members
     `item_members[j]`). Visible edge k goes from item `edge_src[k]` to `edge_dst[k]` and shows the
     gradient of real edge `edge_real[k]`.
+
+    Example:
+        >>> vis = visible_graph(g)
+        >>> vis.n_items, vis.is_identity
+        (4, True)
     """
 
     item_real: np.ndarray
@@ -157,10 +187,14 @@ class VisibleGraph:
 
     @property
     def n_items(self) -> int:
+        """How many items are drawn (lone nodes plus boxes).
+        """
         return len(self.item_real)
 
     @property
     def is_identity(self) -> bool:
+        """True when every node is drawn as itself (nothing folded or hidden).
+        """
         return len(self.item_real) == len(self.real_item) and bool(
             (self.item_real == np.arange(len(self.item_real))).all()
         )
@@ -184,6 +218,12 @@ def visible_graph(
 
     The result is always a DAG: a box whose nodes are not contiguous (the ReLU a parent runs
     between two folded layers) absorbs the items on a cycle through it (`_cycle_merge`).
+
+    Example:
+        >>> with aw.track(model):
+        ...     out = model(torch.randn(2, 4))
+        >>> visible_graph(aw.capture(out.sum(), model=model), ["0"]).n_items  # module 0 as one box
+        7
     """
     nodes = list(graph.nodes.values())
     n = len(nodes)
@@ -387,6 +427,10 @@ def edge_arrays(
 
     Built once per graph at C speed (no Python loop body per edge) and cached: folding, unfolding
     and the graph payload all read them. A graph's edges never change after it is built.
+
+    Example:
+        >>> [a.tolist() for a in edge_arrays(g)]
+        [[0, 0, 1], [0, 1, 0], [1, 2, 3], [0, 0, 0]]
     """
     cached = _edge_arrays.get(graph)
     if cached is None:
@@ -438,6 +482,10 @@ def search(graph: BackwardGraph, query: str, limit: int = 50) -> list[str]:
 
     Exact matches of a leaf name or id come first, then prefix matches, then substrings, each in
     graph order, so typing a parameter's full name jumps straight to it.
+
+    Example:
+        >>> search(g, "x")
+        ['n3']
     """
     q = query.strip().lower()
     if not q:

@@ -132,6 +132,14 @@ def graph_payload(
       (`index`, `id`) names the real source where that is not the item (a box, hidden plumbing).
     - polylines: an edge runs from its source's (x, y) through its bends to its target's; only
       edges that bend are listed (`bent`), their points in `bend_x`/`bend_y` from `bend_ptr`.
+
+    Example:
+        >>> from autograd_widget.view.scene import compute_layout
+        >>> from autograd_widget.view.visible import visible_graph
+        >>> vis = visible_graph(g)
+        >>> p = graph_payload(g, compute_layout(g, "TB", vis), vis)
+        >>> p["version"], p["nodes"]["count"], p["edges"]["count"]
+        (2, 4, 3)
     """
     vis = visible if visible is not None else visible_graph(graph)
     with gc_paused():
@@ -324,6 +332,14 @@ def decode_graph(payload: dict[str, Any]) -> dict[str, Any]:
     saved_state, real, x, y (numpy); `edges`: count, id (list), src, dst, output_nr, input_nr,
     real, path_x, path_y, path_ptr (polylines, each ending with a NaN slot), mid_x, mid_y (label
     anchors) (numpy). The other keys are copied.
+
+    Example:
+        >>> from autograd_widget.view.scene import compute_layout
+        >>> from autograd_widget.view.visible import visible_graph
+        >>> vis = visible_graph(g)
+        >>> d = decode_graph(graph_payload(g, compute_layout(g, "TB", vis), vis))
+        >>> d["nodes"]["label"]
+        ['Add', 'Pow', 'y', 'x']
     """
     nodes, edges = payload["nodes"], payload["edges"]
     out = {k: v for k, v in payload.items() if k not in ("nodes", "edges")}
