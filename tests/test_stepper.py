@@ -829,3 +829,54 @@ def test_benchmark_runs_at_tiny_sizes_and_keeps_other_sections(tmp_path, capsys)
     text = results.read_text()
     assert "keep me" in text and "second" in text and "first" not in text
     assert text.count("<!-- stepper:start -->") == 1
+
+
+@pytest.mark.parametrize("bend", ["stale", "freed"])
+def test_a_node_with_every_slot_empty_fails_where_the_engine_fails(bend):
+    # The engine invokes a built-in node even when none of its slots got a gradient, and the node
+    # unpacks its saved tensors first: a stale or freed one raises there (found by test_fuzz).
+    class NoneBack(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    x = torch.randn(3, requires_grad=True)
+    e = x.exp()  # ExpBackward0 saves its result
+    loss = NoneBack.apply(e).sum() + x.sum()
+    if bend == "stale":
+        with torch.no_grad():
+            e.add_(1)
+    else:
+        torch.autograd.grad(loss, x, retain_graph=False)
+    with pytest.raises(RuntimeError) as engine:
+        torch.autograd.grad(loss, x, retain_graph=True)
+    g = aw.capture(loss)
+    s = Stepper(g)
+    rec = s.run()
+    assert rec is not None and rec.error is not None and rec.node.name == "ExpBackward0"
+    assert str(engine.value).splitlines()[0] in rec.error
+    assert s.failure is rec and not s.done
+
+
+def test_a_node_with_every_slot_empty_is_still_no_gradient():
+    class NoneBack(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    x = torch.randn(3, requires_grad=True)
+    loss = NoneBack.apply(x.exp()).sum() + x.sum()
+    s = Stepper(aw.capture(loss))
+    s.run()
+    assert s.done
+    (rec,) = [r for r in s.history if r.node.name == "ExpBackward0"]
+    assert not rec.called and all(v is None for v in rec.outputs.values())
+    assert torch.equal(s.grad(x), torch.ones(3))

@@ -517,17 +517,6 @@ class SummaryStore:
         if len(recent) > self._n_recent:
             del recent[next(iter(recent))]
 
-    def add_many(self, items: Iterable[tuple[int, torch.Tensor]]) -> None:
-        """`add()` for each (key, tensor) pair.
-
-        Example:
-            >>> store = SummaryStore(); store.add_many([(0, torch.ones(1)), (1, torch.ones(2))])
-            >>> store.get(1).numel
-            2
-        """
-        for key, t in items:
-            self.add(key, t)
-
     def get(self, key: int) -> Summary | None:
         """The summary under `key` (flushing pending work first), or None when there is none.
 

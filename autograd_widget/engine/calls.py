@@ -7,9 +7,12 @@ the same result checks and error messages), a reentrant checkpoint is refused be
 (`validate`: reduced with `sum_to_size` to the destination's shape, cast to its dtype and device).
 
 Two engine facts beyond AUTOGRAD_FACTS.md, verified on torch 2.13:
-- a built-in node whose slots all stayed empty returns nothing, so it is not called ("no
-  gradient"); a custom Function in that state IS called by the engine (with zeros, unless it
-  turned materialisation off) and its results flow on, so it is called here too;
+- a built-in node whose slots all stayed empty returns nothing ("no gradient"), but the engine
+  still invokes it, and the node unpacks its saved tensors first: a freed or stale saved tensor
+  raises there (found by the fuzz tests; AUTOGRAD_FACTS.md says "don't call it"). So it is
+  invoked here too (`call_empty`), and its step is recorded as no gradient. A custom Function in
+  that state IS called by the engine (with zeros, unless it turned materialisation off) and its
+  results flow on, so it is called here too;
 - `ctx.set_materialize_grads(False)` is not readable from Python; we read the flag's byte in the
   node's C struct, at an offset found once per process on a probe node of our own (see
   `_calibrate_materialize`). Without it we would pass zeros, then None if the Function raises.
@@ -34,7 +37,15 @@ import torch
 from ..core.records import Node
 from ..util.dtypes import dtype_from_name
 
-__all__ = ["IN_STEP_CODES", "CustomInfo", "apply_custom", "custom_info", "expandable", "validate"]
+__all__ = [
+    "IN_STEP_CODES",
+    "CustomInfo",
+    "apply_custom",
+    "call_empty",
+    "custom_info",
+    "expandable",
+    "validate",
+]
 
 # --------------------------------------------------------------------------- custom Functions
 # The engine materialises empty slots of a custom Function as zeros unless the Function called
@@ -306,4 +317,26 @@ def validate(
 
 #: Functions the stepper's loop calls inside a step's rollback-protected block, which may raise on
 #: the user's behalf: a SIGINT landing in them interrupts the node (see guard.py).
-IN_STEP_CODES = frozenset({apply_custom.__code__, validate.__code__})
+def call_empty(fn: Any, n: int) -> Any:
+    """Invoke built-in node `fn` with all `n` slots empty, as the engine does; None (no gradient).
+
+    The node computes nothing for undefined gradients, but it unpacks its saved tensors first, so
+    a freed one ("Trying to backward through the graph a second time") or a stale one ("modified
+    by an inplace operation") raises the engine's own error here, exactly where the engine does.
+
+    Example:
+        >>> call_empty(z.grad_fn, 1) is None
+        True
+        >>> with torch.no_grad():
+        ...     _ = x.mul_(2)  # PowBackward0 saved x: now stale
+        >>> call_empty(g.fn("n1"), 1)
+        Traceback (most recent call last):
+        RuntimeError: one of the variables needed for gradient computation has been modified ...
+    """
+    out = fn(*([None] * n))
+    if out is None or (type(out) is tuple and all(o is None for o in out)):
+        return None
+    return out
+
+
+IN_STEP_CODES = frozenset({apply_custom.__code__, validate.__code__, call_empty.__code__})

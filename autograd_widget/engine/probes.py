@@ -42,6 +42,7 @@ import torch
 
 from ..core.records import Node
 from ..util.dtypes import dtype_from_name
+from ..util.jsonsafe import encode_float
 from .calls import apply_custom, validate
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, node_id
 
@@ -90,8 +91,8 @@ class JacobianNorm(NamedTuple):
         """
         est = self.estimate
         return {
-            "estimate": est,
-            "stderr": self.stderr,
+            "estimate": encode_float(est),
+            "stderr": encode_float(self.stderr),
             "exact": self.exact,
             "log10": math.log10(est) if est > 0 and math.isfinite(est) else None,
         }

@@ -40,7 +40,8 @@ class StepRecord:
     `inputs` has one entry per input slot, `outputs` one per outgoing edge id. Values are tensors
     when available (always in the record `step()` returns; in `history` only when kept), else the
     `Summary` kept in their place; None means no gradient. `called` is False for AccumulateGrad
-    (it receives, never runs) and for built-in nodes whose slots all stayed empty ("no gradient").
+    (it receives, never runs) and for built-in nodes whose slots all stayed empty ("no gradient":
+    invoked as the engine does, so a freed or stale saved tensor fails, but nothing computed).
     A failed step has `error` set (the engine's message, with the node) and did not advance.
 
     Example:

@@ -28,7 +28,7 @@ from ..core.graph import BackwardGraph
 from ..core.records import Edge
 from ..core.summary import Summary, SummaryStore, summarize
 from ..util.gcpause import gc_paused
-from .calls import apply_custom, validate
+from .calls import apply_custom, call_empty, validate
 from .edits import Edits
 from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
@@ -191,7 +191,11 @@ class StepState:
                             if n == 1:
                                 g0 = slots[a]
                                 if kind == FUNCTION:
-                                    out = None if g0 is None else fns[node_of[k]](g0)
+                                    out = (
+                                        call_empty(fns[node_of[k]], 1)
+                                        if g0 is None
+                                        else fns[node_of[k]](g0)
+                                    )
                                 elif kind == CUSTOM:
                                     out = apply_custom(custom[k], fns[node_of[k]], [g0])
                                 else:
@@ -201,7 +205,7 @@ class StepState:
                                 if kind == FUNCTION:
                                     # Identity tests only: `list.count(None)` calls Tensor.__eq__.
                                     out = (
-                                        None
+                                        call_empty(fns[node_of[k]], n)
                                         if all(x is None for x in args)
                                         else fns[node_of[k]](*args)
                                     )
