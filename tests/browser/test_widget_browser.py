@@ -120,6 +120,8 @@ def test_second_view_and_reload_show_the_current_step(page, lab_server):
     expect(status(second)).to_have_text(Z_STATUS[2])
     button(first, "Step").click()
     expect(status(second)).to_have_text(Z_STATUS[3])
+    for view in (first, second):  # labels are painted a frame after the status line
+        expect(view.locator(".traceagw-edge-labels text")).to_have_count(3)
     assert edge_labels(first) == edge_labels(second) == ["1", "1", "4"]
 
     page.keyboard.press("Control+s")
