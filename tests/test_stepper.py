@@ -831,19 +831,22 @@ def test_benchmark_runs_at_tiny_sizes_and_keeps_other_sections(tmp_path, capsys)
     assert text.count("<!-- stepper:start -->") == 1
 
 
+class NoneBack(torch.autograd.Function):
+    """Sends no gradient back: the nodes before it get every slot empty."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return a * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
 @pytest.mark.parametrize("bend", ["stale", "freed"])
 def test_a_node_with_every_slot_empty_fails_where_the_engine_fails(bend):
     # The engine invokes a built-in node even when none of its slots got a gradient, and the node
     # unpacks its saved tensors first: a stale or freed one raises there (found by test_fuzz).
-    class NoneBack(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 1
-
-        @staticmethod
-        def backward(ctx, g):
-            return None
-
     x = torch.randn(3, requires_grad=True)
     e = x.exp()  # ExpBackward0 saves its result
     loss = NoneBack.apply(e).sum() + x.sum()
@@ -863,15 +866,6 @@ def test_a_node_with_every_slot_empty_fails_where_the_engine_fails(bend):
 
 
 def test_a_node_with_every_slot_empty_is_still_no_gradient():
-    class NoneBack(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 1
-
-        @staticmethod
-        def backward(ctx, g):
-            return None
-
     x = torch.randn(3, requires_grad=True)
     loss = NoneBack.apply(x.exp()).sum() + x.sum()
     s = Stepper(aw.capture(loss))

@@ -1,7 +1,26 @@
 // The widget's view mounted on a fake anywidget model, for the view tests (view_*.test.js,
 // sensitivity.test.js). The test file mocks plotly itself (see fake_plotly.js).
+import { afterEach, beforeEach, vi } from 'vitest';
+
 import widget from '../src/index.js';
-import { FakeModel } from './fixtures.js';
+import { calls } from './fake_plotly.js';
+import { FakeModel, boxGraph, boxState } from './fixtures.js';
+
+/**
+ * The hooks every view test file needs: a clean document and plotly call log before each test,
+ * synchronous drawing (the view coalesces redraws per animation frame in browsers), real timers
+ * after each test. Call once at the top level of the test file.
+ */
+export function useViewTestHooks() {
+  beforeEach(() => {
+    calls.length = 0;
+    document.body.innerHTML = '';
+    window.requestAnimationFrame = undefined;
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+}
 
 /** Wait for promises and zero-delay timers. */
 export const flush = () => new Promise((r) => setTimeout(r, 0));
@@ -27,4 +46,9 @@ export function mountView(values) {
   };
   const inspector = () => q('section[aria-label="Inspector"]');
   return { model, el, cleanup, q, button, gd, sent, reply, inspector };
+}
+
+/** The view of the folded classifier (fixtures.js `boxes`) after `done` steps. */
+export function mountBoxes(done = 0, extra = {}) {
+  return mountView({ _graph: boxGraph(), _state: boxState(done), selected_edge: null, show_plumbing: true, ...extra });
 }

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
@@ -9,23 +9,14 @@ import { decodeGraph } from '../src/model.js';
 import { makeTheme } from '../src/style.js';
 import { byName, calls } from './fake_plotly.js';
 import { FakeModel, freed, zGraph, zState } from './fixtures.js';
-import { flush, mountView } from './mount.js';
+import { flush, mountView, useViewTestHooks } from './mount.js';
 
 /** The view of z = x**2 + y after `position` steps (traits in `extra` replace the defaults). */
 function mount(position = 0, extra = {}) {
   return mountView({ _graph: zGraph(), _state: zState(position), ...extra });
 }
 
-beforeEach(() => {
-  calls.length = 0;
-  document.body.innerHTML = '';
-  // Draw synchronously in tests (the view coalesces redraws per animation frame in browsers).
-  window.requestAnimationFrame = undefined;
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-});
+useViewTestHooks();
 
 describe('render', () => {
   it('draws the graph once, with every trace, and the toolbar with the contract names', async () => {

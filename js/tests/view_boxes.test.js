@@ -1,28 +1,17 @@
 // The view's module boxes and folded runs of repeated blocks: clicks, hover cards, progress. plotly is recorded, not run (fake_plotly.js); the model is a fake (mount.js).
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
 import { T } from '../src/figure.js';
 import { BOX_HIT_POINTS } from '../src/groups.js';
 import { byName, calls, lastRestyle } from './fake_plotly.js';
-import { boxGraph, boxState, boxes, broken, folds } from './fixtures.js';
-import { flush, mountView } from './mount.js';
+import { boxState, boxes, broken, folds } from './fixtures.js';
+import { flush, mountBoxes, useViewTestHooks } from './mount.js';
 
-beforeEach(() => {
-  calls.length = 0;
-  document.body.innerHTML = '';
-  // Draw synchronously in tests (the view coalesces redraws per animation frame in browsers).
-  window.requestAnimationFrame = undefined;
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useViewTestHooks();
 
-/** The view of the folded classifier (fixtures.js `boxes`) after `done` steps. */
-function mount(done = 0, extra = {}) {
-  return mountView({ _graph: boxGraph(), _state: boxState(done), selected_edge: null, show_plumbing: true, ...extra });
-}
+const mount = mountBoxes;
 
 describe('module boxes', () => {
   it('a click on a box expands it; shift+click inspects it', async () => {

@@ -1,27 +1,16 @@
 // The view's inspector and selection: node and edge inspectors, `selected`/`selected_edge` both ways. plotly is recorded, not run (fake_plotly.js); the model is a fake (mount.js).
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
 import { T } from '../src/figure.js';
-import { calls, lastRestyle } from './fake_plotly.js';
-import { boxGraph, boxState, boxes, nonfinite } from './fixtures.js';
-import { flush, mountView } from './mount.js';
+import { lastRestyle } from './fake_plotly.js';
+import { boxState, boxes, nonfinite } from './fixtures.js';
+import { flush, mountBoxes, useViewTestHooks } from './mount.js';
 
-beforeEach(() => {
-  calls.length = 0;
-  document.body.innerHTML = '';
-  // Draw synchronously in tests (the view coalesces redraws per animation frame in browsers).
-  window.requestAnimationFrame = undefined;
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useViewTestHooks();
 
-/** The view of the folded classifier (fixtures.js `boxes`) after `done` steps. */
-function mount(done = 0, extra = {}) {
-  return mountView({ _graph: boxGraph(), _state: boxState(done), selected_edge: null, show_plumbing: true, ...extra });
-}
+const mount = mountBoxes;
 
 describe('inspector and selection', () => {
   it('a node click opens the inspector from an inspect by id; a step refreshes it', async () => {

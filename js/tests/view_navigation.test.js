@@ -1,5 +1,5 @@
 // The view's navigation: search, First NaN/Inf, the plumbing toggle, the memory colour mode. plotly is recorded, not run (fake_plotly.js); the model is a fake (mount.js).
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
@@ -7,23 +7,12 @@ import { T } from '../src/figure.js';
 import { MEMORY_COLORS } from '../src/memory.js';
 import { SEARCH_DEBOUNCE_MS } from '../src/search.js';
 import { byName, calls, lastRestyle } from './fake_plotly.js';
-import { boxGraph, boxState, dataView } from './fixtures.js';
-import { flush, mountView } from './mount.js';
+import { boxGraph, dataView } from './fixtures.js';
+import { flush, mountBoxes, useViewTestHooks } from './mount.js';
 
-beforeEach(() => {
-  calls.length = 0;
-  document.body.innerHTML = '';
-  // Draw synchronously in tests (the view coalesces redraws per animation frame in browsers).
-  window.requestAnimationFrame = undefined;
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useViewTestHooks();
 
-/** The view of the folded classifier (fixtures.js `boxes`) after `done` steps. */
-function mount(done = 0, extra = {}) {
-  return mountView({ _graph: boxGraph(), _state: boxState(done), selected_edge: null, show_plumbing: true, ...extra });
-}
+const mount = mountBoxes;
 
 describe('navigation', () => {
   it('search: matches in a dropdown; choosing one selects it by id and zooms to it', async () => {
