@@ -34,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
-from _results import RESULTS, write_section  # noqa: E402
+from _results import RESULTS, commit, write_section  # noqa: E402
 
 # THE JupyterLab launcher, shared with the browser tests (pytest-free).
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
@@ -251,27 +251,6 @@ def measure(page, case: Case, repeats: int, clicks: int) -> Row:
 
 
 # ------------------------------------------------------------------------------------- results
-def commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        ).stdout.strip()
-        return f"{head} (with uncommitted changes)" if dirty else head
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "uncommitted"
-
-
 def versions() -> str:
     out = []
     try:

@@ -36,7 +36,6 @@ import gc
 import importlib.metadata
 import importlib.util
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -56,7 +55,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # run as a script or loaded by path (tests)
 sys.path.insert(0, str(HERE.parent / "tests"))  # the zoo's builders
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from _results import RESULTS, write_section  # noqa: E402
+from _results import RESULTS, commit, machine, write_section  # noqa: E402
 from zoo.models import MODELS, SIZES, TRANSFORMERS, Built, WithLoss, forward, params  # noqa: E402
 
 SECTION = "models"
@@ -261,28 +260,6 @@ def torchlens_time(name: str, size: str) -> tuple[str, float | None]:
 
 
 # ------------------------------------------------------------------------------ the section
-def commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True, cwd=HERE,
-        ).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], capture_output=True, text=True, check=True, cwd=HERE
-        ).stdout.strip()
-        return f"{head} (with uncommitted changes)" if dirty else head
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "uncommitted"
-
-
-def machine() -> str:
-    return (
-        f"{platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, torch {torch.__version__}, "
-        "1 torch thread"
-    )
-
-
 def _version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)

@@ -34,7 +34,6 @@ import importlib.util
 import json
 import math
 import os
-import platform
 import pstats
 import shutil
 import statistics
@@ -60,7 +59,7 @@ from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
-from _results import RESULTS, write_section
+from _results import RESULTS, commit, machine, write_section
 
 SECTION = "scale"
 #: Seconds `dot` may run on one graph before it counts as "did not finish".
@@ -651,32 +650,6 @@ def measure(case: Case, repeats_n: int, timeout: float) -> Row:
 
 
 # ------------------------------------------------------------------------------- reporting
-def commit() -> str:
-    here = Path(__file__).parent
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=here,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], capture_output=True, text=True, check=True, cwd=here
-        ).stdout.strip()
-        return f"{head} (with uncommitted changes)" if dirty else head
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "uncommitted"
-
-
-def machine() -> str:
-    return (
-        f"{platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, torch {torch.__version__}, "
-        "1 torch thread"
-    )
-
-
 def tools() -> str:
     viz = "not installed"
     if _have_torchviz():

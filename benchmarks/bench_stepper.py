@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +31,7 @@ import autograd_widget as aw
 from autograd_widget.engine.stepper import Stepper
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
-from _results import RESULTS, write_section
+from _results import RESULTS, commit, machine, write_section
 
 SECTION = "stepper"
 
@@ -199,41 +197,12 @@ def measure(case: Case, repeats: int) -> list[Row]:
     return rows
 
 
-def commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()
-        return f"{head} (with uncommitted changes)" if dirty else head
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "uncommitted"
-
-
-def machine() -> str:
-    return (
-        f"{platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, torch {torch.__version__}, "
-        f"1 thread"
-    )
-
-
 def stepper_section(rows: list[Row], repeats: int, argv: list[str], load: str) -> str:
     lines = [
         "## Stepper: `Stepper.run()` vs `torch.autograd.grad`",
         "",
         f"- commit: {commit()}",
-        f"- machine: {machine()}",
+        f"- machine: {machine('1 thread')}",
         f"- load average (1 min) before/after: {load} (other processes share the machine; the "
         "interleaved repeats expose engine and stepper to the same load)",
         f"- rerun: `{' '.join(['python benchmarks/bench_stepper.py', *argv])}`",

@@ -192,6 +192,13 @@ def _finish(
     return (tuple(t.shape), dtype_name(t.dtype), norm, mn, mx, mean, std, nan, inf, vals, n)
 
 
+def _reduce_flat(t: torch.Tensor, n: int, flat: torch.Tensor, head: torch.Tensor) -> Raw:
+    """Raw summary of `t` from `flat`, a 1-d real view (or float64 copy) of all its elements."""
+    mn, mx = torch.aminmax(flat)
+    s, sq = flat.sum().item(), torch.dot(flat, flat).item()
+    return _finish(t, n, mn.item(), mx.item(), s, sq, head.tolist(), flat)
+
+
 #: Sparse tensors up to this many elements are summarised through their dense form (exact
 #: `values` too); larger ones from their stored values alone (see `_summarize_special`).
 SPARSE_DENSE_NUMEL = 1 << 20
@@ -283,18 +290,7 @@ def _summarize_one(t: torch.Tensor) -> Raw:
     dtype = t.dtype
     if n <= SMALL_NUMEL and dtype is torch.float32:
         flat = t.reshape(-1).to(_F64)  # cheap at this size, and as precise as a batch
-        head = _head(t, k)
-        mn, mx = torch.aminmax(flat)
-        return _finish(
-            t,
-            n,
-            mn.item(),
-            mx.item(),
-            flat.sum().item(),
-            torch.dot(flat, flat).item(),
-            head.tolist(),
-            flat,
-        )
+        return _reduce_flat(t, n, flat, _head(t, k))
     if dtype is torch.float32 or dtype is torch.float64:
         if t.is_contiguous():
             flat = t.view(-1)
@@ -305,17 +301,7 @@ def _summarize_one(t: torch.Tensor) -> Raw:
             p = t.permute(sorted(range(t.dim()), key=strides.__getitem__, reverse=True))
             flat = p.view(-1) if p.is_contiguous() else None
         if flat is not None:
-            mn, mx = torch.aminmax(flat)
-            return _finish(
-                t,
-                n,
-                mn.item(),
-                mx.item(),
-                flat.sum().item(),
-                torch.dot(flat, flat).item(),
-                head.tolist(),
-                flat,
-            )
+            return _reduce_flat(t, n, flat, head)
         x = t  # overlapping or gappy (an expand, a strided slice): reduce it as it is
     elif t.is_complex():
         x = t.abs()
