@@ -9,13 +9,13 @@ import re
 import numpy as np
 import pytest
 import torch
+from conftest import make_mlp
 
 import autograd_widget as aw
 from autograd_widget.export import html as export
 from autograd_widget.view import state as view_state
 from autograd_widget.wire import payload as view
 from autograd_widget.wire import protocol
-from conftest import make_mlp
 
 
 def decode(obj):

@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from conftest import arr, make_transformer, send
 from torch import nn
 
 import autograd_widget as aw
@@ -23,7 +24,6 @@ from autograd_widget.view import scene as scene_mod
 from autograd_widget.view import state as view_state
 from autograd_widget.view import visible as groups
 from autograd_widget.wire import payload as view
-from conftest import arr, make_transformer, send
 
 
 def tracked(model, x, loss=lambda o: o.pow(2).mean()):

@@ -12,11 +12,11 @@ import math
 
 import pytest
 import torch
+from conftest import send
 
 import autograd_widget as aw
 from autograd_widget.export.html import record
 from autograd_widget.util.jsonsafe import decode_float, encode, encode_float, encode_number
-from conftest import send
 
 OTHER_SPELLINGS = ('"NaN"', '"Infinity"', '"-Infinity"', '"+inf"', "NaN", "Infinity")
 

@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import make_mlp, make_transformer
 
 import autograd_widget as aw
 from autograd_widget.export.figure import to_figure
@@ -22,7 +23,6 @@ from autograd_widget.view import labels, modules
 from autograd_widget.view import visible as groups
 from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
-from conftest import make_mlp, make_transformer
 
 
 def expected(graph, layout, vis, validity=None):

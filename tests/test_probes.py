@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _programs import HalfNone, Scale, build, specs
+from conftest import make_mlp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,6 @@ from autograd_widget.engine import probes
 from autograd_widget.engine.probes import JacobianNorm
 from autograd_widget.engine.records import LeafDiff
 from autograd_widget.engine.stepper import EditInfo, Stepper
-from conftest import make_mlp
 
 KEEPS = ["tensors", "summaries", 1]
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]

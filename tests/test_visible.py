@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import arr, make_mlp, make_transformer, send
 
 import autograd_widget as aw
 from autograd_widget.view import modules
 from autograd_widget.view import state as view_state
 from autograd_widget.view import visible as groups
 from autograd_widget.wire import payload as view
-from conftest import arr, make_mlp, make_transformer, send
 
 
 def tracked(model, *inputs, loss=lambda o: o.pow(2).mean()):

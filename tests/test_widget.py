@@ -10,11 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
+from conftest import arr, make_mlp, send
 
 import autograd_widget as aw
 from autograd_widget.view import state as view_state
 from autograd_widget.wire import payload as view
-from conftest import arr, make_mlp, send
 
 
 def zxy():
