@@ -230,8 +230,9 @@ class AutogradWidget(anywidget.AnyWidget):
         folded module or folded run (the frame of an unfolded module is not an item).
 
         Example:
-            >>> aw.explore(loss, collapse="modules").visible  # doctest: +SKIP
-            ['box:0', 'box:1', 'n7']
+            >>> w = aw.explore(model(torch.randn(5, 4)).sum(), model=model, collapse="modules")
+            >>> w.visible
+            ['n0', 'box:2', 'n3', 'box:0']
         """
         return self._session.scene.visible_ids()
 
@@ -239,7 +240,9 @@ class AutogradWidget(anywidget.AnyWidget):
         """Fold every node of `module` (and its submodules) into one box.
 
         Example:
-            >>> widget.collapse("0")  # doctest: +SKIP
+            >>> w = aw.explore(model(torch.randn(5, 4)).sum(), model=model, collapse="none")
+            >>> w.collapse("0"); w.collapsed
+            ['0']
         """
         self._change_scene(self._session.scene.collapse, module)
 
@@ -248,7 +251,11 @@ class AutogradWidget(anywidget.AnyWidget):
         runs included). A fold key unfolds that run into one box per block (`unfold`).
 
         Example:
-            >>> widget.expand()  # doctest: +SKIP
+            >>> w = aw.explore(model(torch.randn(5, 4)).sum(), model=model, collapse="modules")
+            >>> w.expand("0"); w.collapsed
+            ['2']
+            >>> w.expand(); w.collapsed
+            []
         """
         self._change_scene(self._session.scene.expand, module)
 
@@ -257,7 +264,9 @@ class AutogradWidget(anywidget.AnyWidget):
         blocks stay boxes), show plumbing if it is some.
 
         Example:
-            >>> widget.reveal("n42")  # doctest: +SKIP
+            >>> w = aw.explore(model(torch.randn(5, 4)).sum(), model=model, collapse="modules")
+            >>> w.reveal("n7"); "n7" in w.visible, w.collapsed
+            (True, ['2'])
         """
         self._change_scene(self._session.scene.reveal, node_id)
 
@@ -280,7 +289,11 @@ class AutogradWidget(anywidget.AnyWidget):
         module holding the whole run still shows as that module's box.
 
         Example:
-            >>> widget.fold("layers.3")  # doctest: +SKIP
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> out = blocks(torch.randn(2, 4, requires_grad=True)).sum()
+            >>> w = aw.explore(out, model=blocks, collapse="none")
+            >>> w.fold("1"); list(w.folds)
+            ['0–2 ×3']
         """
         self._change_scene(self._session.scene.fold, run)
 
@@ -290,7 +303,11 @@ class AutogradWidget(anywidget.AnyWidget):
         modules are unchanged. `blocks=False` only drops the fold.
 
         Example:
-            >>> widget.unfold()  # doctest: +SKIP
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> out = blocks(torch.randn(2, 4, requires_grad=True)).sum()
+            >>> w = aw.explore(out, model=blocks, collapse="repeats")
+            >>> w.unfold(); w.folds, w.collapsed
+            ({}, ['0', '1', '2'])
         """
         self._change_scene(self._session.scene.unfold, run, blocks=blocks)
 
@@ -299,8 +316,9 @@ class AutogradWidget(anywidget.AnyWidget):
         """Saved bytes per visible item (boxes sum their members), the total and top holders.
 
         Example:
-            >>> widget.memory()["total"]  # doctest: +SKIP
-            1024
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> w.memory()["total"]  # PowBackward0 saved x: one float32
+            4
         """
         return inspect.memory_report(self._session.scene, exclude_leaves=exclude_leaves, top=top)
 
@@ -309,8 +327,9 @@ class AutogradWidget(anywidget.AnyWidget):
         (`Stepper.jacobian_norms`; a box shows the largest of its members), for colouring.
 
         Example:
-            >>> widget.sensitivity(samples=8)["samples"]  # doctest: +SKIP
-            8
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> s = w.sensitivity(samples=8); s["samples"], s["nodes"]["n1"]["estimate"]
+            (8, 16.0)
         """
         s = self._session
         return inspect.sensitivity_report(s.scene, s.stepper, samples, seed)
@@ -320,7 +339,9 @@ class AutogradWidget(anywidget.AnyWidget):
         """A plotly `go.Figure` of the current state (for `fig.show()`, `write_html`, ...).
 
         Example:
-            >>> widget.to_figure().write_html("graph.html")  # doctest: +SKIP
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> w.to_figure().layout.title.text
+            'step 0 / 4 — AddBackward0'
         """
         s = self._session
         return to_figure(
@@ -332,8 +353,11 @@ class AutogradWidget(anywidget.AnyWidget):
         this widget's stepper is not moved) as one self-contained, offline HTML file.
 
         Example:
-            >>> widget.save_html("run.html")  # doctest: +SKIP
-            PosixPath('run.html')
+            >>> import tempfile, pathlib
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     w.save_html(pathlib.Path(d) / "run.html").name
+            'run.html'
         """
         if self._session.released:
             raise RuntimeError("this widget was released: explore() the tensors again to export")
@@ -343,7 +367,9 @@ class AutogradWidget(anywidget.AnyWidget):
         """Drop every torch reference (graph, stepper, kept tensors); the drawing stays.
 
         Example:
-            >>> widget.release()  # doctest: +SKIP
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> w.release(); w.graph.is_live, w.visible
+            (False, ['n0', 'n1', 'n2', 'n3'])
         """
         session = self._session
         if session is None or session.released:
@@ -355,7 +381,9 @@ class AutogradWidget(anywidget.AnyWidget):
         """Release (see `release`) and close the widget's comm.
 
         Example:
-            >>> widget.close()  # doctest: +SKIP
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> w.close(); w.graph.is_live
+            False
         """
         self.release()
         super().close()

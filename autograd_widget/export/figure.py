@@ -42,7 +42,11 @@ def to_figure(payload: dict[str, Any], arrays: dict[str, Any] | None, title: str
         title: the figure's title (the widget passes its status line).
 
     Example:
-        >>> to_figure(payload, None, "step 0 / 4").layout.title.text  # doctest: +SKIP
+        >>> from autograd_widget.view.scene import Scene
+        >>> from autograd_widget.wire.payload import graph_payload
+        >>> scene = Scene(g, st)
+        >>> fig = to_figure(graph_payload(g, scene.layout, scene.visible), None, "step 0 / 4")
+        >>> fig.layout.title.text
         'step 0 / 4'
     """
     import plotly.graph_objects as go

@@ -120,9 +120,10 @@ def record_session(
         max_steps: stop after this many steps.
 
     Example:
-        >>> session = Session(g, st, Scene(g, st))  # doctest: +SKIP
-        >>> record_session(session, title="z", height=600)["format"]  # doctest: +SKIP
-        'autograd_widget.recording/1'
+        >>> session = Session(g, st, Scene(g, st))
+        >>> rec = record_session(session, title="z", height=600)
+        >>> rec["format"], len(rec["steps"]), st.position
+        ('autograd_widget.recording/1', 4, 4)
     """
     stepper, sv = session.stepper, session.scene.state
     state0 = sv.update()
@@ -183,8 +184,9 @@ def record(widget: Exportable, *, max_steps: int | None = None) -> dict[str, Any
     public API, and its stepper is not moved.
 
     Example:
-        >>> record(aw.explore(loss))["format"]  # doctest: +SKIP
-        'autograd_widget.recording/1'
+        >>> w = aw.explore(z, params={"x": x, "y": y})
+        >>> record(w)["format"], w.stepper.position  # the widget's stepper is not moved
+        ('autograd_widget.recording/1', 0)
     """
     graph = widget.graph
     stepper = Stepper(graph, create_graph=widget.stepper.create_graph, keep="summaries")
@@ -212,7 +214,8 @@ def html(recording: dict[str, Any]) -> str:
     """A self-contained page: the widget's bundle and stylesheet inlined, and the recording.
 
     Example:
-        >>> html(record(widget)).startswith("<!doctype html>")  # doctest: +SKIP
+        >>> page = html(record(aw.explore(z, params={"x": x, "y": y})))
+        >>> page.startswith("<!doctype html>")
         True
     """
     bundle = (_STATIC / "widget.js").read_text(encoding="utf-8")
@@ -248,8 +251,12 @@ def save_html(widget: Exportable, path: str | Path) -> Path:
     """Write the recorded step-through of `widget` as one offline HTML file; return its path.
 
     Example:
-        >>> save_html(widget, "run.html")  # doctest: +SKIP
-        PosixPath('run.html')
+        >>> import tempfile
+        >>> w = aw.explore(z, params={"x": x, "y": y})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = save_html(w, Path(d) / "run.html")
+        ...     path.name, path.read_text(encoding="utf-8").startswith("<!doctype html>")
+        ('run.html', True)
     """
     bundle = _STATIC / "widget.js"
     if not bundle.exists():

@@ -67,8 +67,9 @@ def hooks(graph: BackwardGraph, node_id: str) -> list[dict[str, Any]]:
     plus a note on what cannot be listed. Needs the live graph.
 
     Example:
-        >>> hooks(graph, "n3")  # doctest: +SKIP
-        [{'on': 'x', 'kind': 'tensor hook', 'fn': 'double'}]
+        >>> _ = x.register_hook(lambda grad: 2 * grad)
+        >>> hooks(g, "n3")
+        [{'on': 'x', 'kind': 'tensor hook', 'fn': '<lambda>'}]
     """
     out: list[dict[str, Any]] = []
     node = graph.nodes[node_id]
@@ -94,8 +95,10 @@ def inspect_edge(scene: Scene, stepper: Stepper | None, edge_id: str) -> dict[st
     """An edge's ends and the summary of the gradient it carried (None before it flowed).
 
     Example:
-        >>> inspect_edge(scene, stepper, "n0:0")["dst"]["input_nr"]  # doctest: +SKIP
-        0
+        >>> from autograd_widget.view.scene import Scene
+        >>> scene = Scene(g, st); _ = st.step()  # n0 sends its gradient along n0:0
+        >>> e = inspect_edge(scene, st, "n0:0"); e["dst"]["name"], e["summary"]["norm"]
+        ('PowBackward0', 1.0)
     """
     graph = scene.graph
     e = graph.edge(edge_id)
@@ -114,8 +117,11 @@ def inspect_group(scene: Scene, item: int) -> dict[str, Any]:
     """A box (collapsed module or folded run): its members' ops, leaves and progress.
 
     Example:
-        >>> inspect_group(scene, 0)["kind"]  # doctest: +SKIP
-        'group'
+        >>> from autograd_widget.view.scene import Scene
+        >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+        >>> scene = Scene(gm, aw.Stepper(gm), collapse="modules")
+        >>> box = inspect_group(scene, scene.item_of("n5")); box["group"], box["leaves"]
+        ('0', ['0.bias', '0.weight'])
     """
     graph = scene.graph
     path = scene.visible.item_group[item] or ""
@@ -149,8 +155,10 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
     """A node: traceback, saved values, hooks, edges in and out with their gradients, error.
 
     Example:
-        >>> inspect_node(scene, stepper, "n0")["label"]  # doctest: +SKIP
-        'Add'
+        >>> from autograd_widget.view.scene import Scene
+        >>> node = inspect_node(Scene(g, st), st, "n1")
+        >>> node["label"], [s["name"] for s in node["saved"]]
+        ('Pow', ['exponent', 'self'])
     """
     graph = scene.graph
     n = graph.nodes[node_id]
@@ -194,8 +202,10 @@ def inspect_item(scene: Scene, stepper: Stepper | None, item: int) -> dict[str, 
     """Visible item `item`: `inspect_group` for a box, `inspect_node` for a node.
 
     Example:
-        >>> inspect_item(scene, stepper, 0)["kind"]  # doctest: +SKIP
-        'function'
+        >>> from autograd_widget.view.scene import Scene
+        >>> scene = Scene(g, st)
+        >>> inspect_item(scene, st, scene.item_of("n3"))["leaf_name"]
+        'x'
     """
     node = scene.node_of_item(item)
     return inspect_group(scene, item) if node is None else inspect_node(scene, stepper, node)
@@ -212,8 +222,9 @@ def memory_report(
         top: how many of the largest holders to list.
 
     Example:
-        >>> memory_report(scene)["total"]  # doctest: +SKIP
-        1024
+        >>> from autograd_widget.view.scene import Scene
+        >>> memory_report(Scene(g, st))["top"]  # PowBackward0 saved x, one float32
+        [{'id': 'n1', 'name': 'PowBackward0', 'module': None, 'bytes': 4, 'item': 1}]
     """
     graph = scene.graph
     per_node = graph.saved_memory(exclude_leaves=exclude_leaves)
@@ -248,8 +259,10 @@ def sensitivity_report(
     (`Stepper.jacobian_norms`; a box shows the largest of its members), for colouring.
 
     Example:
-        >>> sensitivity_report(scene, stepper)["samples"]  # doctest: +SKIP
-        16
+        >>> from autograd_widget.view.scene import Scene
+        >>> report = sensitivity_report(Scene(g, st), st, samples=4)
+        >>> report["nodes"]["n1"]  # d(x**2)/dx = 4, squared
+        {'estimate': 16.0, 'stderr': 0.0, 'exact': True, 'log10': 1.20...}
     """
     norms = stepper.jacobian_norms(samples=samples, seed=seed)
     n_items = scene.visible.n_items
@@ -280,8 +293,10 @@ def leaf_diff_report(scene: Scene, stepper: Stepper) -> dict[str, Any]:
     visible item.
 
     Example:
-        >>> leaf_diff_report(scene, stepper)["leaves"]  # doctest: +SKIP
-        {}
+        >>> from autograd_widget.view.scene import Scene
+        >>> scene = Scene(g, st); _ = st.run()
+        >>> leaf = leaf_diff_report(scene, st)["leaves"]["n3"]; leaf["name"], leaf["changed"]
+        ('x', False)
     """
     data = {}
     for nid, d in stepper.leaf_grad_diff().items():
@@ -293,8 +308,10 @@ def search_matches(scene: Scene, query: str) -> dict[str, Any]:
     """Nodes matching `query` (`visible.search`), each with its visible item.
 
     Example:
-        >>> search_matches(scene, "addmm")["matches"][0]["name"]  # doctest: +SKIP
-        'AddmmBackward0'
+        >>> from autograd_widget.view.scene import Scene
+        >>> search_matches(Scene(g, st), "pow")["matches"]
+        [{'id': 'n1', 'name': 'PowBackward0', 'label': 'Pow', 'module': None, 'leaf_name': None,
+          'item': 1}]
     """
     graph = scene.graph
     matches = []
@@ -312,8 +329,9 @@ def saved_values_reply(graph: BackwardGraph, node_id: str, name: str, limit: int
     `{"error": ...}` when it cannot be read.
 
     Example:
-        >>> saved_values_reply(graph, "n1", "mat1", 16)["shape"]  # doctest: +SKIP
-        [5, 4]
+        >>> saved_values_reply(g, "n1", "self", 16)
+        {'id': 'n1', 'name': 'self', 'shape': [], 'dtype': 'torch.float32', 'numel': 1,
+         'values': [2.0], 'truncated': False}
     """
     try:
         t = graph.saved_tensor(node_id, name)

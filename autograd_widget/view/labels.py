@@ -26,8 +26,8 @@ def short_label(node: Any) -> str:
         node: a `Node` (or anything with its name/kind/leaf_name fields).
 
     Example:
-        >>> short_label(graph.nodes["n0"])  # doctest: +SKIP
-        'Mul'
+        >>> short_label(g.nodes["n0"]), short_label(g.nodes["n3"])
+        ('Add', 'x')
     """
     if node.kind == "accumulate_grad":
         return node.leaf_name or "leaf"
@@ -39,8 +39,8 @@ def display_kind(node: Any) -> str:
     """The kind the drawing colours by: "parameter" or "input" for a leaf, else `node.kind`.
 
     Example:
-        >>> display_kind(graph.nodes["n3"])  # doctest: +SKIP
-        'parameter'
+        >>> display_kind(g.nodes["n3"]), display_kind(g.nodes["n0"])
+        ('parameter', 'function')
     """
     if node.kind == "accumulate_grad":
         return "parameter" if node.leaf_kind == "parameter" else "input"
@@ -61,7 +61,7 @@ def node_title(node: Any) -> str:
     """A node's name, with the leaf's name for AccumulateGrad ("AccumulateGrad (x)").
 
     Example:
-        >>> node_title(graph.nodes["n3"])  # doctest: +SKIP
+        >>> node_title(g.nodes["n3"])
         'AccumulateGrad (x)'
     """
     if node.kind == "accumulate_grad" and node.leaf_name:
@@ -77,7 +77,7 @@ def status_line(graph: BackwardGraph, stepper: Stepper) -> str:
         stepper: read through its public `position`, `order` and `last_error`.
 
     Example:
-        >>> status_line(graph, Stepper(graph))  # doctest: +SKIP
+        >>> status_line(g, st)
         'step 0 / 4 — AddBackward0'
     """
     pos, total = stepper.position, len(stepper.order)

@@ -50,8 +50,8 @@ def compute_layout(
         visible: the visible graph (every node by default).
 
     Example:
-        >>> compute_layout(graph, "TB", visible_graph(graph)).orientation  # doctest: +SKIP
-        'TB'
+        >>> layout = compute_layout(g, "LR", visible_graph(g)); layout.orientation, layout.n_nodes
+        ('LR', 4)
     """
     vis = visible if visible is not None else visible_graph(graph)
     index = {nid: i for i, nid in enumerate(graph.nodes)}
@@ -76,9 +76,11 @@ class Scene:
             scene's `collapsed` and `folds`, to draw the same thing.
 
     Example:
-        >>> scene = Scene(graph, Stepper(graph), collapse="modules")  # doctest: +SKIP
-        >>> scene.expand("0"); scene.visible.n_items  # doctest: +SKIP
-        9
+        >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+        >>> scene = Scene(gm, aw.Stepper(gm), collapse="modules"); scene.visible_ids()
+        ['n0', 'box:2', 'n3', 'box:0']
+        >>> scene.expand("0"); scene.visible_ids()
+        ['n0', 'box:2', 'n3', 'n5', 'n7', 'n8', 'n9']
     """
 
     def __init__(
@@ -133,7 +135,8 @@ class Scene:
         """New visible graph (folds, plumbing), layout and state mapping; bumps `version`.
 
         Example:
-            >>> scene.rebuild(); scene.version  # doctest: +SKIP
+            >>> scene = Scene(g, st)
+            >>> scene.rebuild(); scene.version
             1
         """
         with gc_paused():
@@ -147,7 +150,10 @@ class Scene:
         drawing is unchanged.
 
         Example:
-            >>> scene.set_graph(BackwardGraph.from_dict(graph.to_dict()))  # doctest: +SKIP
+            >>> scene = Scene(g, st)
+            >>> scene.set_graph(aw.BackwardGraph.from_dict(g.to_dict()))  # records only
+            >>> scene.graph.is_live, scene.version
+            (False, 0)
         """
         self.graph = graph
         self.state.graph = graph
@@ -156,7 +162,9 @@ class Scene:
         """Lay out top-to-bottom ("TB") or left-to-right ("LR"); rebuilds when it changes.
 
         Example:
-            >>> scene.set_orientation("LR")  # doctest: +SKIP
+            >>> scene = Scene(g, st)
+            >>> scene.set_orientation("LR"); scene.layout.orientation, scene.version
+            ('LR', 1)
         """
         if orientation not in ORIENTATIONS:
             raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
@@ -168,7 +176,8 @@ class Scene:
         """Show (True) or contract (False) plumbing nodes; rebuilds when it changes.
 
         Example:
-            >>> scene.set_plumbing(False)  # doctest: +SKIP
+            >>> scene = Scene(g, st); scene.set_plumbing(False); scene.show_plumbing
+            False
         """
         if bool(show) != self.show_plumbing:
             self.show_plumbing = bool(show)
@@ -189,8 +198,9 @@ class Scene:
         """The visible item showing `node_id` (its box when folded), -1 when hidden.
 
         Example:
-            >>> scene.item_of("n0")  # doctest: +SKIP
-            0
+            >>> scene = Scene(g, st)
+            >>> scene.item_of("n0"), scene.item_of("n3")
+            (0, 3)
         """
         return int(self.visible.real_item[self.state.node_index[node_id]])
 
@@ -198,8 +208,9 @@ class Scene:
         """`value` when it is a visible item index (an int, not a bool, in range), else None.
 
         Example:
-            >>> scene.item_index(0), scene.item_index(True)  # doctest: +SKIP
-            (0, None)
+            >>> scene = Scene(g, st)
+            >>> scene.item_index(0), scene.item_index(True), scene.item_index(4)
+            (0, None, None)
         """
         if isinstance(value, bool) or not isinstance(value, int):
             return None
@@ -209,7 +220,8 @@ class Scene:
         """The real node id item `item` shows; None for a box.
 
         Example:
-            >>> scene.node_of_item(0)  # doctest: +SKIP
+            >>> scene = Scene(g, st)
+            >>> scene.node_of_item(0)
             'n0'
         """
         r = int(self.visible.item_real[item])
@@ -219,8 +231,10 @@ class Scene:
         """Real node ids inside box `item` (empty for a real node's item).
 
         Example:
-            >>> scene.box_members(scene.item_of("n0"))  # doctest: +SKIP
-            ['n0', 'n1']
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> scene = Scene(gm, aw.Stepper(gm), collapse="modules")
+            >>> scene.box_members(scene.item_of("n5")), scene.box_members(scene.item_of("n0"))
+            (['n5', 'n7', 'n8', 'n9'], [])
         """
         members = self.visible.item_members[item]
         ids = self.state.node_ids
@@ -230,8 +244,11 @@ class Scene:
         """The run of repeated blocks box `item` stands for; None for a module box or a node.
 
         Example:
-            >>> scene.box_fold(3).label  # doctest: +SKIP
-            'layers.0–47 ×48'
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
+            >>> scene = Scene(gb, aw.Stepper(gb), collapse="repeats")
+            >>> scene.box_fold(scene.item_of("n1")).label
+            '0–2 ×3'
         """
         path = self.visible.item_group[item] or ""
         return self._folds.get(path) if path in self.visible.folds else None
@@ -240,7 +257,8 @@ class Scene:
         """The real edge id visible edge `visible_edge` shows.
 
         Example:
-            >>> scene.edge_id(0)  # doctest: +SKIP
+            >>> scene = Scene(g, st)
+            >>> scene.edge_id(0)
             'n0:0'
         """
         return self.graph.edges[int(self.visible.edge_real[visible_edge])].id
@@ -250,8 +268,9 @@ class Scene:
         folded module or folded run.
 
         Example:
-            >>> scene.visible_ids()  # doctest: +SKIP
-            ['box:0', 'n5', 'n6']
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> Scene(gm, aw.Stepper(gm), collapse="modules").visible_ids()
+            ['n0', 'box:2', 'n3', 'box:0']
         """
         ids = self.state.node_ids
         groups = self.visible.item_group
@@ -273,8 +292,10 @@ class Scene:
         """True when `path` is a collapsed module path.
 
         Example:
-            >>> scene.is_collapsed("0")  # doctest: +SKIP
-            True
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> scene = Scene(gm, aw.Stepper(gm), collapse="modules")
+            >>> scene.is_collapsed("0"), scene.is_collapsed("")
+            (True, False)
         """
         return isinstance(path, str) and path in self._collapsed
 
@@ -284,7 +305,10 @@ class Scene:
         Raises ValueError when `module` is not a module path of the graph.
 
         Example:
-            >>> scene.collapse("0")  # doctest: +SKIP
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> scene = Scene(gm, aw.Stepper(gm), collapse="none")
+            >>> scene.collapse("0"); scene.collapsed
+            ['0']
         """
         if module not in modules.module_paths(self.graph):
             raise ValueError(
@@ -300,7 +324,10 @@ class Scene:
         runs included). A fold key unfolds that run into one box per block (`unfold`).
 
         Example:
-            >>> scene.expand("0")  # doctest: +SKIP
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> scene = Scene(gm, aw.Stepper(gm), collapse="modules")
+            >>> scene.expand("0"); scene.collapsed
+            ['2']
         """
         if module is None:
             self._collapsed = set()
@@ -320,8 +347,10 @@ class Scene:
         blocks stay boxes), show plumbing if it is some.
 
         Example:
-            >>> scene.reveal("n42"); scene.item_of("n42") >= 0  # doctest: +SKIP
-            True
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> scene = Scene(gm, aw.Stepper(gm), collapse="modules")
+            >>> scene.reveal("n7"); scene.node_of_item(scene.item_of("n7")), scene.collapsed
+            ('n7', ['2'])
         """
         self.graph.check_id(node_id)
         node = self.graph.nodes[node_id]
@@ -365,8 +394,10 @@ class Scene:
         once per scene, on first need.
 
         Example:
-            >>> list(scene.fold_index())  # doctest: +SKIP
-            ['layers.0–47 ×48']
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
+            >>> list(Scene(gb, aw.Stepper(gb), collapse="none").fold_index())
+            ['0–2 ×3']
         """
         if self._runs is None:
             with gc_paused():
@@ -383,7 +414,9 @@ class Scene:
         """True when `key` is the fold key of a folded run.
 
         Example:
-            >>> scene.is_folded("layers.0–47 ×48")  # doctest: +SKIP
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
+            >>> Scene(gb, aw.Stepper(gb), collapse="repeats").is_folded("0–2 ×3")
             True
         """
         return isinstance(key, str) and key in self._folds
@@ -392,8 +425,10 @@ class Scene:
         """The fold key of a run given by key, label, `Repeat` or one of its member paths.
 
         Example:
-            >>> scene.run_key("layers.3")  # doctest: +SKIP
-            'layers.0–47 ×48'
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
+            >>> Scene(gb, aw.Stepper(gb)).run_key("1")  # a member path names its run
+            '0–2 ×3'
         """
         index = self.fold_index()
         if isinstance(run, str) and run in index:
@@ -410,7 +445,11 @@ class Scene:
         Collapsed modules inside the run are absorbed by its box.
 
         Example:
-            >>> scene.fold("layers.3")  # doctest: +SKIP
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
+            >>> scene = Scene(gb, aw.Stepper(gb), collapse="none")
+            >>> scene.fold("1"); scene.visible_ids()
+            ['n0', 'box:0–2 ×3', 'n10']
         """
         index = self.fold_index()
         keys = set(index) if run is None else {self.run_key(run)}
@@ -428,7 +467,11 @@ class Scene:
         module box; `blocks=False` only drops the fold.
 
         Example:
-            >>> scene.unfold("layers.0–47 ×48")  # doctest: +SKIP
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
+            >>> scene = Scene(gb, aw.Stepper(gb), collapse="repeats")
+            >>> scene.unfold("0–2 ×3"); scene.visible_ids()
+            ['n0', 'box:2', 'box:1', 'box:0', 'n10']
         """
         if run is None:
             keys = list(self._folds)

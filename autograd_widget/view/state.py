@@ -89,7 +89,11 @@ class StateView:
         """Map state onto a new set of visible items (after a fold, unfold or plumbing toggle).
 
         Example:
-            >>> sv.set_visible(visible_graph(graph, {"0"}))  # doctest: +SKIP
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> sv = StateView(gm, aw.Stepper(gm)); sv.visible.n_items
+            10
+            >>> sv.set_visible(visible_graph(gm, {"0"})); sv.visible.n_items  # module 0 in one box
+            7
         """
         self.visible = visible
         by_real: dict[int, list[int]] = {}
@@ -131,8 +135,9 @@ class StateView:
         done or undone since the previous call).
 
         Example:
-            >>> StateView(graph, stepper).update()["position"]  # doctest: +SKIP
-            0
+            >>> sv = StateView(g, st); _ = st.step()
+            >>> sv.update()["position"]
+            1
         """
         st = self.stepper
         pos = st.position
@@ -171,8 +176,9 @@ class StateView:
         node_state, progress, edge_norm, edge_flag and edge_values (visible edge index -> values).
 
         Example:
-            >>> sv.visible_arrays()["node_state"].dtype  # doctest: +SKIP
-            dtype('uint8')
+            >>> sv = StateView(g, st); _ = st.step(); _ = sv.update()
+            >>> sv.visible_arrays()["node_state"]  # n0 DONE, n2 (y) NEXT, the rest PENDING
+            array([2, 0, 1, 0], dtype=uint8)
         """
         vis = self.visible
         real = vis.item_real
@@ -209,8 +215,9 @@ class StateView:
         less "notice"), mapped onto the current visible items; arrays as binary buffers.
 
         Example:
-            >>> sv.payload(running=True)["running"]  # doctest: +SKIP
-            True
+            >>> sv = StateView(g, st)
+            >>> p = sv.payload(running=True); p["running"], p["position"], p["total"]
+            (True, 0, 4)
         """
         st = self.stepper
         pos, total = st.position, len(st.order)

@@ -456,7 +456,12 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
     shows where it stopped.
 
     Example:
-        >>> dispatch(session, {"type": "nope"})[0]["type"]  # doctest: +SKIP
+        >>> from autograd_widget.view.scene import Scene
+        >>> from autograd_widget.wire.session import Session
+        >>> session = Session(g, st, Scene(g, st))
+        >>> dispatch(session, {"type": "step"}), st.position
+        ([], 1)
+        >>> dispatch(session, {"type": "nope"})[0]["type"]
         'warning'
     """
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):

@@ -49,9 +49,11 @@ class Session:
         notice: a banner shown with the state (e.g. "this graph was freed").
 
     Example:
-        >>> session = Session(graph, stepper, Scene(graph, stepper))  # doctest: +SKIP
-        >>> dispatch(session, {"type": "step"})  # doctest: +SKIP
-        []
+        >>> from autograd_widget.view.scene import Scene
+        >>> from autograd_widget.wire.protocol import dispatch
+        >>> session = Session(g, st, Scene(g, st))
+        >>> dispatch(session, {"type": "step"}), st.position
+        ([], 1)
     """
 
     def __init__(
@@ -88,8 +90,10 @@ class Session:
         """The graph payload of the scene as drawn now (encoded once per scene version).
 
         Example:
-            >>> session.graph_payload()["version"]  # doctest: +SKIP
-            2
+            >>> from autograd_widget.view.scene import Scene
+            >>> session = Session(g, st, Scene(g, st))
+            >>> session.graph_payload()["nodes"]["count"]
+            4
         """
         scene = self.scene
         if self._payload is None or self._payload_version != scene.version:
@@ -111,7 +115,10 @@ class Session:
         failed step re-marks stale saved tensors (a new graph payload).
 
         Example:
-            >>> session.refresh(running=False)  # doctest: +SKIP
+            >>> from autograd_widget.view.scene import Scene
+            >>> session = Session(g, st, Scene(g, st))
+            >>> session.refresh(running=True); session.running
+            True
         """
         if running is not None:
             self.running = running
@@ -132,7 +139,11 @@ class Session:
         state mapped onto it (not recomputed: `seq` stays) to the front, together.
 
         Example:
-            >>> session.scene.collapse("0"); session.redraw()  # doctest: +SKIP
+            >>> from autograd_widget.view.scene import Scene
+            >>> session = Session(g, st, Scene(g, st))
+            >>> session.scene.set_orientation("LR"); session.redraw()
+            >>> session.graph_payload()["orientation"]
+            'LR'
         """
         if not self.released:
             self._validity = node_validity(self.graph)
@@ -148,7 +159,12 @@ class Session:
         """Select a real node in the front (None: clear).
 
         Example:
-            >>> session.select("n0")  # doctest: +SKIP
+            >>> from autograd_widget.view.scene import Scene
+            >>> from types import SimpleNamespace
+            >>> picked = []
+            >>> session = Session(g, st, Scene(g, st), SimpleNamespace(select=picked.append))
+            >>> session.select("n0"); picked
+            ['n0']
         """
         if self.front is not None:
             self.front.select(node_id)
@@ -157,7 +173,12 @@ class Session:
         """Select a real edge in the front (None: clear).
 
         Example:
-            >>> session.select_edge("n0:0")  # doctest: +SKIP
+            >>> from autograd_widget.view.scene import Scene
+            >>> from types import SimpleNamespace
+            >>> picked = []
+            >>> session = Session(g, st, Scene(g, st), SimpleNamespace(select_edge=picked.append))
+            >>> session.select_edge("n0:0"); picked
+            ['n0:0']
         """
         if self.front is not None:
             self.front.select_edge(edge_id)
@@ -167,7 +188,11 @@ class Session:
         keep only its records); the drawing stays. Idempotent.
 
         Example:
-            >>> session.release(owns_graph=True)  # doctest: +SKIP
+            >>> from autograd_widget.view.scene import Scene
+            >>> session = Session(g, st, Scene(g, st))
+            >>> session.release(owns_graph=False)  # g stays live for others
+            >>> session.live_stepper is None, session.graph.is_live, g.is_live
+            (True, False, True)
         """
         if self.released:
             return
@@ -195,8 +220,11 @@ def freed_notice(graph: BackwardGraph) -> str | None:
     """A banner when backward() already freed the graph (every step would fail), else None.
 
     Example:
-        >>> freed_notice(graph) is None  # doctest: +SKIP
+        >>> freed_notice(g) is None
         True
+        >>> w = x * y; w.backward()
+        >>> freed_notice(aw.capture(w))
+        'This graph was freed by backward() (saved tensors are gone), ...'
     """
     for nid in list(graph.nodes)[:64]:
         for s in graph.saved(nid):
