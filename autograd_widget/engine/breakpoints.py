@@ -27,10 +27,10 @@ class Breakpoints:
     every change, so a caller may hold them.
 
     Example:
-        >>> bp = Breakpoints(stepper.plan, graph.nodes)  # doctest: +SKIP
-        >>> bp.add("n3")  # doctest: +SKIP
-        >>> bp.ids()  # doctest: +SKIP
-        ['n3']
+        >>> bp = Breakpoints(st.plan, g.nodes)
+        >>> bp.add("n3")
+        >>> bp.ids(), bp.steps, bp.step_set
+        (['n3'], [3], frozenset({3}))
     """
 
     __slots__ = ("_ids", "_nodes", "_plan", "_preds", "step_set", "steps")
@@ -54,7 +54,12 @@ class Breakpoints:
         neither is registered.
 
         Example:
-            >>> bp.add(lambda n: n.name == "MulBackward0")  # doctest: +SKIP
+            >>> bp = Breakpoints(st.plan, g.nodes)
+            >>> bp.add(lambda n: n.name == "AccumulateGrad"); bp.ids()
+            ['n2', 'n3']
+            >>> bp.add("n9")
+            Traceback (most recent call last):
+            KeyError: "no node 'n9' in this graph (ids look like 'n0', 'n1', ...)"
         """
         if callable(target) and not isinstance(target, Node):
             self._preds.append(target)
@@ -87,7 +92,11 @@ class Breakpoints:
             target: what was added, or None for everything.
 
         Example:
-            >>> bp.clear()  # doctest: +SKIP
+            >>> bp = Breakpoints(st.plan, g.nodes)
+            >>> bp.add("n1"); bp.add("n3"); bp.clear("n1"); bp.ids()
+            ['n3']
+            >>> bp.clear(); bp.ids()
+            []
         """
         if target is None:
             self._ids.clear()
@@ -102,8 +111,9 @@ class Breakpoints:
         """Node ids `run()` stops before, in step order.
 
         Example:
-            >>> bp.ids()  # doctest: +SKIP
-            ['n3', 'n9']
+            >>> bp = Breakpoints(st.plan, g.nodes)
+            >>> bp.add("n3"); bp.add("n1"); bp.ids()
+            ['n1', 'n3']
         """
         order = self._plan.order
         return [order[k] for k in self.steps]

@@ -107,9 +107,13 @@ class CustomInfo:
     call. Plain data: holds no node object (the stepper fetches nodes at call time).
 
     Example:
-        >>> info = custom_info(fn, graph.nodes["n1"])  # doctest: +SKIP
-        >>> info.needs, info.valid  # doctest: +SKIP
-        ((True,), (0,))
+        >>> class Twice(torch.autograd.Function):
+        ...     forward = staticmethod(lambda ctx, t: t * 2)
+        ...     backward = staticmethod(lambda ctx, grad: grad * 2)
+        >>> c = aw.capture(Twice.apply(x))  # n0 TwiceBackward, n1 AccumulateGrad(x)
+        >>> info = custom_info(c.fn("n0"), c.nodes["n0"])
+        >>> info.needs, info.valid, info.materialize, info.refuse
+        ((True,), (0,), True, None)
     """
 
     name: str
@@ -156,9 +160,12 @@ def custom_info(fn: Any, node: Node) -> CustomInfo:
     the plan is built, not in the middle of a run.
 
     Example:
-        >>> info = custom_info(live.fns[3], graph.nodes["n3"])  # doctest: +SKIP
-        >>> info.refuse is None  # doctest: +SKIP
-        True
+        >>> class Twice(torch.autograd.Function):
+        ...     forward = staticmethod(lambda ctx, t: t * 2)
+        ...     backward = staticmethod(lambda ctx, grad: grad * 2)
+        >>> c = aw.capture(Twice.apply(x))
+        >>> custom_info(c.fn("n0"), c.nodes["n0"])
+        CustomInfo(name='TwiceBackward', needs=(True,), valid=(0,), n_outputs=1, ...)
     """
     refuse = _reentrant_checkpoint(fn, node)
     needs = tuple(bool(b) for b in fn.needs_input_grad)
@@ -196,8 +203,14 @@ def apply_custom(info: CustomInfo, fn: Any, args: list) -> tuple:
     non-tensor input or a non-tensor result, and `info.refuse` for a reentrant checkpoint.
 
     Example:
-        >>> apply_custom(info, fn, [torch.ones(3)])  # doctest: +SKIP
-        (tensor([2., 2., 2.]),)
+        >>> class Twice(torch.autograd.Function):
+        ...     forward = staticmethod(lambda ctx, t: t * 2)
+        ...     backward = staticmethod(lambda ctx, grad: grad * 2)
+        >>> c = aw.capture(Twice.apply(x)); info = custom_info(c.fn("n0"), c.nodes["n0"])
+        >>> apply_custom(info, c.fn("n0"), [torch.tensor(1.0)])
+        (tensor(2.),)
+        >>> apply_custom(info, c.fn("n0"), [None])  # an empty slot: zeros, like the engine
+        (tensor(0.),)
     """
     if info.refuse is not None:
         raise RuntimeError(info.refuse)

@@ -36,8 +36,9 @@ class EngineRun(NamedTuple):
     leaf (in `graph.leaves` order), its gradient.
 
     Example:
-        >>> run_engine(graph, stepper.plan).leaf_ids  # doctest: +SKIP
-        ['n4', 'n6']
+        >>> run = run_engine(g, st.plan)
+        >>> run.inputs[1], run.leaf_ids, run.leaf_grads  # n1 (PowBackward0) received 1
+        ((tensor(1.),), ['n2', 'n3'], (tensor(1.), tensor(4.)))
     """
 
     inputs: dict[int, tuple]
@@ -59,8 +60,10 @@ def run_engine(
     reentrant checkpoint raises RuntimeError before the engine runs.
 
     Example:
-        >>> run = run_engine(graph, stepper.plan)  # doctest: +SKIP
-        >>> len(run.leaf_grads) == len(graph.leaves)  # doctest: +SKIP
+        >>> run = run_engine(g, st.plan)
+        >>> sorted(run.inputs), run.leaf_grads  # no entry for AccumulateGrad nodes
+        ([0, 1], (tensor(1.), tensor(4.)))
+        >>> x.grad is None  # .grad of leaves is never written
         True
     """
     live = graph.require_live("compare with the engine")
@@ -128,8 +131,11 @@ def differences(
     not compared.
 
     Example:
-        >>> differences(graph, plan, run, slots, len(plan.order), None)  # doctest: +SKIP
-        []
+        >>> run = run_engine(g, st.plan)
+        >>> slots = [torch.tensor(v) for v in (1.0, 1.0, 1.0, 5.0)]  # slot i: n{i}'s input 0
+        >>> diffs = differences(g, st.plan, run, slots, 4, None)
+        >>> [(d.kind, d.node, d.max_abs_diff) for d in diffs]  # the engine gave x 4.0
+        [('leaf', 'n3', 1.0)]
     """
     diffs: list[Difference] = []
     if failed is not None and failed.error:

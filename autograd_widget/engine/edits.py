@@ -50,9 +50,12 @@ class Edits:
     one membership test per step); `seq` grows whenever the set of edits changes.
 
     Example:
-        >>> edits = Edits(stepper.plan)  # doctest: +SKIP
-        >>> edits.by_edge()  # doctest: +SKIP
-        {}
+        >>> edits = Edits(st.plan)
+        >>> edits.by_edge(), edits.steps, edits.seq
+        ({}, frozenset(), 0)
+        >>> _ = edits.replace({0: edits.make(0, "set", None, torch.tensor(0.5), None)}, [])
+        >>> edits.steps  # edge 0 (n0:0) leaves step 0
+        frozenset({0})
     """
 
     def __init__(self, plan: Plan) -> None:
@@ -72,8 +75,10 @@ class Edits:
         """Edge id -> edit, in step order of the edges' sources.
 
         Example:
-            >>> list(edits.by_edge())  # doctest: +SKIP
-            ['n2:0']
+            >>> edits, v = Edits(st.plan), torch.tensor(0.5)
+            >>> _ = edits.replace({ei: edits.make(ei, "set", None, v, None) for ei in (2, 1)}, [])
+            >>> list(edits.by_edge())  # n0:1 leaves step 0, n1:0 step 2
+            ['n0:1', 'n1:0']
         """
         plan = self._plan
         order = sorted(self.active, key=lambda ei: (plan.edge_step[ei], ei))
@@ -92,7 +97,11 @@ class Edits:
         and which position to move to.
 
         Example:
-            >>> edits.check(0, stepper.position, graph, "zero the gradient of")  # doctest: +SKIP
+            >>> edits = Edits(st.plan)
+            >>> edits.check(0, 1, g, "zero the gradient of")  # n0 ran, n1 not yet: editable
+            >>> edits.check(0, 0, g, "zero the gradient of")
+            Traceback (most recent call last):
+            ValueError: cannot zero the gradient of edge n0:0: it is in the future, ...
         """
         plan, nodes = self._plan, graph.nodes
         eid = plan.edge_ids[ei]
@@ -123,7 +132,9 @@ class Edits:
         Guarantees: TypeError for a non-tensor, ValueError naming what the slot expects.
 
         Example:
-            >>> edits.check_tensor(0, graph, torch.zeros(3))  # doctest: +SKIP
+            >>> Edits(st.plan).check_tensor(0, g, torch.zeros(3))
+            Traceback (most recent call last):
+            ValueError: edge n0:0 carries a gradient of shape [], dtype torch.float32, ...
         """
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
@@ -160,7 +171,10 @@ class Edits:
         the same edge); scaling or zeroing an edge that got no gradient raises ValueError.
 
         Example:
-            >>> edits.make(0, "zero", None, None, stepper.edge_summary("n2:0"))  # doctest: +SKIP
+            >>> _ = st.step()
+            >>> info = Edits(st.plan).make(0, "zero", None, None, st.edge_summary("n0:0"))
+            >>> info.edge, info.kind, info.before.mean
+            ('n0:0', 'zero', 1.0)
         """
         prev = self.active.get(ei)
         before = prev.before if prev is not None else current
@@ -180,7 +194,10 @@ class Edits:
             drop: edge indices whose edit goes.
 
         Example:
-            >>> old = edits.replace({0: info}, [])  # doctest: +SKIP
+            >>> edits = Edits(st.plan)
+            >>> old = edits.replace({0: edits.make(0, "set", None, torch.tensor(0.5), None)}, [])
+            >>> old, list(edits.active)
+            ({}, [0])
         """
         old = self.active
         active = {ei: e for ei, e in old.items() if ei not in drop}
@@ -195,7 +212,10 @@ class Edits:
             old: what `replace` returned.
 
         Example:
-            >>> edits.restore(old)  # doctest: +SKIP
+            >>> edits = Edits(st.plan)
+            >>> old = edits.replace({0: edits.make(0, "set", None, torch.tensor(0.5), None)}, [])
+            >>> edits.restore(old); edits.active, edits.steps
+            ({}, frozenset())
         """
         self._set(old)
 
@@ -208,7 +228,10 @@ class Edits:
         Guarantees: `seq` is bumped when anything was given.
 
         Example:
-            >>> edits.drop(list(edits.active))  # doctest: +SKIP
+            >>> edits = Edits(st.plan)
+            >>> _ = edits.replace({0: edits.make(0, "set", None, torch.tensor(0.5), None)}, [])
+            >>> edits.drop(list(edits.active)); edits.active, edits.seq
+            ({}, 1)
         """
         if not eis:
             return
@@ -235,8 +258,10 @@ class Edits:
         called. Values are recorded in `capture` while it is a dict.
 
         Example:
-            >>> edits.outputs(3, (g,), None)  # doctest: +SKIP
-            (tensor([0., 0.]),)
+            >>> edits = Edits(st.plan)  # below: set edge 0, n0's output 0, to 0.5
+            >>> _ = edits.replace({0: edits.make(0, "set", None, torch.tensor(0.5), None)}, [])
+            >>> edits.outputs(0, (torch.tensor(1.0), torch.tensor(1.0)), None)
+            (tensor(0.5000), tensor(1.))
         """
         plan = self._plan
         rts = plan.routes[k]
@@ -275,7 +300,10 @@ class Edits:
         Guarantees: the returned stepper is at `pos`, else RuntimeError saying why not.
 
         Example:
-            >>> ref = edits.faithful_at(stepper.position, make)  # doctest: +SKIP
+            >>> edits = Edits(st.plan)
+            >>> ref = edits.faithful_at(2, lambda: aw.Stepper(g))
+            >>> ref.position, edits.faithful is ref
+            (2, True)
         """
         ref = self.faithful
         if ref is None or ref.closed:
@@ -295,7 +323,10 @@ class Edits:
         """Forget every edit and close the reference run (the stepper is closing).
 
         Example:
-            >>> edits.close()  # doctest: +SKIP
+            >>> edits = Edits(st.plan)
+            >>> ref = edits.faithful_at(1, lambda: aw.Stepper(g))
+            >>> edits.close(); ref.closed, edits.faithful, edits.active
+            (True, None, {})
         """
         self.active = {}
         self.steps = frozenset()

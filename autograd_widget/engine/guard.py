@@ -50,9 +50,14 @@ class Guard:
     a deferred Ctrl-C is raised when the outermost scope exits normally.
 
     Example:
-        >>> guard = Guard(loop.__code__, IN_STEP_CODES)  # doctest: +SKIP
-        >>> with guard.scope():  # doctest: +SKIP
-        ...     run_steps()
+        >>> from autograd_widget.engine.calls import IN_STEP_CODES
+        >>> from autograd_widget.engine.state import ADVANCE_CODE
+        >>> guard = Guard(ADVANCE_CODE, IN_STEP_CODES)
+        >>> with guard.scope():  # in the main thread, over Python's default SIGINT handler
+        ...     guard.guarded
+        True
+        >>> guard.guarded
+        False
     """
 
     __slots__ = ("guarded", "in_step", "limit", "loop_code", "sigint")
@@ -74,8 +79,11 @@ class Guard:
         other than Python's default, it does nothing.
 
         Example:
-            >>> with stepper_guard.scope():  # doctest: +SKIP
-            ...     pass
+            >>> guard = Guard(Guard.scope.__code__, frozenset())  # codes: only on_sigint reads them
+            >>> with guard.scope():
+            ...     with guard.scope():  # nested: the outer scope owns the handler
+            ...         signal.getsignal(signal.SIGINT) == guard.on_sigint
+            True
         """
         return GuardScope(self)
 
@@ -89,7 +97,11 @@ class Guard:
         Guarantees: raises KeyboardInterrupt only where the step can be rolled back whole.
 
         Example:
-            >>> guard.on_sigint(signal.SIGINT, None)  # doctest: +SKIP
+            >>> guard = Guard(Guard.scope.__code__, frozenset())
+            >>> guard.limit = [5]  # the running loop's stop
+            >>> guard.on_sigint(signal.SIGINT, None)  # not inside the loop's frame: deferred
+            >>> guard.sigint, guard.limit
+            (True, [0])
         """
         child = None
         f = frame
@@ -118,8 +130,12 @@ class GuardScope:
     Guarantees: the previous handler is restored on exit, also on error.
 
     Example:
-        >>> with GuardScope(guard):  # doctest: +SKIP
-        ...     pass
+        >>> guard = Guard(Guard.scope.__code__, frozenset())
+        >>> with GuardScope(guard):
+        ...     signal.getsignal(signal.SIGINT) == guard.on_sigint
+        True
+        >>> signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+        True
     """
 
     __slots__ = ("guard", "outer", "previous")

@@ -30,8 +30,10 @@ class ListenerHandle:
     Guarantees: `remove()` is idempotent; leaving the `with` block removes the listener.
 
     Example:
-        >>> with stepper.add_listener(print):  # doctest: +SKIP
-        ...     stepper.step()
+        >>> with st.add_listener(lambda s: print("at", s.position)):
+        ...     _ = st.step()
+        at 1
+        >>> _ = st.step()  # removed on leaving the block: nothing printed
     """
 
     __slots__ = ("fn", "listeners")
@@ -44,8 +46,9 @@ class ListenerHandle:
         """Stop calling the listener (a no-op once removed).
 
         Example:
-            >>> handle = stepper.add_listener(print)  # doctest: +SKIP
-            >>> handle.remove()  # doctest: +SKIP
+            >>> handle = st.add_listener(print)
+            >>> handle.remove(); handle.remove()  # idempotent
+            >>> _ = st.step()  # nothing printed
         """
         self.listeners.remove(self.fn)
 

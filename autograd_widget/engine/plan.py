@@ -59,9 +59,11 @@ class Plan:
     input number), per-edge ones by the edge's index in `graph.edges`.
 
     Example:
-        >>> plan = stepper.plan  # doctest: +SKIP
-        >>> plan.order[plan.step_of["n0"]]  # doctest: +SKIP
-        'n0'
+        >>> plan = st.plan
+        >>> plan.order, plan.step_of["n1"]
+        (('n0', 'n2', 'n1', 'n3'), 2)
+        >>> plan.edge_ids, plan.routes[0][1][:3]  # n0's output 1 -> edge 1 (n0:1) -> slot 2
+        (['n0:0', 'n0:1', 'n1:0'], (1, 1, 2))
     """
 
     order: tuple[str, ...]
@@ -105,9 +107,9 @@ def build_plan(graph: BackwardGraph, fns: list) -> Plan:
     an attribute stepping relies on (the stepper then names the torch version).
 
     Example:
-        >>> plan = build_plan(graph, graph.require_live("step").fns)  # doctest: +SKIP
-        >>> len(plan.order) == len(graph)  # doctest: +SKIP
-        True
+        >>> plan = build_plan(g, g.require_live("step").fns)
+        >>> plan.order, plan.names[:3]
+        (('n0', 'n2', 'n1', 'n3'), ['AddBackward0', 'AccumulateGrad', 'PowBackward0'])
     """
     nodes = graph.nodes
     n = len(nodes)
@@ -212,7 +214,7 @@ def root_seeds(graph: BackwardGraph, plan: Plan) -> list[tuple[int, torch.Tensor
     or non-real output.
 
     Example:
-        >>> root_seeds(graph, plan)  # doctest: +SKIP
+        >>> root_seeds(g, st.plan)
         [(0, tensor(1.))]
     """
     roots = graph.root_tensors
@@ -270,8 +272,8 @@ def step_bytes(plan: Plan) -> list[int]:
     byte budget relies on it).
 
     Example:
-        >>> step_bytes(plan)[:3]  # doctest: +SKIP
-        [4, 8, 1024]
+        >>> step_bytes(st.plan)  # n0 sends two float32 scalars, n1 one; AccumulateGrad none
+        [8, 0, 4, 0]
     """
     out = []
     for rts in plan.routes:

@@ -45,9 +45,11 @@ class StepRecord:
     A failed step has `error` set (the engine's message, with the node) and did not advance.
 
     Example:
-        >>> rec = stepper.step()  # doctest: +SKIP
-        >>> rec.node.id, list(rec.outputs)  # doctest: +SKIP
-        ('n0', ['n0:0'])
+        >>> rec = st.step()
+        >>> rec
+        <StepRecord 0: n0 AddBackward0 called, ... ms>
+        >>> rec.inputs, rec.outputs
+        ((tensor(1.),), {'n0:0': tensor(1.), 'n0:1': tensor(1.)})
     """
 
     index: int
@@ -63,7 +65,7 @@ class StepRecord:
         """True when the step ran (no `error`).
 
         Example:
-            >>> stepper.step().ok  # doctest: +SKIP
+            >>> st.step().ok
             True
         """
         return self.error is None
@@ -73,7 +75,7 @@ class StepRecord:
         """True for a node that was not called because every slot stayed empty.
 
         Example:
-            >>> stepper.step().no_gradient  # doctest: +SKIP
+            >>> st.step().no_gradient
             False
         """
         return self.error is None and not self.called and self.node.kind != "accumulate_grad"
@@ -98,8 +100,8 @@ class StepInfo(NamedTuple):
     """The cheap facts of one step done (no tensors, no summaries): for views that redraw often.
 
     Example:
-        >>> stepper.step_info(0)  # doctest: +SKIP
-        StepInfo(index=0, node='n0', called=True, no_gradient=False, seconds=1.2e-05)
+        >>> _ = st.step(); st.step_info(0)
+        StepInfo(index=0, node='n0', called=True, no_gradient=False, seconds=...)
     """
 
     index: int
@@ -114,8 +116,11 @@ class Difference:
     """One place where manual stepping and the engine disagree (see `compare_with_engine`).
 
     Example:
-        >>> [d.node for d in stepper.compare_with_engine()]  # doctest: +SKIP
-        ['n4']
+        >>> w = x * 3
+        >>> _ = w.register_hook(lambda grad: grad * 10)  # the engine runs it; stepping does not
+        >>> diffs = aw.Stepper(aw.capture(w)).compare_with_engine()
+        >>> [(d.kind, d.node, d.max_abs_diff) for d in diffs]
+        [('slot', 'n0', 9.0), ('leaf', 'n1', 27.0)]
     """
 
     #: "slot": what a node received in one input slot; "leaf": a leaf's gradient;
@@ -134,8 +139,9 @@ class Difference:
         """JSON-safe fields (non-finite numbers through util/jsonsafe).
 
         Example:
-            >>> diff.as_dict()["kind"]  # doctest: +SKIP
-            'slot'
+            >>> d = Difference("leaf", "n3", "x", 0, float("inf"), None, None)
+            >>> d.as_dict()["max_abs_diff"], d.as_dict()["engine"]
+            ('inf', None)
         """
         return {
             "kind": self.kind,
@@ -158,9 +164,10 @@ class EditInfo:
     when the source sent no gradient there). Compared by identity (`value` is a tensor).
 
     Example:
-        >>> stepper.scale_edge_grad("n2:0", 10.0)  # doctest: +SKIP
-        >>> stepper.edits["n2:0"].kind  # doctest: +SKIP
-        'scale'
+        >>> _ = st.step(); st.scale_edge_grad("n0:0", 10.0)
+        >>> info = st.edits["n0:0"]
+        >>> info.kind, info.factor, info.before.mean
+        ('scale', 10.0, 1.0)
     """
 
     edge: str
@@ -173,7 +180,8 @@ class EditInfo:
         """JSON-safe fields (the factor through util/jsonsafe; the tensor value left out).
 
         Example:
-            >>> stepper.edits["n2:0"].as_dict()["factor"]  # doctest: +SKIP
+            >>> _ = st.step(); st.scale_edge_grad("n0:0", 10.0)
+            >>> st.edits["n0:0"].as_dict()["factor"]
             10.0
         """
         f = self.factor
@@ -191,8 +199,10 @@ class LeafDiff:
     the stepper's current position (see `Stepper.leaf_grad_diff`).
 
     Example:
-        >>> stepper.leaf_grad_diff()["n7"].changed  # doctest: +SKIP
-        True
+        >>> _ = st.step(); st.scale_edge_grad("n0:0", 10.0); _ = st.run()
+        >>> d = st.leaf_grad_diff()["n3"]
+        >>> d.changed, d.edited, d.faithful, d.max_abs_diff
+        (True, tensor(40.), tensor(4.), 36.0)
     """
 
     node: str
@@ -226,8 +236,10 @@ class LeafDiff:
         """JSON-safe summaries (what a view shows on request).
 
         Example:
-            >>> stepper.leaf_grad_diff()["n7"].as_dict()["changed"]  # doctest: +SKIP
-            True
+            >>> _ = st.step(); st.scale_edge_grad("n0:0", 10.0); _ = st.run()
+            >>> d = st.leaf_grad_diff()["n3"].as_dict()
+            >>> d["changed"], d["max_abs_diff"], d["diff"]["values"]
+            (True, 36.0, [36.0])
         """
 
         def s(t: torch.Tensor | None) -> dict[str, Any] | None:
@@ -258,8 +270,10 @@ class History(Sequence):
     Guarantees: `len()` and every item follow the stepper as it moves; nothing is copied.
 
     Example:
-        >>> [r.node.id for r in stepper.history]  # doctest: +SKIP
-        ['n0', 'n1']
+        >>> history = st.history
+        >>> _ = st.run(until="n1")
+        >>> len(history), [r.node.id for r in history]
+        (3, ['n0', 'n2', 'n1'])
     """
 
     def __init__(self, length: Callable[[], int], record: Callable[[int], StepRecord]) -> None:

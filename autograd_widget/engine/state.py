@@ -56,9 +56,13 @@ class StepState:
     raises or a KeyboardInterrupt escapes.
 
     Example:
-        >>> state = StepState(graph, plan, seeds, create_graph=False, keep="tensors",
-        ...                   edits=Edits(plan), guard=guard)  # doctest: +SKIP
-        >>> state.advance(len(plan.order))  # doctest: +SKIP
+        >>> from autograd_widget.engine.calls import IN_STEP_CODES
+        >>> from autograd_widget.engine.plan import root_seeds
+        >>> plan = st.plan
+        >>> state = StepState(g, plan, root_seeds(g, plan), create_graph=False, keep="tensors",
+        ...                   edits=Edits(plan), guard=Guard(ADVANCE_CODE, IN_STEP_CODES))
+        >>> state.advance(len(plan.order)); state.pos, state.leaf_grads()
+        (4, [tensor(1.), tensor(4.)])
     """
 
     def __init__(
@@ -93,8 +97,9 @@ class StepState:
         Guarantees: the records (times, summaries) are left alone: `clear_records` drops them.
 
         Example:
-            >>> state.reset(); state.pos  # doctest: +SKIP
-            0
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(2); state.reset(); state.pos, len(state.seconds)
+            (0, 2)
         """
         plan = self.plan
         slots: list = [None] * plan.n_slots
@@ -122,8 +127,9 @@ class StepState:
             k: a step.
 
         Example:
-            >>> state.consumed(0)  # doctest: +SKIP
-            False
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(3); state.consumed(0), state.consumed(1)  # n2 is AccumulateGrad
+            (True, False)
         """
         return k < self.pos and k >= len(self.u_mark) and self.plan.kind[k] != ACCUMULATE
 
@@ -145,8 +151,11 @@ class StepState:
         returned (position k); a KeyboardInterrupt propagates with the steps before k done.
 
         Example:
-            >>> state.advance(state.pos + 1, capture=True)  # doctest: +SKIP
-            <StepRecord 0: n0 MeanBackward0 called, 0.020 ms>
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(state.pos + 1, capture=True)
+            <StepRecord 0: n0 AddBackward0 called, ... ms>
+            >>> state.advance(4) is None, state.pos  # None: no node raised
+            (True, 4)
         """
         plan = self.plan
         fns = self.graph.require_live("step this graph").fns
@@ -358,7 +367,11 @@ class StepState:
             retain: slots not to free (for `Stepper.grad`).
 
         Example:
-            >>> state.rebuild(state.pos)  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(3); state.slots[1] is None  # n1's input, freed after it ran
+            True
+            >>> state.rebuild(3, retain=frozenset({1})); state.pos, state.slots[1]
+            (3, tensor(1.))
         """
         before = [getattr(self, name) for name in self._STATE]
         self.reset()
@@ -385,7 +398,9 @@ class StepState:
         gradient the step produced are dropped (the caller notifies).
 
         Example:
-            >>> state.undo_last()  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(3); state.undo_last(); state.pos, len(state.seconds)
+            (2, 2)
         """
         k = self.pos - 1
         if k < len(self.u_mark):
@@ -415,7 +430,10 @@ class StepState:
         """Forget every step's records (times, no-gradient marks, summaries): for a reset.
 
         Example:
-            >>> state.clear_records(); state.reset()  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(2); state.clear_records(); state.reset()
+            >>> state.pos, state.seconds
+            (0, [])
         """
         self.store.clear()
         self.seconds.clear()
@@ -429,7 +447,9 @@ class StepState:
             ei: an edge index.
 
         Example:
-            >>> state.summary_of(0)  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(1); state.summary_of(0).mean
+            1.0
         """
         v = self.edge_val[ei]
         if v is None:
@@ -444,7 +464,9 @@ class StepState:
         """Summaries of every edge whose gradient has flowed (missing ones in one batch).
 
         Example:
-            >>> state.edge_summaries()  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(1); list(state.edge_summaries())
+            ['n0:0', 'n0:1']
         """
         store, ev = self.store, self.edge_val
         store.flush()
@@ -461,7 +483,11 @@ class StepState:
             s: a slot number.
 
         Example:
-            >>> state.slot_view(0)  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(3); state.slot_view(3)  # n3 (x's AccumulateGrad) still holds it
+            tensor(4.)
+            >>> state.slot_view(1).mean  # n1's input was freed: its summary
+            1.0
         """
         v = self.slots[s]
         if v is not None:
@@ -483,7 +509,9 @@ class StepState:
             nid: a checked node id.
 
         Example:
-            >>> state.waiting("n3")  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(3); [s.mean for s in state.waiting("n3")]
+            [4.0]
         """
         a = self.plan.node_start[int(nid[1:])]
         out: list[Summary | None] = []
@@ -499,7 +527,9 @@ class StepState:
             index: a step already done.
 
         Example:
-            >>> state.record(0)  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(1); state.record(0).outputs["n0:0"].mean  # freed: a summary
+            1.0
         """
         if not 0 <= index < self.pos:
             raise IndexError(f"step {index} has not run (position {self.pos})")
@@ -530,7 +560,9 @@ class StepState:
             index: a step already done.
 
         Example:
-            >>> state.step_info(0)  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(1); state.step_info(0).node, state.step_info(0).called
+            ('n0', True)
         """
         if not 0 <= index < self.pos:
             raise IndexError(f"step {index} has not run (position {self.pos})")
@@ -552,7 +584,9 @@ class StepState:
         next move).
 
         Example:
-            >>> state.slot_grad("n5", 0)  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(3); state.slot_grad("n1", 0)  # freed: found by a replay
+            tensor(1.)
         """
         s = self.plan.node_start[int(nid[1:])] + slot
         v = self.slots[s]
@@ -571,7 +605,9 @@ class StepState:
         """The first edge, in execution order, whose gradient holds a NaN or an Inf.
 
         Example:
-            >>> state.first_nonfinite()  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(4); state.first_nonfinite() is None
+            True
         """
         self.edge_summaries()
         plan = self.plan
@@ -589,7 +625,9 @@ class StepState:
         order.
 
         Example:
-            >>> state.leaf_grads()  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(2); state.leaf_grads()  # g.leaves: n2 (y), n3 (x, not yet)
+            [tensor(1.), None]
         """
         start = self.plan.node_start
         return [self.slots[start[int(lid[1:])]] for lid in self.graph.leaves]
@@ -606,7 +644,11 @@ class StepState:
         propagates; on success `edits.seq` is bumped (the caller notifies).
 
         Example:
-            >>> state.change_edits({}, [0])  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(1)
+            >>> info = state.edits.make(0, "zero", None, None, state.summary_of(0))
+            >>> state.change_edits({0: info}, []); state.summary_of(0).mean, state.edits.seq
+            (0.0, 1)
         """
         edits, store = self.edits, self.store
         affected = [*new, *drop]
@@ -640,7 +682,9 @@ class StepState:
         """Drop every tensor held (the stepper is closing).
 
         Example:
-            >>> state.close()  # doctest: +SKIP
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.close(); state.slots, state.seeds
+            ([], [])
         """
         self.store.clear()
         self.slots = []

@@ -73,9 +73,8 @@ class Stepper:
     the oracle); nothing of the user's (`.grad`, versions, hooks) is touched.
 
     Example:
-        >>> st = Stepper(aw.capture(loss))  # doctest: +SKIP
-        >>> st.run()  # doctest: +SKIP
-        <StepRecord 41: n3 AccumulateGrad accumulated, 0.004 ms>
+        >>> Stepper(g, keep="tensors").run()
+        <StepRecord 3: n3 AccumulateGrad accumulated, ... ms>
     """
 
     def __init__(
@@ -127,8 +126,8 @@ class Stepper:
         `remove_listener(fn)` works too.
 
         Example:
-            >>> with st.add_listener(lambda s: print(s.position)):  # doctest: +SKIP
-            ...     st.step()
+            >>> with st.add_listener(lambda s: print(s.position)):
+            ...     _ = st.step()
             1
         """
         return self._listeners.add(fn)
@@ -138,7 +137,7 @@ class Stepper:
         method works); a no-op if absent.
 
         Example:
-            >>> st.remove_listener(print)  # doctest: +SKIP
+            >>> _ = st.add_listener(print); st.remove_listener(print); _ = st.step()  # no output
         """
         self._listeners.remove(fn)
 
@@ -149,8 +148,8 @@ class Stepper:
         Guarantees: one Ctrl-C guard covers all the steps of the batch.
 
         Example:
-            >>> with st.batch():  # doctest: +SKIP
-            ...     st.step(); st.step()
+            >>> with st.add_listener(print), st.batch(): _ = st.step(); _ = st.step()
+            <Stepper step 2/4, keep='summaries', create_graph=False>
         """
         with self._listeners.batch(self), self._interruptible():
             yield self
@@ -232,8 +231,8 @@ class Stepper:
         Guarantees: KeyError for an unknown id, TypeError for anything else.
 
         Example:
-            >>> st.step_index("n0")  # doctest: +SKIP
-            0
+            >>> st.step_index("n1"), st.step_index(g.nodes["n3"])
+            (2, 3)
         """
         nid = node_id_of(node_id)
         try:
@@ -256,8 +255,8 @@ class Stepper:
         with `error` set if the node raised (position unchanged), or None when done.
 
         Example:
-            >>> st.step()  # doctest: +SKIP
-            <StepRecord 0: n0 MeanBackward0 called, 0.020 ms>
+            >>> st.step()
+            <StepRecord 0: n0 AddBackward0 called, ... ms>
         """
         self._check_open()
         if self.done:
@@ -277,8 +276,8 @@ class Stepper:
         returning.
 
         Example:
-            >>> st.run(until="n5").node.id  # doctest: +SKIP
-            'n5'
+            >>> st.run(until="n1").node.id, st.position
+            ('n1', 3)
         """
         self._check_open()
         stop = len(self._plan.order)
@@ -333,7 +332,7 @@ class Stepper:
         gradient that step produced is dropped.
 
         Example:
-            >>> st.step(); st.back(); st.position  # doctest: +SKIP
+            >>> _ = st.step(); st.back(); st.position
             0
         """
         self._check_open()
@@ -348,8 +347,8 @@ class Stepper:
         any what-if edit.
 
         Example:
-            >>> st.reset(); st.position  # doctest: +SKIP
-            0
+            >>> _ = st.run(); st.reset(); st.position, len(st.history)
+            (0, 0)
         """
         self._check_open()
         if self._edits.active:
@@ -370,8 +369,8 @@ class Stepper:
         KeyError, a predicate that raises a TypeError (and is not registered).
 
         Example:
-            >>> st.break_at(lambda n: n.name == "MulBackward0")  # doctest: +SKIP
-            ['n4']
+            >>> st.break_at(lambda n: n.name == "PowBackward0"), st.run().node.id  # stops before n1
+            (['n1'], 'n2')
         """
         self._breaks.add(target)
         return self.breakpoints
@@ -381,7 +380,8 @@ class Stepper:
         of them (None).
 
         Example:
-            >>> st.clear_breakpoints()  # doctest: +SKIP
+            >>> _ = st.break_at("n1"); st.clear_breakpoints(); st.breakpoints
+            []
         """
         self._breaks.clear(target)
 
@@ -403,8 +403,8 @@ class Stepper:
         or None (not flowed yet, none, or not kept).
 
         Example:
-            >>> st.edge_grad("n2:0")  # doctest: +SKIP
-            tensor([1., 1.])
+            >>> st = Stepper(g, keep="tensors"); _ = st.run(); st.edge_grad("n1:0")
+            tensor(4.)
         """
         v = self._state.edge_val[self._edge(edge_or_id)]
         return v if isinstance(v, torch.Tensor) else None
@@ -414,8 +414,8 @@ class Stepper:
         None before it flowed (or when none flowed).
 
         Example:
-            >>> st.edge_summary("n2:0").finite  # doctest: +SKIP
-            True
+            >>> _ = st.run(); st.edge_summary("n1:0").mean, st.edge_summary("n1:0").finite
+            (4.0, True)
         """
         return self._state.summary_of(self._edge(edge_or_id))
 
@@ -423,8 +423,8 @@ class Stepper:
         """Summaries of every edge whose gradient has flowed (missing ones in one batch).
 
         Example:
-            >>> list(st.edge_summaries())  # doctest: +SKIP
-            ['n0:0', 'n1:0']
+            >>> _ = st.step(); list(st.edge_summaries())
+            ['n0:0', 'n0:1']
         """
         return self._state.edge_summaries()
 
@@ -432,8 +432,8 @@ class Stepper:
         """The record of step `index` (< position): tensors where kept, else summaries.
 
         Example:
-            >>> st.record(0).node.id  # doctest: +SKIP
-            'n0'
+            >>> _ = st.run(); st.record(2).node.name, st.record(2).outputs["n1:0"].mean
+            ('PowBackward0', 4.0)
         """
         return self._state.record(index)
 
@@ -441,8 +441,8 @@ class Stepper:
         """Node, called/no-gradient and time of step `index` (< position), without tensors.
 
         Example:
-            >>> st.step_info(0).node  # doctest: +SKIP
-            'n0'
+            >>> _ = st.run(); st.step_info(1)
+            StepInfo(index=1, node='n2', called=False, no_gradient=False, seconds=...)
         """
         return self._state.step_info(index)
 
@@ -451,8 +451,8 @@ class Stepper:
         far for a node still to run, what it received for one that ran; None where empty.
 
         Example:
-            >>> st.waiting("n3")  # doctest: +SKIP
-            [None, Summary(...)]
+            >>> _ = st.run(until="n1"); st.waiting("n3")
+            [Summary(shape=(), dtype='float32', norm=4.0, ...)]
         """
         return self._state.waiting(self.graph.check_id(node_id))
 
@@ -462,8 +462,8 @@ class Stepper:
         Replays from the start when that slot's tensor was freed (`keep="summaries"`).
 
         Example:
-            >>> st.run(); torch.equal(st.grad(w), w_grad)  # doctest: +SKIP
-            True
+            >>> _ = st.run(); st.grad(x), st.grad(y), st.grad(z)
+            (tensor(4.), tensor(1.), tensor(1.))
         """
         self._check_open()
         try:
@@ -485,7 +485,7 @@ class Stepper:
         Guarantees: (Edge, Summary) of that edge among the steps done, else None.
 
         Example:
-            >>> st.first_nonfinite()  # doctest: +SKIP
+            >>> _ = st.run(); st.first_nonfinite()  # no output: None, every gradient is finite
         """
         return self._state.first_nonfinite()
 
@@ -508,8 +508,8 @@ class Stepper:
         and `.grad` of leaves never written, also on error; the engine's own error propagates.
 
         Example:
-            >>> st.compare_with_engine()  # doctest: +SKIP
-            []
+            >>> _ = st.step(); st.compare_with_engine(), st.position
+            ([], 1)
         """
         self._check_open()
         graph, plan = self.graph, self._plan
@@ -547,8 +547,8 @@ class Stepper:
         listed in `probe_errors` (node id -> the error), which each call replaces.
 
         Example:
-            >>> st.jacobian_norms(["n1"], seed=0)["n1"].exact  # doctest: +SKIP
-            True
+            >>> st.jacobian_norms(["n1"], seed=0)  # d(x**2)/dx = 4 at x = 2
+            {'n1': JacobianNorm(estimate=16.0, stderr=0.0, exact=True)}
         """
         self._check_open()
         results, errors = probe_jacobian_norms(
@@ -584,7 +584,8 @@ class Stepper:
         edit per edge. Costs one replay to the current position; on failure nothing changed.
 
         Example:
-            >>> st.set_edge_grad("n2:0", torch.zeros(3))  # doctest: +SKIP
+            >>> _ = st.step(); st.set_edge_grad("n0:0", torch.tensor(0.5)); _ = st.run(); st.grad(x)
+            tensor(2.)
         """
         ei = self._editable(edge_or_id, "set the gradient of")
         self._edits.check_tensor(ei, self.graph, tensor)
@@ -595,7 +596,8 @@ class Stepper:
         (a number; not compounding: a second scale replaces the first). Rules: `set_edge_grad`.
 
         Example:
-            >>> st.scale_edge_grad("n2:0", 10.0)  # doctest: +SKIP
+            >>> _ = st.step(); st.scale_edge_grad("n0:0", 10.0); _ = st.run(); st.grad(x)
+            tensor(40.)
         """
         if isinstance(factor, bool) or not isinstance(factor, (int, float, complex)):
             raise TypeError(f"factor must be a number, got {type(factor).__name__}")
@@ -606,7 +608,8 @@ class Stepper:
         """What-if: replace the gradient on edge `edge_or_id` by zeros. Rules: `set_edge_grad`.
 
         Example:
-            >>> st.zero_edge_grad("n2:0")  # doctest: +SKIP
+            >>> _ = st.step(); st.zero_edge_grad("n0:0"); _ = st.run(); st.grad(x)
+            tensor(0.)
         """
         ei = self._editable(edge_or_id, "zero the gradient of")
         self._apply_edit(ei, "zero", None, None)
@@ -617,7 +620,8 @@ class Stepper:
         past that, earlier records already show its consequences; back() or `reset()` first.
 
         Example:
-            >>> st.clear_edits()  # doctest: +SKIP
+            >>> _ = st.step(); st.zero_edge_grad("n0:0"); st.clear_edits(); st.edits
+            {}
         """
         self._check_open()
         active = self._edits.active
@@ -641,8 +645,8 @@ class Stepper:
         are this stepper's gradients, and no faithful run is made.
 
         Example:
-            >>> st.leaf_grad_diff()["n7"].changed  # doctest: +SKIP
-            False
+            >>> _ = st.step(); st.zero_edge_grad("n0:1"); st.leaf_grad_diff()["n2"].changed
+            True
         """
         self._check_open()
         mine = self._state.leaf_grads()
@@ -682,7 +686,7 @@ class Stepper:
         Guarantees: idempotent; afterwards every method that moves raises RuntimeError.
 
         Example:
-            >>> st.close(); st.closed  # doctest: +SKIP
+            >>> st.close(); st.closed
             True
         """
         self._closed = True
