@@ -9,7 +9,8 @@ keeps the layers in order. What it does not see is checked by reading the source
 - no module over 700 lines, no class over 500 lines of code (docstrings, comments and blank
   lines not counted);
 - every module has a docstring and `__all__`; every public function and method of a name in
-  `__all__` has a docstring with a short example.
+  `__all__` has a docstring with a short example, and no example is skipped (they run as
+  doctests in `make test`).
 """
 
 from __future__ import annotations
@@ -262,6 +263,12 @@ def test_public_functions_have_docstrings_with_an_example():
             elif needs_example and ">>>" not in doc and not _is_property_like(node):
                 missing.append(f"{name}.{qual}: no example")
     assert missing == [], f"{len(missing)} missing:\n" + "\n".join(missing)
+
+
+def test_docstring_examples_run_none_is_skipped():
+    """Every example runs as a doctest in make test (root conftest.py gives them their names)."""
+    skipped = [name for name, path in MODULES.items() if "doctest: +SKIP" in path.read_text()]
+    assert skipped == []
 
 
 def _is_property_like(node: ast.AST) -> bool:
