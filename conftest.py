@@ -4,6 +4,9 @@
 `g = aw.capture(z, params={"x": x, "y": y})` (nodes n0 AddBackward0, n1 PowBackward0,
 n2 AccumulateGrad(y), n3 AccumulateGrad(x)), `st = aw.Stepper(g)`, and `model` (a small MLP
 `Linear(4, 8) -> ReLU -> Linear(8, 3)`). Each example gets fresh objects.
+
+Also the time per test part printed at the end of every run (here, at the root, so that the
+doctests of the package are counted too: a hook in tests/conftest.py sees only tests/).
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _doctest_names(doctest_namespace):
+def _doctest_names(request):
+    from _pytest.doctest import DoctestItem
+
+    if not isinstance(request.node, DoctestItem):  # the tests build their own objects
+        yield
+        return
     import torch
 
     import autograd_widget as aw
@@ -23,8 +31,37 @@ def _doctest_names(doctest_namespace):
     z = x**2 + y
     g = aw.capture(z, params={"x": x, "y": y})
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
-    doctest_namespace.update(
-        torch=torch, aw=aw, x=x, y=y, z=z, g=g, st=aw.Stepper(g), model=model
-    )
+    namespace = request.getfixturevalue("doctest_namespace")
+    namespace.update(torch=torch, aw=aw, x=x, y=y, z=z, g=g, st=aw.Stepper(g), model=model)
     yield
     g.close()
+
+
+# --------------------------------------------------------------------------- per-part times
+_PART_SECONDS: dict[str, float] = {}
+
+
+def _part_of(item_or_report) -> str:
+    path = str(getattr(item_or_report, "nodeid", "")).split("::")[0]
+    if not path.startswith("tests/"):
+        return "doctests"
+    keywords = getattr(item_or_report, "keywords", {})
+    if "browser" in keywords or "/browser/" in path:
+        return "browser"
+    if "test_bench" in path:
+        return "benchmarks (tiny)"
+    if "/zoo/" in path or "test_opinfo" in path:
+        return "model zoo + OpInfo"
+    if "notebooks" in path:
+        return "notebooks"
+    return "unit + property"
+
+
+def pytest_runtest_logreport(report):
+    _PART_SECONDS[_part_of(report)] = _PART_SECONDS.get(_part_of(report), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _PART_SECONDS:
+        parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_PART_SECONDS.items()))
+        terminalreporter.write_line(f"[time] per test part: {parts}")

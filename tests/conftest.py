@@ -59,33 +59,3 @@ def send(w, msg):
     finally:
         w.send = orig
     return sent
-
-
-# --------------------------------------------------------------------------- per-part times
-_PART_SECONDS: dict[str, float] = {}
-
-
-def _part_of(item_or_report) -> str:
-    keywords = getattr(item_or_report, "keywords", {})
-    path = str(getattr(item_or_report, "nodeid", "")).split("::")[0]
-    if "browser" in keywords or "/browser/" in path:
-        return "browser"
-    if "test_bench" in path:
-        return "benchmarks (tiny)"
-    if "zoo" in keywords or "/zoo/" in path:
-        return "model zoo"
-    if "notebooks" in path:
-        return "notebooks"
-    if path.endswith(".py") and not path.startswith("tests/"):
-        return "doctests"
-    return "unit + property"
-
-
-def pytest_runtest_logreport(report):
-    _PART_SECONDS[_part_of(report)] = _PART_SECONDS.get(_part_of(report), 0.0) + report.duration
-
-
-def pytest_terminal_summary(terminalreporter):
-    if _PART_SECONDS:
-        parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_PART_SECONDS.items()))
-        terminalreporter.write_line(f"[time] per test part: {parts}")
