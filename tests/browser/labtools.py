@@ -132,9 +132,28 @@ def status(root):
     return root.locator(".agw-status")
 
 
-def edge_labels(root) -> list[str]:
-    """The gradient values written on the edges, as the page shows them."""
-    return sorted(root.locator(".traceagw-edge-labels text").all_text_contents())
+def after_paint(root) -> None:
+    """Wait until the page has painted twice: the view draws a state change in the next
+    animation frame, after the status line (set at once) already shows it."""
+    root.page.evaluate(
+        "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
+    )
+
+
+def edge_labels(root, settle_s: float = 3.0) -> list[str]:
+    """The gradient values written on the edges, as the page shows them once painting settled
+    (the same labels across two paints; at most `settle_s` seconds of waiting)."""
+    labels = root.locator(".traceagw-edge-labels text")
+    deadline = time.monotonic() + settle_s
+    after_paint(root)
+    seen = sorted(labels.all_text_contents())
+    while time.monotonic() < deadline:
+        after_paint(root)
+        now = sorted(labels.all_text_contents())
+        if now == seen:
+            break
+        seen = now
+    return seen
 
 
 def position_of(root) -> int:
