@@ -12,15 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograd_widget.view import layout
-from autograd_widget.view.layout import (
-    _min_length_layers,
-    _Orderer,
-    _reduce_crossings,
-    count_crossings,
-    layered_layout,
-    longest_path_layers,
-)
+from autograd_widget.view import layers, ordering
+from autograd_widget.view.layers import min_length_layers as _min_length_layers
+from autograd_widget.view.layout import count_crossings, layered_layout, longest_path_layers
+from autograd_widget.view.ordering import _Orderer
+from autograd_widget.view.ordering import reduce_crossings as _reduce_crossings
 
 
 def unique_edges(n: int, src, dst) -> tuple[np.ndarray, np.ndarray]:
@@ -106,12 +102,12 @@ def test_a_cut_short_network_simplex_still_gives_a_valid_layering(dag, work):
     n, src, dst = dag
     us, ud = unique_edges(n, src, dst)
     start = longest_path_layers(n, src, dst).astype(np.int64)
-    old = layout._NS_WORK
-    layout._NS_WORK = work
+    old = layers.NS_WORK
+    layers.NS_WORK = work
     try:
         layer = _min_length_layers(n, us, ud, start)
     finally:
-        layout._NS_WORK = old
+        layers.NS_WORK = old
     assert np.all(layer[ud] >= layer[us] + 1)
     assert np.all(layer[np.bincount(ud, minlength=n) == 0] == 0)
     assert total_span(layer, us, ud) <= total_span(start, us, ud)
@@ -130,7 +126,9 @@ def test_network_simplex_pulls_each_steps_ops_down_to_the_shared_leaves():
     )
     lay = layered_layout(14, src, dst)
     np.testing.assert_array_equal(lay.layer, [0, 1, 2, 3, 4, 4, 4, 4, 5, 5, 5, 5, 5, 6])
-    assert lay.n_dummies == 3 + 2 + 1  # was 12: (3 + 2 + 1) to B and as many to W
+    # Was 12 dummies: (3 + 2 + 1) to B and as many to W. Now c_i -> m_i spans 4, 3, 2, 1
+    # layers: the two longest run in lanes, the third bends through one dummy.
+    assert (lay.n_dummies, lay.n_lanes) == (1, 2)
     assert lay.crossings <= 2
 
 
@@ -140,7 +138,7 @@ def test_plain_paths_keep_their_length_and_sit_under_their_head():
     src, dst = [0, 1, 2, 3, 0, 5], [1, 2, 3, 4, 5, 4]
     lay = layered_layout(6, src, dst)
     np.testing.assert_array_equal(lay.layer, [0, 1, 2, 3, 4, 1])
-    assert lay.n_dummies == 2
+    assert (lay.n_dummies, lay.n_lanes) == (0, 1)  # 5 -> 4 spans 3 layers: a lane
 
 
 # --- crossing reduction: transposition --------------------------------------------------------
@@ -218,10 +216,10 @@ def test_budgets_and_second_start_switched_off_still_give_valid_layouts(monkeypa
     keep = a != b
     src, dst = np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
     full = layered_layout(n, src, dst)
-    monkeypatch.setattr(layout, "_BASE_WORK", 0)
-    monkeypatch.setattr(layout, "_TRANSPOSE_WORK", 0)
-    monkeypatch.setattr(layout, "_SECOND_START_MAX", 0)
-    monkeypatch.setattr(layout, "_NS_WORK", 0)
+    monkeypatch.setattr(ordering, "_BASE_WORK", 0)
+    monkeypatch.setattr(ordering, "_TRANSPOSE_WORK", 0)
+    monkeypatch.setattr(ordering, "SECOND_START_MAX", 0)
+    monkeypatch.setattr(layers, "NS_WORK", 0)
     cheap = layered_layout(n, src, dst)
     np.testing.assert_array_equal(cheap.layer, longest_path_layers(n, src, dst))
     assert cheap.crossings == count_crossings(cheap) <= cheap.initial_crossings
