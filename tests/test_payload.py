@@ -100,7 +100,7 @@ def check(graph, vis, layout, validity=None):
         assert ed["mid_x"][k] == np.float32((layout.edge_x[a] + layout.edge_x[b]) / 2)
         assert ed["mid_y"][k] == np.float32((layout.edge_y[a] + layout.edge_y[b]) / 2)
     # JSON plus buffers, as the widget sends it.
-    json.dumps({k: v for k, v in payload.items() if k not in ("nodes", "edges")})
+    json.dumps({k: v for k, v in payload.items() if k not in ("nodes", "edges", "copies")})
     return payload
 
 
@@ -181,10 +181,11 @@ def test_nothing_derivable_is_sent_for_a_plain_graph():
     assert nodes["strings"] == ["", "Sum", "SumBackward0", None, "Mul", "MulBackward0",
                                 "input 0 [4]", "AccumulateGrad", "[4]"]
     assert p["dtypes"]["nodes.label"] == "uint8" and nodes["roots"] == [0]
-    # Per node: x, y (float32), six one-byte indices; per edge: src, dst (int32), two bytes.
+    # Per node: x, y (float32), seven one-byte indices (the box size is one); per edge: src,
+    # dst (int32), two bytes.
     buffers = sum(v.nbytes for part in (nodes, edges) for v in part.values()
                   if isinstance(v, memoryview))
-    assert buffers == len(g) * (8 + 6) + len(g.edges) * (8 + 2)
+    assert buffers == len(g) * (8 + 7) + len(g.edges) * (8 + 2)
 
 
 def test_to_figure_reads_the_compact_payload(graphs):

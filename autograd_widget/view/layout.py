@@ -537,14 +537,15 @@ def place(
     dlo = float(top[0]) if n_layers else 0.0
     dhi = float(top[-1] + thick[-1]) if n_layers else 0.0
 
+    # (+ 0.0 turns the -0.0 of a negated 0 into 0.0.)
     if orientation == "TB":
-        ex, ey = coord, -depth_c
-        px, py = ub, -ud_
-        bounds = (blo, bhi, -dhi, -dlo)
+        ex, ey = coord, 0.0 - depth_c
+        px, py = ub, 0.0 - ud_
+        bounds = (blo, bhi, 0.0 - dhi, 0.0 - dlo)
     else:
-        ex, ey = depth_c, -coord
-        px, py = ud_, -ub
-        bounds = (dlo, dhi, -bhi, -blo)
+        ex, ey = depth_c, 0.0 - coord
+        px, py = ud_, 0.0 - ub
+        bounds = (dlo, dhi, 0.0 - bhi, 0.0 - blo)
 
     # Polylines per input edge: its unique edge's points plus a NaN separator.
     inv = arr.inverse

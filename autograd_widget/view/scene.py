@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from ..util.gcpause import gc_paused
 from . import modules
 from . import visible as vis_mod
-from .layout import Layout, layered_layout
+from .clusters import ClusterLayout, ClusterLayouter
+from .placement import scene_layout
 from .repeats import Repeat, find_repeats
 from .state import StateView
 from .visible import VisibleGraph, visible_graph
@@ -40,25 +41,26 @@ BOX_PREFIX = "box:"
 
 
 def compute_layout(
-    graph: BackwardGraph, orientation: str = "TB", visible: VisibleGraph | None = None
-) -> Layout:
-    """Layered layout of the visible items, roots on top (TB) or left (LR).
+    graph: BackwardGraph,
+    orientation: str = "TB",
+    visible: VisibleGraph | None = None,
+    folds: Mapping[str, Repeat] | None = None,
+) -> ClusterLayout:
+    """The layout of the visible items (`placement.scene_layout`): roots on top (TB) or left
+    (LR), every unfolded module in a titled frame, leaves beside their consumers.
 
     Args:
         graph: the graph `visible` was built from (its roots are laid out first).
         orientation: "TB" or "LR".
         visible: the visible graph (every node by default).
+        folds: fold key -> run of the folded runs in `visible`.
 
     Example:
         >>> layout = compute_layout(g, "LR", visible_graph(g)); layout.orientation, layout.n_nodes
         ('LR', 4)
     """
     vis = visible if visible is not None else visible_graph(graph)
-    index = {nid: i for i, nid in enumerate(graph.nodes)}
-    roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
-    return layered_layout(
-        vis.n_items, vis.edge_src, vis.edge_dst, roots=roots, orientation=orientation
-    )
+    return scene_layout(graph, vis, orientation, folds=folds)
 
 
 class Scene:
@@ -119,9 +121,10 @@ class Scene:
             )
         # The view model allocates an object or two per node: let the cycle collector rescan
         # the world once afterwards rather than many times during (halves a 50k-node build).
+        self._layouter = ClusterLayouter()
         with gc_paused():
             self.visible = self._visible_graph()
-            self.layout = compute_layout(graph, orientation, self.visible)
+            self.layout = self._layout()
             self.state = StateView(graph, stepper, self.visible)
 
     # ------------------------------------------------------------------ the drawing
@@ -131,19 +134,42 @@ class Scene:
             folds=vis_mod.fold_members(self._folds),
         )
 
-    def rebuild(self) -> None:
+    def _layout(self) -> ClusterLayout:
+        return scene_layout(self.graph, self.visible, self.orientation, folds=self._folds,
+                            layouter=self._layouter)
+
+    def rebuild(self, *, keep: tuple[str, str] | None = None) -> None:
         """New visible graph (folds, plumbing), layout and state mapping; bumps `version`.
+
+        `keep` = (key before, key after), each ``"m:<path>"`` (a module's box or frame) or a
+        node id: the new drawing is translated so the second's top-left corner lands where the
+        first's was (an unfolded module opens where its box was; every other cluster keeps its
+        inner layout, so the drawing around it only moves).
 
         Example:
             >>> scene = Scene(g, st)
             >>> scene.rebuild(); scene.version
             1
         """
+        before = self._anchor(keep[0]) if keep else None
         with gc_paused():
             self.visible = self._visible_graph()
-            self.layout = compute_layout(self.graph, self.orientation, self.visible)
+            self.layout = self._layout()
             self.state.set_visible(self.visible)
+        after = self._anchor(keep[1]) if keep else None
+        if before is not None and after is not None:
+            self.layout = self.layout.translated(before[0] - after[0], before[1] - after[1])
         self.version += 1
+
+    def _anchor(self, key: str) -> tuple[float, float] | None:
+        """Top-left corner of a module's box or frame (``"m:<path>"``), None when not drawn."""
+        path = key[2:]
+        for j, grp in enumerate(self.visible.item_group):
+            if grp == path and self.visible.item_real[j] < 0:
+                return self.layout.anchor(item=j)
+        if any(f.path == path for f in self.layout.frames):
+            return self.layout.anchor(path=path)
+        return None
 
     def set_graph(self, graph: BackwardGraph) -> None:
         """Swap in a graph with the same records (e.g. its `from_dict` copy on release): the
@@ -317,7 +343,7 @@ class Scene:
             )
         self._collapsed = {c for c in self._collapsed if not modules.in_group(c, module)}
         self._collapsed.add(module)
-        self.rebuild()
+        self.rebuild(keep=("m:" + module, "m:" + module))
 
     def expand(self, module: str | None = None) -> None:
         """Unfold `module` into its children (its submodules stay folded), or everything (folded
@@ -340,6 +366,8 @@ class Scene:
                 raise ValueError(f"{module!r} is not collapsed; collapsed: {self.collapsed}")
             self._collapsed.discard(module)
             self._collapsed.update(modules.children(module, modules.module_paths(self.graph)))
+            self.rebuild(keep=("m:" + module, "m:" + module))
+            return
         self.rebuild()
 
     def reveal(self, node_id: str) -> None:

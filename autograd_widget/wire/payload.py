@@ -160,6 +160,8 @@ def _graph_payload(
     bounds = [0.0, 0.0, 0.0, 0.0]
     if n_items:
         bounds = [float(x.min()), float(x.max()), float(y.min()), float(y.max())]
+        if getattr(layout, "bounds", None) is not None:  # boxes, lanes and frames included
+            bounds = [float(v) for v in layout.bounds]
     identity = vis.is_identity
     strings, kinds, sigs = _Table(), _Table(), _Table()
     label = np.zeros(n_items, np.int64)
@@ -312,6 +314,27 @@ def _graph_payload(
         put("edges", "bend_ptr", bend_ptr.astype(np.int32))
         put("edges", "bend_x", np.asarray(layout.edge_x, np.float32)[pick])
         put("edges", "bend_y", np.asarray(layout.edge_y, np.float32)[pick])
+    # Leaf copies (a parameter drawn beside each consumer) and module frames.
+    copy_item = getattr(layout, "copy_item", None)
+    if copy_item is not None and len(copy_item):
+        out["copies"] = {"count": len(copy_item)}
+        put("copies", "item", np.asarray(copy_item, np.int32))
+        put("copies", "x", np.asarray(layout.copy_x, np.float32))
+        put("copies", "y", np.asarray(layout.copy_y, np.float32))
+        put("edges", "copy", np.asarray(layout.edge_copy, np.int32))
+    out["frames"] = [
+        {"path": f.path, "title": f.title, "depth": f.depth,
+         "x0": f.x0, "x1": f.x1, "y0": f.y0, "y1": f.y1}
+        for f in getattr(layout, "frames", ())
+    ]
+    size_w = getattr(layout, "width", None)
+    if size_w is not None and n_items:
+        # Box sizes: a handful of distinct ones (they follow the label's length): a table and
+        # a one-byte index per item.
+        wh = np.stack([np.asarray(size_w, np.float32), np.asarray(layout.height, np.float32)], 1)
+        table, which = np.unique(wh, axis=0, return_inverse=True)
+        nodes_out["sizes"] = [[float(a), float(b)] for a, b in table.tolist()]
+        put("nodes", "size", _small_uint(which.reshape(-1).astype(np.int64)))
     return out
 
 
@@ -342,7 +365,13 @@ def decode_graph(payload: dict[str, Any]) -> dict[str, Any]:
         ['Add', 'Pow', 'y', 'x']
     """
     nodes, edges = payload["nodes"], payload["edges"]
-    out = {k: v for k, v in payload.items() if k not in ("nodes", "edges")}
+    out = {k: v for k, v in payload.items() if k not in ("nodes", "edges", "copies")}
+    if payload.get("copies"):
+        cp = payload["copies"]
+        out["copies"] = {"count": int(cp["count"]),
+                         "item": _as_array(cp["item"], np.int32).astype(np.int32),
+                         "x": _as_array(cp["x"], np.float32).astype(np.float32),
+                         "y": _as_array(cp["y"], np.float32).astype(np.float32)}
     n, m = int(nodes["count"]), int(edges["count"])
     dtypes = payload.get("dtypes", {})
 
@@ -406,7 +435,16 @@ def decode_graph(payload: dict[str, Any]) -> dict[str, Any]:
     px = np.full(int(ptr[-1]), np.nan, np.float32)
     py = np.full(int(ptr[-1]), np.nan, np.float32)
     px[ptr[:-1]], py[ptr[:-1]] = x[src], y[src]
-    px[ptr[1:] - 2], py[ptr[1:] - 2] = x[dst], y[dst]
+    end_x, end_y = x[dst], y[dst]
+    copies = payload.get("copies")
+    if copies and "copy" in edges:
+        ecopy = buf(edges, "copy", np.int32, -1, m).astype(np.int64)
+        cx = _as_array(copies["x"], np.float32)
+        cy = _as_array(copies["y"], np.float32)
+        has = ecopy >= 0
+        end_x = np.where(has, cx[np.maximum(ecopy, 0)], end_x)
+        end_y = np.where(has, cy[np.maximum(ecopy, 0)], end_y)
+    px[ptr[1:] - 2], py[ptr[1:] - 2] = end_x, end_y
     if len(bent):
         inner = np.arange(int(bend_ptr[-1])) - np.repeat(bend_ptr[:-1] - ptr[bent] - 1, nb[bent])
         px[inner] = buf(edges, "bend_x", np.float32, 0, 0)

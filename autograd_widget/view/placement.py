@@ -1,0 +1,153 @@
+"""From a visible graph to its cluster layout: item sizes, clusters, keys, titles.
+
+`clusters.ClusterLayouter` knows nothing of graphs; this module says, for the items of a
+`VisibleGraph`, how big each box is (its label's length: a box must hold its text at the size
+the front-end writes it), which module frame holds it, which items are leaves that may be drawn
+beside each consumer, and which names stay stable across re-layouts (node ids; ``m:<path>`` for
+a module, the same whether it is folded into a box or unfolded into a frame, so its parent's
+arrangement is reused). Pure: graph records only, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .clusters import ClusterLayout, ClusterLayouter, parent_path
+from .labels import group_label, short_label
+
+if TYPE_CHECKING:
+    from ..core.graph import BackwardGraph
+    from .repeats import Repeat
+    from .visible import VisibleGraph
+
+__all__ = ["CHAR_W", "item_sizes", "module_titles", "scene_layout"]
+
+#: Width of one label character, in layout units (one unit = one line of label text).
+CHAR_W = 0.62
+_PAD_W = 1.2  # a box's text margin, left and right together
+_LINE_H = 1.0
+_PAD_H = 0.5
+
+
+def _box(lines: list[str]) -> tuple[float, float]:
+    chars = max(3, *(len(t) for t in lines))
+    return chars * CHAR_W + _PAD_W, len(lines) * _LINE_H + _PAD_H
+
+
+def module_titles(graph: BackwardGraph, paths: list[str] | set[str]) -> dict[str, str]:
+    """Frame and box title per module path: ``"layers.3 · TransformerEncoderLayer"`` when the
+    module's class is known (recorded at capture), else the path.
+
+    Example:
+        >>> module_titles(g, ["a.b"])
+        {'a.b': 'a.b'}
+    """
+    classes: Mapping[str, str] = getattr(graph, "module_classes", None) or {}
+    out = {}
+    for p in paths:
+        label = group_label(p, graph.model_name)
+        cls = classes.get(p)
+        out[p] = f"{label} · {cls}" if cls and cls != label else label
+    return out
+
+
+def item_sizes(
+    graph: BackwardGraph, vis: VisibleGraph, titles: Mapping[str, str]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Box size (width, height) of every item, and its label: a node's short op name (a
+    leaf's name and shape), a box's title and its op count.
+
+    Example:
+        >>> from autograd_widget.view.visible import visible_graph
+        >>> w, h, labels = item_sizes(g, visible_graph(g), {}); labels
+        ['Add', 'Pow', 'y', 'x']
+    """
+    nodes = list(graph.nodes.values())
+    n = vis.n_items
+    w = np.zeros(n)
+    h = np.zeros(n)
+    labels: list[str] = []
+    cache: dict[tuple, tuple[float, float]] = {}
+    for j, r in enumerate(vis.item_real.tolist()):
+        if r >= 0:
+            node = nodes[r]
+            lines = [short_label(node)]
+            if node.kind == "accumulate_grad" and node.inputs:
+                lines.append(str(list(node.inputs[0].shape)))
+        else:
+            group = vis.item_group[j] or ""
+            members = vis.item_members[j]
+            lines = [titles.get(group, group), f"{0 if members is None else len(members)} ops"]
+        key = tuple(len(t) for t in lines)
+        size = cache.get(key)
+        if size is None:
+            size = cache[key] = _box(lines)
+        w[j], h[j] = size
+        labels.append(lines[0])
+    return w, h, labels
+
+
+def scene_layout(
+    graph: BackwardGraph,
+    vis: VisibleGraph,
+    orientation: str = "TB",
+    *,
+    folds: Mapping[str, Repeat] | None = None,
+    layouter: ClusterLayouter | None = None,
+) -> ClusterLayout:
+    """The cluster layout of `vis`: every unfolded module a frame, every box sized to its text.
+
+    Args:
+        graph: the graph `vis` was built from.
+        vis: the visible graph.
+        orientation: "TB" or "LR".
+        folds: fold key -> run, for the folded runs' boxes (their frame is the run's parent).
+        layouter: the cache to reuse (a Scene keeps one); a fresh one by default.
+
+    Example:
+        >>> from autograd_widget.view.visible import visible_graph
+        >>> lay = scene_layout(g, visible_graph(g)); lay.n_nodes, lay.frames
+        (4, [])
+    """
+    nodes = list(graph.nodes.values())
+    item_real = vis.item_real.tolist()
+    folds = folds or {}
+    cluster: list[str] = []
+    keys: list[str] = []
+    leaf = np.zeros(vis.n_items, dtype=bool)
+    own: list[str] = []
+    for j, r in enumerate(item_real):
+        if r >= 0:
+            node = nodes[r]
+            m = node.module or ""
+            cluster.append(m)
+            own.append(m)
+            keys.append(node.id)
+            leaf[j] = node.kind == "accumulate_grad"
+        else:
+            group = vis.item_group[j] or ""
+            run = folds.get(group) if group in vis.folds else None
+            cluster.append(run.parent if run is not None else parent_path(group))
+            own.append(cluster[-1])
+            keys.append("m:" + group)
+    paths = set(cluster)
+    for p in list(paths):
+        while p:
+            p = parent_path(p)
+            paths.add(p)
+    boxes = {vis.item_group[j] or "" for j, r in enumerate(item_real) if r < 0}
+    titles = module_titles(graph, paths | boxes)
+    for key, run in folds.items():
+        if key in boxes:
+            cls = titles.get(run.representative[0], "").partition(" · ")[2]
+            titles[key] = f"{run.label} · {cls}" if cls else run.label
+    w, h, _ = item_sizes(graph, vis, titles)
+    index = {nid: i for i, nid in enumerate(graph.nodes)}
+    roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
+    return (layouter or ClusterLayouter()).layout(
+        vis.n_items, vis.edge_src, vis.edge_dst, cluster, w, h, item_key=keys, leaf=leaf,
+        item_module=own, roots=roots, titles=titles, orientation=orientation,
+    )
