@@ -276,6 +276,7 @@ class ClusterLayouter:
         roots: Sequence[int] = (),
         titles: dict[str, str] | None = None,
         orientation: str = "TB",
+        item_rank: Sequence[float] | NDArray[np.floating] | None = None,
     ) -> ClusterLayout:
         """Lay out ``n_items`` items with edges ``src[k] -> dst[k]`` (gradient flow).
 
@@ -290,6 +291,9 @@ class ClusterLayouter:
             roots: items laid out first in their layer.
             titles: frame title per module path (the path when missing).
             orientation: "TB" or "LR".
+            item_rank: the order items take inside their cluster (a module's folded box and
+                its unfolded frame must rank alike, e.g. by their first node, so folding it
+                leaves its parent's arrangement as it was). Defaults to the index.
         """
         if orientation not in ("TB", "LR"):
             raise ValueError(f"orientation must be 'TB' or 'LR', not {orientation!r}")
@@ -304,6 +308,7 @@ class ClusterLayouter:
         node_item = list(range(n_items))
         edge_to = d.copy()
         copy_of_edge = np.full(s.shape[0], -1, dtype=np.int64)
+        copy_host: list[int] = []
         if leaf is not None and s.size:
             lf = np.asarray(leaf, dtype=bool)
             into = np.flatnonzero(lf[d])
@@ -324,11 +329,16 @@ class ClusterLayouter:
                         c = made[u] = len(node_item)
                         node_item.append(j)
                         node_cluster.append(node_cluster[u])
+                        copy_host.append(u)
                         keys.append(f"{keys[j]}@{keys[u]}")
                     edge_to[k] = c
                     copy_of_edge[k] = c - n_items
         item_arr = np.asarray(node_item, dtype=np.int64)
         w_n, h_n = w_all[item_arr], h_all[item_arr]
+        base = (np.arange(n_items, dtype=np.float64) if item_rank is None
+                else np.asarray(item_rank, dtype=np.float64))
+        # A copy ranks just after the consumer it sits beside.
+        rank = np.concatenate([base, base[[int(u) for u in copy_host]] + 0.5])
 
         # A module whose ops are not contiguous (one called twice, with its parent's ops in
         # between) would be a box on a cycle in its parent: it is drawn without a frame (its
@@ -338,7 +348,7 @@ class ClusterLayouter:
             try:
                 return self._clusters(
                     n_items, s, edge_to, node_cluster, node_item, keys, w_all, h_all, w_n,
-                    h_n, copy_of_edge, item_arr, roots, titles, orientation, dissolved)
+                    h_n, copy_of_edge, item_arr, roots, titles, orientation, dissolved, rank)
             except _Cycle as cyc:
                 dissolved |= cyc.paths
 
@@ -360,6 +370,7 @@ class ClusterLayouter:
         titles: dict[str, str] | None,
         orientation: str,
         dissolved: set[str],
+        rank: NDArray[np.float64],
     ) -> ClusterLayout:
         n_nodes = len(node_item)
 
@@ -383,12 +394,23 @@ class ClusterLayouter:
             if p:
                 clusters[cparent[i]].children.append(i)
         ncl = np.asarray([cidx[p] for p in node_cluster], dtype=np.int64)
+        # Local nodes in rank order: items, and child clusters ranked by their first item.
+        crank = np.full(len(clusters), np.inf)
+        if n_nodes:
+            np.minimum.at(crank, ncl, rank)
+        for i in range(len(clusters) - 1, 0, -1):
+            crank[cparent[i]] = min(crank[cparent[i]], crank[i])
+        entries: list[list[tuple[float, int, int]]] = [[] for _ in clusters]
         for v in range(n_nodes):
-            c = clusters[ncl[v]]
-            c.local_of[v] = c.add(keys[v], 0, v)
+            entries[ncl[v]].append((float(rank[v]), 0, v))
         for i in range(1, len(clusters)):
-            par = clusters[cparent[i]]
-            par.child_local[i] = par.add("m:" + order[i], 1, i)
+            entries[cparent[i]].append((float(crank[i]), 1, i))
+        for i, c in enumerate(clusters):
+            for _, kind, ref in sorted(entries[i]):
+                if kind == 0:
+                    c.local_of[ref] = c.add(keys[ref], 0, ref)
+                else:
+                    c.child_local[ref] = c.add("m:" + order[ref], 1, ref)
 
         # Edges: local in one cluster, or split at every frame they cross.
         pieces: list[list[tuple[int, int, bool, bool]]] = [[] for _ in range(s.shape[0])]

@@ -119,7 +119,11 @@ def scene_layout(
     keys: list[str] = []
     leaf = np.zeros(vis.n_items, dtype=bool)
     own: list[str] = []
+    rank = np.zeros(vis.n_items)
     for j, r in enumerate(item_real):
+        members = vis.item_members[j]
+        rank[j] = r if r >= 0 else (int(members.min()) if members is not None and len(members)
+                                    else len(nodes))
         if r >= 0:
             node = nodes[r]
             m = node.module or ""
@@ -149,5 +153,5 @@ def scene_layout(
     roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
     return (layouter or ClusterLayouter()).layout(
         vis.n_items, vis.edge_src, vis.edge_dst, cluster, w, h, item_key=keys, leaf=leaf,
-        item_module=own, roots=roots, titles=titles, orientation=orientation,
+        item_module=own, roots=roots, titles=titles, orientation=orientation, item_rank=rank,
     )

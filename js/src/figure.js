@@ -535,6 +535,11 @@ export function overlayScene(graph, state, theme, view) {
       lineWidth: nm.nodes.line.width,
       isBox: graph.isBox ?? null,
     },
+    frames: graph.frames ?? [],
+    copies: graph.copies ?? null,
+    frameColor: theme.pending,
+    frameFont: theme.fontFamily,
+    fontColor: theme.font,
     colorbar: shaded ? null : colorbar(state, theme),
   };
 }

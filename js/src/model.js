@@ -129,12 +129,13 @@ export function decodeGraph(raw) {
     if (dst[e] < 0 || dst[e] >= n) dst[e] = 0;
   }
   const outputNr = ints('edges.output_nr', edges.output_nr, m);
+  const copies = decodeCopies(g.copies, n);
   const { pathX, pathY, pathPtr } = bentPaths(x, y, src, dst, {
     bent: ints('edges.bent', edges.bent, undefined),
     ptr: ints('edges.bend_ptr', edges.bend_ptr, undefined),
     x: toTyped(edges.bend_x, Float32Array),
     y: toTyped(edges.bend_y, Float32Array),
-  });
+  }, { copy: toTyped(edges.copy, Int32Array, { length: copies.item.length ? m : 0, fill: -1 }), x: copies.x, y: copies.y });
   const { midX, midY } = pathMiddles(pathX, pathY, pathPtr);
   const { outPtr, outEdges } = csr(n, src);
   // Edge ids: "{src}:{output_nr}", src being the source item's node unless `src_id` names
@@ -165,6 +166,8 @@ export function decodeGraph(raw) {
   return {
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
     bounds: graphBounds(g.bounds),
+    frames: decodeFrames(g.frames),
+    copies,
     n,
     ids,
     labels: texts('label'),
@@ -238,8 +241,10 @@ function lookup(index, table, fallback, keepNull) {
  * NaN slot. Malformed bends are dropped (straight).
  * @param {Float32Array} x @param {Float32Array} y @param {Int32Array} src @param {Int32Array} dst
  * @param {{ bent: Int32Array, ptr: Int32Array, x: Float32Array, y: Float32Array }} bends
+ * @param {{ copy: Int32Array, x: Float32Array, y: Float32Array } | null} [ends] edges ending at
+ *   a leaf copy (`copy[e] >= 0`) end at that copy's point, not at their target item's
  */
-export function bentPaths(x, y, src, dst, bends) {
+export function bentPaths(x, y, src, dst, bends, ends = null) {
   const m = src.length;
   const count = new Int32Array(m);
   const start = new Int32Array(m);
@@ -268,8 +273,14 @@ export function bentPaths(x, y, src, dst, bends) {
       pathX[p] = bends.x[start[e] + j];
       pathY[p] = bends.y[start[e] + j];
     }
-    pathX[p + 1] = x[dst[e]];
-    pathY[p + 1] = y[dst[e]];
+    const c = ends && e < ends.copy.length ? ends.copy[e] : -1;
+    if (ends && c >= 0 && c < ends.x.length && c < ends.y.length) {
+      pathX[p + 1] = ends.x[c];
+      pathY[p + 1] = ends.y[c];
+    } else {
+      pathX[p + 1] = x[dst[e]];
+      pathY[p + 1] = y[dst[e]];
+    }
     pathX[p + 2] = NaN;
     pathY[p + 2] = NaN;
   }
@@ -426,4 +437,47 @@ export function decodeState(raw, graph) {
     error,
     edits: decodeEdits(s.edits, m),
   };
+}
+
+/**
+ * @typedef {object} Frame a titled frame around an unfolded module (layout units)
+ * @property {string} path
+ * @property {string} title
+ * @property {number} depth nesting depth, 1 for a top-level module
+ * @property {number} x0 @property {number} x1 @property {number} y0 @property {number} y1
+ */
+
+/**
+ * The payload's module frames, outermost first; malformed entries are dropped.
+ * @param {unknown} raw
+ * @returns {Frame[]}
+ */
+export function decodeFrames(raw) {
+  if (!Array.isArray(raw)) return [];
+  /** @type {Frame[]} */
+  const out = [];
+  for (const f of raw) {
+    if (!f || typeof f !== 'object') continue;
+    const v = /** @type {any} */ (f);
+    const nums = [v.x0, v.x1, v.y0, v.y1].map(Number);
+    if (!nums.every(Number.isFinite)) continue;
+    out.push({ path: String(v.path ?? ''), title: String(v.title ?? v.path ?? ''), depth: Number(v.depth) || 1, x0: nums[0], x1: nums[1], y0: nums[2], y1: nums[3] });
+  }
+  return out;
+}
+
+/**
+ * Leaf copies: a parameter drawn again beside another consumer. `item[c]` is the item copy c
+ * shows (out-of-range items are dropped), at `x[c]`, `y[c]`.
+ * @param {any} raw @param {number} n items
+ * @returns {{ item: Int32Array, x: Float32Array, y: Float32Array }}
+ */
+export function decodeCopies(raw, n) {
+  const c = raw && typeof raw === 'object' ? raw : {};
+  const count = Math.max(0, Number(c.count ?? 0) | 0);
+  const item = toTyped(c.item, Int32Array, { length: count, fill: -1 });
+  const x = toTyped(c.x, Float32Array, { length: count, fill: NaN });
+  const y = toTyped(c.y, Float32Array, { length: count, fill: NaN });
+  for (let k = 0; k < count; k++) if (item[k] < 0 || item[k] >= n) item[k] = -1;
+  return { item, x, y };
 }

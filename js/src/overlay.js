@@ -218,6 +218,7 @@ export function createOverlay(doc) {
     ctx.clip();
     ctx.lineCap = 'round';
     ctx.lineJoin = 'round';
+    paintFrames(ctx, scene, px, py);
     for (const layer of scene.edges) {
       if (!layer.x.length) continue;
       ctx.strokeStyle = layer.color;
@@ -282,6 +283,28 @@ export function createOverlay(doc) {
         ctx.stroke();
       }
     }
+    // Leaf copies: the parameter again beside another consumer, styled as the item itself.
+    const cp = scene.copies;
+    if (cp) {
+      for (let k = 0; k < cp.item.length; k++) {
+        const i = cp.item[k];
+        if (i < 0 || nodes.isBox?.[i]) continue;
+        const x = px(cp.x[k]);
+        const y = py(cp.y[k]);
+        if (x < area.l - pad || x > area.l + area.w + pad || y < area.t - pad || y > area.t + area.h + pad) continue;
+        const sym = String(nodes.symbol[i]);
+        ctx.beginPath();
+        tracePath(ctx, sym, x, y, nodes.size[i]);
+        ctx.globalAlpha = nodes.opacity[i];
+        ctx.fillStyle = nodes.color[i];
+        if (!sym.endsWith('-open')) ctx.fill();
+        ctx.strokeStyle = sym.endsWith('-open') ? nodes.color[i] : nodes.lineColor[i];
+        ctx.lineWidth = Math.max(1, nodes.lineWidth[i]);
+        ctx.setLineDash([3, 2]);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      }
+    }
     ctx.globalAlpha = 1;
     ctx.restore();
     if (scene.colorbar) paintColorbar(ctx, scene.colorbar, area);
@@ -297,6 +320,60 @@ export function createOverlay(doc) {
       host = null;
     },
   };
+}
+
+/**
+ * Module frames, outermost first: a rounded outline and the title at the top left, cut in the
+ * middle ("layers.3 · Tran…Layer") when the frame is too narrow for it.
+ * @param {CanvasRenderingContext2D} ctx @param {any} scene
+ * @param {(x: number) => number} px @param {(y: number) => number} py
+ */
+function paintFrames(ctx, scene, px, py) {
+  const frames = scene.frames ?? [];
+  if (!frames.length) return;
+  ctx.save();
+  ctx.font = `11px ${scene.frameFont ?? 'sans-serif'}`;
+  ctx.textBaseline = 'top';
+  for (const f of frames) {
+    const x0 = px(f.x0);
+    const x1 = px(f.x1);
+    const ya = py(f.y1);
+    const yb = py(f.y0);
+    const w = x1 - x0;
+    const h = yb - ya;
+    if (w < 2 || h < 2) continue;
+    ctx.beginPath();
+    ctx.rect(x0, ya, w, h);
+    ctx.strokeStyle = scene.frameColor ?? '#888';
+    ctx.globalAlpha = 0.7;
+    ctx.lineWidth = 1;
+    ctx.stroke();
+    ctx.globalAlpha = 1;
+    if (w > 30 && h > 14) {
+      ctx.fillStyle = scene.fontColor ?? '#333';
+      ctx.fillText(middleCut(ctx, f.title, w - 8), x0 + 4, ya + 3);
+    }
+  }
+  ctx.restore();
+}
+
+/**
+ * `text` cut in the middle with an ellipsis to fit `width` pixels (never from the left).
+ * @param {{ measureText: (t: string) => { width: number } }} ctx @param {string} text @param {number} width
+ */
+export function middleCut(ctx, text, width) {
+  if (ctx.measureText(text).width <= width) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const k = (lo + hi + 1) >> 1;
+    const head = Math.ceil(k / 2);
+    const t = `${text.slice(0, head)}…${text.slice(text.length - (k - head))}`;
+    if (ctx.measureText(t).width <= width) lo = k;
+    else hi = k - 1;
+  }
+  const head = Math.ceil(lo / 2);
+  return lo ? `${text.slice(0, head)}…${text.slice(text.length - (lo - head))}` : '…';
 }
 
 /**
