@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..util.gcpause import gc_paused
 from .clusters import ClusterLayout, ClusterLayouter, parent_path
 from .labels import group_label, short_label
 
@@ -70,23 +71,27 @@ def item_sizes(
     w = np.zeros(n)
     h = np.zeros(n)
     labels: list[str] = []
-    cache: dict[tuple, tuple[float, float]] = {}
+    # One label per distinct (op, kind, leaf name, leaf shape): a 100k-node chain has three.
+    by_key: dict[tuple, tuple[str, float, float]] = {}
     for j, r in enumerate(vis.item_real.tolist()):
         if r >= 0:
             node = nodes[r]
-            lines = [short_label(node)]
-            if node.kind == "accumulate_grad" and node.inputs:
-                lines.append(str(list(node.inputs[0].shape)))
+            leafy = node.kind == "accumulate_grad"
+            key = (node.name, node.kind, node.leaf_name,
+                   node.inputs[0].shape if leafy and node.inputs else None)
+            hit = by_key.get(key)
+            if hit is None:
+                lines = [short_label(node)]
+                if key[3] is not None:
+                    lines.append(str(list(key[3])))
+                hit = by_key[key] = (lines[0], *_box(lines))
         else:
             group = vis.item_group[j] or ""
             members = vis.item_members[j]
             lines = [titles.get(group, group), f"{0 if members is None else len(members)} ops"]
-        key = tuple(len(t) for t in lines)
-        size = cache.get(key)
-        if size is None:
-            size = cache[key] = _box(lines)
-        w[j], h[j] = size
-        labels.append(lines[0])
+            hit = (lines[0], *_box(lines))
+        labels.append(hit[0])
+        w[j], h[j] = hit[1], hit[2]
     return w, h, labels
 
 
@@ -112,31 +117,47 @@ def scene_layout(
         >>> lay = scene_layout(g, visible_graph(g)); lay.n_nodes, lay.frames
         (4, [])
     """
+    with gc_paused():
+        return _scene_layout(graph, vis, orientation, folds or {}, layouter)
+
+
+def _scene_layout(
+    graph: BackwardGraph,
+    vis: VisibleGraph,
+    orientation: str,
+    folds: Mapping[str, Repeat],
+    layouter: ClusterLayouter | None,
+) -> ClusterLayout:
     nodes = list(graph.nodes.values())
     item_real = vis.item_real.tolist()
-    folds = folds or {}
-    cluster: list[str] = []
-    keys: list[str] = []
-    leaf = np.zeros(vis.n_items, dtype=bool)
-    own: list[str] = []
-    rank = np.zeros(vis.n_items)
-    for j, r in enumerate(item_real):
-        members = vis.item_members[j]
-        rank[j] = r if r >= 0 else (int(members.min()) if members is not None and len(members)
-                                    else len(nodes))
-        if r >= 0:
-            node = nodes[r]
-            m = node.module or ""
-            cluster.append(m)
-            own.append(m)
-            keys.append(node.id)
-            leaf[j] = node.kind == "accumulate_grad"
-        else:
-            group = vis.item_group[j] or ""
-            run = folds.get(group) if group in vis.folds else None
-            cluster.append(run.parent if run is not None else parent_path(group))
-            own.append(cluster[-1])
-            keys.append("m:" + group)
+    n = vis.n_items
+    if vis.is_identity:  # every node drawn as itself: no per-item branching
+        cluster = [node.module or "" for node in nodes]
+        own = cluster
+        keys = list(graph.nodes)
+        leaf = np.fromiter((node.kind == "accumulate_grad" for node in nodes), bool, n)
+        rank = np.arange(n, dtype=np.float64)
+    else:
+        cluster, keys, own = [], [], []
+        leaf = np.zeros(n, dtype=bool)
+        rank = np.zeros(n)
+        for j, r in enumerate(item_real):
+            members = vis.item_members[j]
+            rank[j] = r if r >= 0 else (int(members.min()) if members is not None
+                                        and len(members) else len(nodes))
+            if r >= 0:
+                node = nodes[r]
+                m = node.module or ""
+                cluster.append(m)
+                own.append(m)
+                keys.append(node.id)
+                leaf[j] = node.kind == "accumulate_grad"
+            else:
+                group = vis.item_group[j] or ""
+                run = folds.get(group) if group in vis.folds else None
+                cluster.append(run.parent if run is not None else parent_path(group))
+                own.append(cluster[-1])
+                keys.append("m:" + group)
     paths = set(cluster)
     for p in list(paths):
         while p:
@@ -149,8 +170,7 @@ def scene_layout(
             cls = titles.get(run.representative[0], "").partition(" · ")[2]
             titles[key] = f"{run.label} · {cls}" if cls else run.label
     w, h, _ = item_sizes(graph, vis, titles)
-    index = {nid: i for i, nid in enumerate(graph.nodes)}
-    roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
+    roots = sorted({int(vis.real_item[graph.index_of(r)]) for r, _ in graph.roots} - {-1})
     return (layouter or ClusterLayouter()).layout(
         vis.n_items, vis.edge_src, vis.edge_dst, cluster, w, h, item_key=keys, leaf=leaf,
         item_module=own, roots=roots, titles=titles, orientation=orientation, item_rank=rank,
