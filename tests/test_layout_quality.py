@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograd_widget.view import layers, ordering
+from autograd_widget.view.drawn import drawn_crossings
 from autograd_widget.view.layers import min_length_layers as _min_length_layers
 from autograd_widget.view.layout import count_crossings, layered_layout, longest_path_layers
 from autograd_widget.view.ordering import _Orderer
@@ -260,12 +261,11 @@ def test_unrolled_lstm_is_within_the_issue_target_of_dot():
     vis, lay = lstm_layout(10)
     n = vis.n_items
     assert n >= 150  # the whole 10-step graph (160 nodes with torch 2.x)
-    us, ud = unique_edges(n, vis.edge_src, vis.edge_dst)
-    start = longest_path_layers(n, vis.edge_src, vis.edge_dst).astype(np.int64)
-    before = total_span(start, us, ud) - us.size  # dummies of the longest-path layering
-    # Shared weights no longer trail a long edge from every step: ~1164 dummies (dot's count)
-    # instead of ~1524, in as many layers.
-    assert lay.n_dummies <= 0.8 * before
-    assert lay.n_layers == start.max() + 1
-    # 113 crossings before; dot draws 61, and the issue asks for at most 1.5x that (91).
-    assert lay.crossings == count_crossings(lay) <= 80
+    # The cell's shared weights are drawn beside each step (copies), so no edge trails from
+    # every step down to one leaf: no dummies and a handful of lanes, where dot bends 1164
+    # dummies through the layers.
+    assert lay.n_dummies <= 10 and len(lay.copy_item) >= 4 * 9
+    assert {f.path for f in lay.frames} == {"cell", "head"}
+    # dot draws 61 crossings (counted as drawn), the old flat layout 64; the issue asked for at
+    # most 1.5x dot's.
+    assert drawn_crossings(lay.edge_x, lay.edge_y, lay.edge_ptr) <= 61

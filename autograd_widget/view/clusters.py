@@ -306,6 +306,13 @@ class ClusterLayouter:
             item_rank: the order items take inside their cluster (a module's folded box and
                 its unfolded frame must rank alike, e.g. by their first node, so folding it
                 leaves its parent's arrangement as it was). Defaults to the index.
+
+        Example:
+            >>> lay = ClusterLayouter().layout(  # a root op, a parameter used twice in "m"
+            ...     3, [0, 1, 0], [1, 2, 2], ["", "m", "m"], np.ones(3), np.ones(3),
+            ...     leaf=np.array([False, False, True]))
+            >>> lay.copy_item.tolist(), [f.path for f in lay.frames]
+            ([2], ['m'])
         """
         if orientation not in ("TB", "LR"):
             raise ValueError(f"orientation must be 'TB' or 'LR', not {orientation!r}")

@@ -120,6 +120,11 @@ def min_length_layers(
     pivots are a Python loop costing O(tree) each, so they stop after ``NS_WORK`` node visits:
     every pivot lowers the total span, so stopping early gives a valid, partly shortened
     layering (a 760-node unrolled LSTM needs ~100 pivots, ~15 ms).
+
+    Example:
+        >>> us, ud = np.array([0, 0, 1]), np.array([1, 2, 2])
+        >>> min_length_layers(3, us, ud, np.array([0, 1, 2])).tolist()
+        [0, 1, 2]
     """
     span = layer[ud] - layer[us]
     if us.size == 0 or np.all(span == 1):

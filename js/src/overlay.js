@@ -362,14 +362,15 @@ function paintFrames(ctx, scene, px, py) {
  * @param {{ measureText: (t: string) => { width: number } }} ctx @param {string} text @param {number} width
  */
 export function middleCut(ctx, text, width) {
-  if (ctx.measureText(text).width <= width) return text;
+  const measure = (/** @type {string} */ t) => ctx.measureText?.(t)?.width ?? t.length * 6.5;
+  if (measure(text) <= width) return text;
   let lo = 0;
   let hi = text.length;
   while (lo < hi) {
     const k = (lo + hi + 1) >> 1;
     const head = Math.ceil(k / 2);
     const t = `${text.slice(0, head)}…${text.slice(text.length - (k - head))}`;
-    if (ctx.measureText(t).width <= width) lo = k;
+    if (measure(t) <= width) lo = k;
     else hi = k - 1;
   }
   const head = Math.ceil(lo / 2);

@@ -83,7 +83,7 @@ describe('buildFigure', () => {
     expect(Number.isNaN(scene.edges[IDLE].x[2])).toBe(true);
     expect(scene.edges[IDLE].color).toBe(theme.idleEdge);
     for (let b = 0; b < N_BINS; b++) expect(scene.edges[BIN0 + b].x.length).toBe(0);
-    expect(scene.halo.x).toEqual([0.625]); // Add is next
+    expect(scene.halo.x).toEqual([g.x[0]]); // Add is next
     expect(scene.colorbar).toBeNull();
     expect(Array.from(scene.nodes.x)).toEqual(Array.from(g.x));
   });

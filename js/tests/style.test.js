@@ -96,8 +96,9 @@ describe('bucketEdges', () => {
 describe('gatherPaths', () => {
   it('concatenates polylines keeping their NaN gaps', () => {
     const { x, y } = gatherPaths(g, [2, 0]);
-    expect(Array.from(x)).toEqual([0, 0.125, NaN, 0.625, 0, NaN]);
-    expect(Array.from(y)).toEqual([-1, -2, NaN, -0, -1, NaN]);
+    // edge 2 (Pow -> x) then edge 0 (Add -> Pow), each source to target, NaN after each
+    expect(Array.from(x)).toEqual([g.x[1], g.x[3], NaN, g.x[0], g.x[1], NaN]);
+    expect(Array.from(y)).toEqual([g.y[1], g.y[3], NaN, g.y[0], g.y[1], NaN]);
     expect(gatherPaths(g, []).x.length).toBe(0);
   });
 });

@@ -26,7 +26,7 @@ describe('render', () => {
     const [data, layout, config] = byName('newPlot')[0].args;
     expect(data).toHaveLength(T.nodeLabels + 1);
     expect(data[T.nodes].type).toBe('scatter'); // small graph: svg
-    expect(Array.from(data[T.nodes].x)).toEqual([0.625, 0, 1, 0.125]);
+    expect(Array.from(data[T.nodes].x)).toEqual(Array.from(Float32Array.from(z.decoded.nodes.x)));
     expect(data[T.nodeLabels].text[0]).toBe('Add');
     // jsdom has no layout: the view assumes 800 px wide and the trait's height less the chrome
     expect(layout.xaxis.range).toEqual(fitRange(decodeGraph(zGraph()), { width: 800, height: 360 }).x);
