@@ -54,7 +54,7 @@ MIN_SUBGRAPH_NODES = 6
 
 def plan_collapsed(
     graph: BackwardGraph,
-    folds: Mapping[str, str] = {},  # noqa: B006 (read only)
+    folds: Mapping[str, str] | None = None,
     limit: int = AUTO_ITEMS,
     *,
     shown: Callable[[Node], bool] | None = None,
@@ -79,6 +79,7 @@ def plan_collapsed(
         >>> [(sorted(c), n) for c, n in (plan_collapsed(gm, limit=k) for k in (3, 4, 60))]
         [([''], 3), (['0', '2'], 4), ([], 10)]
     """
+    folds = folds or {}
     own: dict[str | None, int] = {}
     first: dict[str | None, int] = {}
     acc = ACCUMULATE_GRAD_SEQUENCE_NR
