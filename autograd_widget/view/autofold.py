@@ -126,14 +126,28 @@ def _auto_folds(
                     collapsed, vis = more, vis2
         if vis.n_items <= limit:
             return FoldPlan(folds, frozenset(collapsed), vis)
-    # Too many nodes drawn alone: fold their repeated subgraphs, biggest first, until it fits.
-    index = {nid: i for i, nid in enumerate(graph.nodes)}
+        if "" in collapsed:
+            # Even the top level is over budget (a model with hundreds of ops or parameters of
+            # its own): open it anyway when its repeated subgraphs fold it under the limit.
+            top = {c for c in modules.children("", paths) if c not in members}
+            alt = _with_subgraph_runs(graph, dict(folds), top, limit, show_plumbing, shown)
+            if alt.items <= limit:
+                return alt
+    return _with_subgraph_runs(graph, folds, collapsed, limit, show_plumbing, shown, vis)
+
+
+def _with_subgraph_runs(
+    graph: BackwardGraph, folds: dict[str, Repeat | SubgraphRun], collapsed: set[str],
+    limit: int, show_plumbing: bool, shown: Callable[[Node], bool],
+    vis: VisibleGraph | None = None,
+) -> FoldPlan:
+    """Fold the repeated subgraphs among the nodes drawn alone, biggest first, until it fits."""
+    members = fold_members(folds)
+    if vis is None:
+        vis = visible_graph(graph, collapsed, show_plumbing, folds=members)
     ids = list(graph.nodes)
-    lone = [ids[int(r)] for r, g in zip(vis.item_real.tolist(), vis.item_group)
-            if r >= 0 and g is None and graph.nodes[ids[int(r)]].module is None]
-    if not lone:
-        return FoldPlan(folds, frozenset(collapsed), vis)
-    taken = set(paths) | set(folds)
+    lone = [ids[r] for r in vis.item_real.tolist() if r >= 0]
+    taken = set(modules.module_paths(graph)) | set(folds)
     items = vis.n_items
     added = False
     for run in find_subgraph_runs(graph, lone):
@@ -147,6 +161,6 @@ def _auto_folds(
         items -= sum(1 for nid in run.node_ids if shown(graph.nodes[nid])) - 1
         added = True
     if added:
-        vis = visible_graph(graph, collapsed, show_plumbing, folds=fold_members(folds),
-                            node_folds=node_fold_positions(graph, folds, index))
+        vis = visible_graph(graph, collapsed, show_plumbing, folds=members,
+                            node_folds=node_fold_positions(graph, folds))
     return FoldPlan(folds, frozenset(collapsed), vis)

@@ -38,6 +38,7 @@ from . import modules
 __all__ = [
     "AUTO_ITEMS",
     "MAX_SUBGRAPH_PERIOD",
+    "MIN_SUBGRAPH_COUNT",
     "MIN_SUBGRAPH_NODES",
     "SubgraphRun",
     "find_subgraph_runs",
@@ -49,7 +50,10 @@ AUTO_ITEMS = 60
 #: Longest repeated block (in ops) `find_subgraph_runs` looks for.
 MAX_SUBGRAPH_PERIOD = 64
 #: Fewest nodes a run of repeated subgraphs must cover to be worth a box.
-MIN_SUBGRAPH_NODES = 6
+MIN_SUBGRAPH_NODES = 8
+#: Fewest blocks a run of repeated subgraphs must have (two blocks of a random graph often
+#: match by chance; three rarely do).
+MIN_SUBGRAPH_COUNT = 3
 
 
 def plan_collapsed(
@@ -200,14 +204,16 @@ def find_subgraph_runs(
     *,
     max_period: int = MAX_SUBGRAPH_PERIOD,
     min_nodes: int = MIN_SUBGRAPH_NODES,
+    min_count: int = MIN_SUBGRAPH_COUNT,
 ) -> list[SubgraphRun]:
-    """Runs of >= 2 consecutive, structurally identical subgraphs among `nodes`.
+    """Runs of >= `min_count` consecutive, structurally identical subgraphs among `nodes`.
 
     Args:
         graph: the graph.
         nodes: node ids to look in (default: every node outside every module).
         max_period: the longest block, in ops.
         min_nodes: the fewest nodes a run must cover.
+        min_count: the fewest blocks a run must have (at least 2).
 
     Returns:
         Non-overlapping runs, biggest first (most nodes covered, then the shorter block, then
@@ -296,7 +302,7 @@ def find_subgraph_runs(
         for e in range(1, count + 1):
             if e < count and sigs[e] == sigs[k]:
                 continue
-            if e - k >= 2:
+            if e - k >= max(min_count, 2):
                 chosen.append((i + k * p, p, e - k))
                 taken[i + k * p : i + e * p] = True
             k = e

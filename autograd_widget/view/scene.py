@@ -122,6 +122,9 @@ class Scene:
             self._collapsed = vis_mod.default_collapsed(
                 graph, collapse, vis_mod.fold_members(self._folds)
             )
+        #: The runs of repeated subgraphs outside modules this scene knows (they can refold).
+        self._subgraph_runs = {k: r for k, r in self._folds.items()
+                               if isinstance(r, SubgraphRun)}
         # The view model allocates an object or two per node: let the cycle collector rescan
         # the world once afterwards rather than many times during (halves a 50k-node build).
         with gc_paused():
@@ -437,8 +440,8 @@ class Scene:
             >>> Scene(gb, aw.Stepper(gb)).run_key("1")  # a member path names its run
             '0–2 ×3'
         """
-        if isinstance(run, str) and isinstance(self._folds.get(run), SubgraphRun):
-            return run  # a folded run of repeated subgraphs (collapse="auto" only)
+        if isinstance(run, str) and run in self._subgraph_runs:
+            return run  # a run of repeated subgraphs outside modules (collapse="auto" only)
         index = self.fold_index()
         if isinstance(run, str) and run in index:
             return run
@@ -460,14 +463,12 @@ class Scene:
             >>> scene.fold("1"); scene.visible_ids()
             ['n0', 'box:0–2 ×3', 'n10']
         """
-        index = self.fold_index()
-        keys = set(index) if run is None else {self.run_key(run)}
+        known = {**self._subgraph_runs, **self.fold_index()}
+        keys = set(known) if run is None else {self.run_key(run)}
         if not keys:
             return
-        self._folds = {k: r for k, r in self._folds.items() if isinstance(r, SubgraphRun)} | {
-            k: r for k, r in index.items() if k in keys or k in self._folds
-        }
-        members = vis_mod.fold_members({k: index[k] for k in keys})
+        self._folds = {k: r for k, r in known.items() if k in keys or k in self._folds}
+        members = vis_mod.fold_members({k: known[k] for k in keys})
         self._collapsed = {
             c for c in self._collapsed if not any(modules.in_group(c, m) for m in members)
         }
