@@ -124,8 +124,6 @@ def _auto_folds(
                 vis2 = visible_graph(graph, more, show_plumbing, folds=members)
                 if vis2.n_items <= limit:
                     collapsed, vis = more, vis2
-        if vis.n_items <= limit:
-            return FoldPlan(folds, frozenset(collapsed), vis)
         if "" in collapsed:
             # Even the top level is over budget (a model with hundreds of ops or parameters of
             # its own): open it anyway when its repeated subgraphs fold it under the limit.
@@ -133,6 +131,8 @@ def _auto_folds(
             alt = _with_subgraph_runs(graph, dict(folds), top, limit, show_plumbing, shown)
             if alt.items <= limit:
                 return alt
+        if vis.n_items <= limit:
+            return FoldPlan(folds, frozenset(collapsed), vis)
     return _with_subgraph_runs(graph, folds, collapsed, limit, show_plumbing, shown, vis)
 
 
