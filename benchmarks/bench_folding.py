@@ -156,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, make in cases(args.tiny):
         g = make()
         rep, sel, plan = measure(g, args.repeats)
-        folds = "; ".join(k if len(k) < 60 else k[:57] + "…" for k in plan.folds) or "-"
+        keys = [k if len(k) < 60 else k[:57] + "…" for k in plan.folds]
+        folds = "; ".join(keys[:2]) + (f" (+{len(keys) - 2} more)" if len(keys) > 2 else "")
+        folds = folds or "-"
         rows.append(f"| {name} | {len(g)} | {rep:.1f} | {sel:.1f} | {plan.items} | {folds} |")
         print(rows[-1], flush=True)
     body = (f"## collapse=\"auto\" fold selection\n\ncommit {commit()}; {machine()}\n\n"
