@@ -4,8 +4,8 @@ Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
 `Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`, `ListenerHandle`,
-`Repeat`. Everything else lives in the layers (`util`, `core`, `engine`, `view`, `wire`,
-`export`) and may change.
+`Repeat`, `SubgraphRun`. Everything else lives in the layers (`util`, `core`, `engine`, `view`,
+`wire`, `export`) and may change.
 
 Example:
     >>> x = torch.tensor(2.0, requires_grad=True)
@@ -29,6 +29,7 @@ from .engine.listeners import ListenerHandle  # noqa: E402
 from .engine.probes import JacobianNorm  # noqa: E402
 from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
 from .engine.stepper import Stepper  # noqa: E402
+from .view.folding import SubgraphRun  # noqa: E402
 from .view.repeats import Repeat  # noqa: E402
 from .widget import AutogradWidget, explore  # noqa: E402
 
@@ -49,6 +50,7 @@ __all__ = [
     "StepInfo",
     "StepRecord",
     "Stepper",
+    "SubgraphRun",
     "Summary",
     "TensorMeta",
     "UnsupportedTorchError",

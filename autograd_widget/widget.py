@@ -27,6 +27,7 @@ from .engine.stepper import Stepper
 from .export.figure import to_figure
 from .export.html import save_html
 from .view import inspect
+from .view.folding import SubgraphRun
 from .view.labels import status_line
 from .view.repeats import Repeat
 from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
@@ -277,8 +278,9 @@ class AutogradWidget(anywidget.AnyWidget):
         return list(self._session.scene.fold_index().values())
 
     @property
-    def folds(self) -> dict[str, Repeat]:
-        """The runs folded now: fold key (the run's label, "layers.0–47 ×48") -> `Repeat`."""
+    def folds(self) -> dict[str, Repeat | SubgraphRun]:
+        """The runs folded now: fold key (the run's label, "layers.0–47 ×48") -> `Repeat`, or
+        `SubgraphRun` for a run of repeated subgraphs outside modules (collapse="auto")."""
         return self._session.scene.folds
 
     def fold(self, run: str | Repeat | None = None) -> None:
@@ -403,9 +405,11 @@ def explore(
 ) -> AutogradWidget:
     """Capture `outputs`' backward graph and show it as an interactive, steppable widget.
 
-    `collapse`: "auto" (above `groups.AUTO_COLLAPSE_NODES` nodes: fold runs of identical blocks
-    into one box each, "layers.0–47 ×48", and collapse the remaining top-level modules),
-    "modules" (collapse the top-level modules), "repeats" (fold the runs only) or "none".
+    `collapse`: "auto" (the first render shows at most 60 items, a graph of <= 60 nodes every
+    node: runs of identical blocks fold first into one box each, "layers.0–47 ×48", then
+    modules collapse from the deepest level that fits; repeated subgraphs outside modules fold
+    too, "×1000 · repeated block (MulBackward0 → SinBackward0)"), "modules" (collapse the
+    top-level modules), "repeats" (fold the runs only) or "none".
     A click on a box unfolds it locally (`widget.expand`, `fold`, `unfold`, `reveal`).
 
     Example:

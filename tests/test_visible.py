@@ -34,8 +34,11 @@ def test_top_level_groups_look_through_containers():
 def test_default_collapse_modes():
     big = tracked(make_transformer(12, 16), torch.randn(2, 4, 16))
     small = tracked(make_mlp((4, 8, 3)), torch.randn(5, 4))
-    assert len(big) > groups.AUTO_COLLAPSE_NODES > len(small)
-    assert groups.default_collapsed(big, "auto") == {f"layers.{i}" for i in range(12)}
+    assert len(big) > groups.AUTO_ITEMS > len(small)
+    # "auto" (no folds given): as deep as 60 items allow, deeper than the top-level layers.
+    auto = groups.default_collapsed(big, "auto")
+    assert groups.visible_graph(big, auto).n_items <= groups.AUTO_ITEMS
+    assert len(auto) > 12 and any(p.count(".") == 2 for p in auto)
     assert groups.default_collapsed(small, "auto") == set()
     assert groups.default_collapsed(small, "modules") == {"0", "1", "2"}
     assert groups.default_collapsed(big, "none") == set()

@@ -19,7 +19,7 @@ from . import track as track_module
 from .graph import BackwardGraph
 from .live import LiveRefs, drain_parked
 from .records import Edge, Node, TensorMeta
-from .track import MODULE_KEY
+from .track import MODULE_KEY, module_classes_of
 
 __all__ = ["capture"]
 
@@ -344,6 +344,29 @@ def capture(
     live = LiveRefs(fns, list(roots), gos, by_fn=index)
     model_name = type(model).__name__ if model is not None else None
     graph = BackwardGraph(
-        nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name
+        nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name,
+        module_classes=_module_classes(nodes, model),
     )
     return graph
+
+
+def _module_classes(nodes: dict[str, Node], model: Any) -> dict[str, str]:
+    """Module path -> class name, from the `track()` stamps and from `model`.
+
+    A stamp is a `track.ModulePath` carrying its tracked model's classes: each node's module
+    becomes a plain str again here, and the classes of every tracked model seen are merged (the
+    stamps win over `model=` where both name a path: the nodes' paths came from the stamps).
+    """
+    out: dict[str, str] = module_classes_of(model) if model is not None else {}
+    if not track_module.ever_used:
+        return out
+    seen: set[int] = set()
+    for node in nodes.values():
+        m = node.module
+        if m is not None and type(m) is not str:
+            classes = getattr(m, "classes", None)
+            if isinstance(classes, dict) and id(classes) not in seen:
+                seen.add(id(classes))
+                out.update(classes)
+            node.module = str(m)
+    return out

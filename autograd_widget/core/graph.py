@@ -11,6 +11,7 @@ import json
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..util.compat import gradient_edge
@@ -54,12 +55,16 @@ class BackwardGraph:
         *,
         live: LiveRefs | None = None,
         model_name: str | None = None,
+        module_classes: Mapping[str, str] | None = None,
     ) -> None:
         self.nodes: dict[str, Node] = dict(nodes)
         self.edges: list[Edge] = list(edges)
         self.roots: list[tuple[str, int]] = [(str(a), int(b)) for a, b in roots]
         self.leaves: list[str] = [n.id for n in self.nodes.values() if n.kind == "accumulate_grad"]
         self.model_name = model_name
+        self._module_classes = MappingProxyType(
+            {str(k): str(v) for k, v in (module_classes or {}).items()}
+        )
         self._live = live
         self._finalizer = weakref.finalize(self, release, live) if live is not None else None
         self._out: dict[str, list[Edge]] | None = None
@@ -156,6 +161,23 @@ class BackwardGraph:
             if n.module is not None:
                 out.setdefault(n.module, []).append(n.id)
         return out
+
+    @property
+    def module_classes(self) -> Mapping[str, str]:
+        """Module path -> the module's class `__name__` ("" is the model itself), read-only.
+
+        Recorded at capture from `track()` and from `model=`; empty for a graph captured
+        without either. Kept by `to_dict()`/`from_dict()` (a dict without it loads as empty).
+
+        Example:
+            >>> with aw.track(model):
+            ...     out = model(torch.randn(2, 4))
+            >>> dict(aw.capture(out.sum()).module_classes)
+            {'': 'Sequential', '0': 'Linear', '1': 'ReLU', '2': 'Linear'}
+            >>> dict(g.module_classes)
+            {}
+        """
+        return self._module_classes
 
     # ----------------------------------------------------------------- live torch objects
     @property
@@ -331,6 +353,7 @@ class BackwardGraph:
             "nodes": nodes,
             "edges": [[e.src, e.output_nr, e.dst, e.input_nr] for e in self.edges],
             "roots": [[a, b] for a, b in self.roots],
+            "module_classes": dict(self._module_classes),
         }
 
     def to_json(self) -> str:
@@ -365,6 +388,9 @@ class BackwardGraph:
                 nodes[node.id] = node
             edges = [Edge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]]
             roots = [(str(a), int(b)) for a, b in d["roots"]]
+            classes = d.get("module_classes") or {}
+            if not isinstance(classes, Mapping):
+                raise TypeError(f"module_classes is a {type(classes).__name__}, not a mapping")
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(
                 f"malformed BackwardGraph dict ({type(e).__name__}: {e}); pass what "
@@ -379,7 +405,7 @@ class BackwardGraph:
         for r, _ in roots:
             if r not in nodes:
                 raise ValueError(f"malformed BackwardGraph dict: root {r!r} is not a node")
-        return cls(nodes, edges, roots, model_name=d.get("model_name"))
+        return cls(nodes, edges, roots, model_name=d.get("model_name"), module_classes=classes)
 
     @classmethod
     def from_json(cls, s: str) -> BackwardGraph:

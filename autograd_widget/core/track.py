@@ -11,6 +11,10 @@ there but not returned by it) so they still get the child's path.
 Why not a TorchFunctionMode: composite ops (cross_entropy -> log_softmax + nll_loss) create
 several nodes in one call and the mode only sees the last; the counter sees them all, for any
 nesting, functional call (`torch.func.functional_call`) or module called more than once.
+
+The stamp is the path as a `ModulePath`: a `str` (equal to the plain path, so anything reading
+the key sees the dotted path) that also carries the tracked model's path -> class-name mapping,
+so `capture()` can record each module's class (`graph.module_classes`) without `model=`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["MODULE_KEY", "track"]
+__all__ = ["MODULE_KEY", "ModulePath", "module_classes_of", "track"]
 
 #: The one key this package writes into `node.metadata`.
 MODULE_KEY = "autograd_widget.module"
@@ -34,6 +38,38 @@ _get_sequence_nr = torch._C._autograd._get_sequence_nr
 #: Set once track() has been entered in this process; until then no node can carry our key, so
 #: capture() skips reading `node.metadata` (which allocates).
 ever_used = False
+
+
+class ModulePath(str):
+    """A module path stamped by `track()`: the dotted path itself, plus `classes`, the tracked
+    model's path -> class `__name__` mapping (shared by every stamp of one `track()` block).
+
+    Example:
+        >>> p = ModulePath("0", {"": "Sequential", "0": "Linear"})
+        >>> p == "0", p.classes[p], type(str(p)) is str
+        (True, 'Linear', True)
+    """
+
+    classes: dict[str, str]
+
+    def __new__(cls, path: str, classes: dict[str, str]) -> ModulePath:
+        self = super().__new__(cls, path)
+        self.classes = classes
+        return self
+
+
+def module_classes_of(model: torch.nn.Module) -> dict[str, str]:
+    """Every module path of `model` ("" for the model itself) -> its class `__name__`.
+
+    A module reachable under several paths is listed under each.
+
+    Example:
+        >>> module_classes_of(model)
+        {'': 'Sequential', '0': 'Linear', '1': 'ReLU', '2': 'Linear'}
+    """
+    return {
+        path: type(mod).__name__ for path, mod in model.named_modules(remove_duplicate=False)
+    }
 
 
 class _Frame:
@@ -63,10 +99,12 @@ class _Tracker:
         self.local = threading.local()
         self.handles: list[Any] = []
         paths: dict[int, str] = {}
+        classes = module_classes_of(model)
         for path, mod in model.named_modules(remove_duplicate=False):
             paths.setdefault(id(mod), path)
+        stamps = {path: ModulePath(path, classes) for path in set(paths.values())}
         for mod in model.modules():
-            path = paths[id(mod)]
+            path = stamps[paths[id(mod)]]
             self.handles.append(mod.register_forward_pre_hook(self._pre_hook(path)))
             self.handles.append(mod.register_forward_hook(self._post_hook(), always_call=True))
 

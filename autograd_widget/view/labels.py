@@ -14,7 +14,20 @@ if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
     from ..engine.stepper import Stepper
 
-__all__ = ["display_kind", "group_label", "node_title", "short_label", "status_line"]
+__all__ = [
+    "TITLE_SEP",
+    "display_kind",
+    "group_label",
+    "module_title",
+    "node_title",
+    "run_title",
+    "short_label",
+    "status_line",
+]
+
+#: Between a module's path and its class in a title: "layers.3 · TransformerEncoderLayer".
+TITLE_SEP = " · "
+
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
@@ -55,6 +68,60 @@ def group_label(path: str, model_name: str | None) -> str:
         ('MLP', 'layers.0')
     """
     return path if path else (model_name or "model")
+
+
+def module_title(graph: BackwardGraph, path: str) -> str:
+    """A module's frame or box title: "layers.3 · TransformerEncoderLayer".
+
+    The class comes from `graph.module_classes` (recorded at capture from `track()` or
+    `model=`); without it the title is the path alone (`group_label`: the model's name, or
+    "model", for the model itself ""). The model itself with a known class is its class alone.
+
+    Args:
+        graph: the graph (its `module_classes` and `model_name` are read).
+        path: a module path ("" for the model itself).
+
+    Example:
+        >>> gm = aw.capture(model(torch.randn(2, 4)).sum(), model=model)
+        >>> module_title(gm, "0"), module_title(gm, ""), module_title(g, "layers.3")
+        ('0 · Linear', 'Sequential', 'layers.3')
+    """
+    cls = graph.module_classes.get(path)
+    if cls is None:
+        return group_label(path, graph.model_name)
+    return f"{path}{TITLE_SEP}{cls}" if path else cls
+
+
+def run_title(graph: BackwardGraph, run: Any) -> str:
+    """A folded run's box title: "layers.0–5 ×6 · TransformerEncoderLayer".
+
+    The class is that of the run's blocks, "(Linear, ReLU)" for a block of several siblings;
+    the label alone when a class is unknown or the blocks' classes differ (they never do for a
+    run of structurally identical blocks of one model). A run without module members (a
+    repeated subgraph outside any module) has its own title as its label.
+
+    Args:
+        graph: the graph (its `module_classes` are read).
+        run: a `repeats.Repeat` (anything with its `label`, `members` and `period`).
+
+    Example:
+        >>> from autograd_widget.view.repeats import Repeat
+        >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
+        >>> gb = aw.capture(blocks(torch.randn(2, 4)).sum(), model=blocks)
+        >>> run_title(gb, Repeat("", ("1", "2"), 2, 1, "1–2 ×2", "sig", 3))
+        '1–2 ×2 · Linear'
+    """
+    members = list(run.members)
+    period = max(int(run.period), 1)
+    classes = graph.module_classes
+    if not members or any(m not in classes for m in members):
+        return run.label
+    units = [tuple(classes[m] for m in members[k : k + period])
+             for k in range(0, len(members), period)]
+    if any(u != units[0] for u in units):
+        return run.label
+    cls = units[0][0] if period == 1 else f"({', '.join(units[0])})"
+    return f"{run.label}{TITLE_SEP}{cls}"
 
 
 def node_title(node: Any) -> str:

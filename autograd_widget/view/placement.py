@@ -17,7 +17,7 @@ import numpy as np
 
 from ..util.gcpause import gc_paused
 from .clusters import ClusterLayout, ClusterLayouter, parent_path
-from .labels import group_label, short_label
+from .labels import module_title, run_title, short_label
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -39,20 +39,14 @@ def _box(lines: list[str]) -> tuple[float, float]:
 
 
 def module_titles(graph: BackwardGraph, paths: list[str] | set[str]) -> dict[str, str]:
-    """Frame and box title per module path: ``"layers.3 · TransformerEncoderLayer"`` when the
-    module's class is known (recorded at capture), else the path.
+    """Frame and box title per module path (`labels.module_title`):
+    ``"layers.3 · TransformerEncoderLayer"`` when the module's class is known, else the path.
 
     Example:
         >>> module_titles(g, ["a.b"])
         {'a.b': 'a.b'}
     """
-    classes: Mapping[str, str] = getattr(graph, "module_classes", None) or {}
-    out = {}
-    for p in paths:
-        label = group_label(p, graph.model_name)
-        cls = classes.get(p)
-        out[p] = f"{label} · {cls}" if cls and cls != label else label
-    return out
+    return {p: module_title(graph, p) for p in paths}
 
 
 def item_sizes(
@@ -93,6 +87,20 @@ def item_sizes(
         labels.append(hit[0])
         w[j], h[j] = hit[1], hit[2]
     return w, h, labels
+
+
+def _common_module(nodes: list, members: np.ndarray | None) -> str:
+    """The deepest module holding every member node ("" when none does)."""
+    paths = {nodes[int(i)].module or "" for i in (members if members is not None else [])}
+    if not paths:
+        return ""
+    parts = [p.split(".") if p else [] for p in paths]
+    common: list[str] = []
+    for level in zip(*parts, strict=False):
+        if any(x != level[0] for x in level):
+            break
+        common.append(level[0])
+    return ".".join(common)
 
 
 def scene_layout(
@@ -155,7 +163,10 @@ def _scene_layout(
             else:
                 group = vis.item_group[j] or ""
                 run = folds.get(group) if group in vis.folds else None
-                cluster.append(run.parent if run is not None else parent_path(group))
+                if run is not None:  # a run's box sits where its blocks would
+                    cluster.append(getattr(run, "parent", "") or _common_module(nodes, members))
+                else:
+                    cluster.append(parent_path(group))
                 own.append(cluster[-1])
                 keys.append("m:" + group)
     paths = set(cluster)
@@ -167,10 +178,10 @@ def _scene_layout(
     titles = module_titles(graph, paths | boxes)
     for key, run in folds.items():
         if key in boxes:
-            cls = titles.get(run.representative[0], "").partition(" · ")[2]
-            titles[key] = f"{run.label} · {cls}" if cls else run.label
+            titles[key] = run_title(graph, run)
     w, h, _ = item_sizes(graph, vis, titles)
-    roots = sorted({int(vis.real_item[graph.index_of(r)]) for r, _ in graph.roots} - {-1})
+    ids = list(graph.nodes)  # (ids may be renamed: not always "n<index>")
+    roots = sorted({int(vis.real_item[ids.index(r)]) for r, _ in graph.roots} - {-1})
     return (layouter or ClusterLayouter()).layout(
         vis.n_items, vis.edge_src, vis.edge_dst, cluster, w, h, item_key=keys, leaf=leaf,
         item_module=own, roots=roots, titles=titles, orientation=orientation, item_rank=rank,

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 from ..util.gcpause import gc_paused
 from . import modules
 from . import visible as vis_mod
+from .autofold import auto_folds, node_fold_positions
 from .clusters import ClusterLayout, ClusterLayouter
+from .folding import SubgraphRun
 from .placement import scene_layout
 from .repeats import Repeat, find_repeats
 from .state import StateView
@@ -69,9 +71,11 @@ class Scene:
     Args:
         graph: the graph (records suffice).
         stepper: the stepper whose state is drawn (read through its public API).
-        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": above
-            `visible.AUTO_COLLAPSE_NODES` nodes, fold the runs of repeated blocks and collapse
-            the remaining top-level modules). Ignored when `collapsed` or `folds` is given.
+        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": at most
+            `folding.AUTO_ITEMS` items, `autofold.auto_folds`: a graph that small shows every
+            node, a bigger one folds its runs of repeated blocks, then collapses modules as
+            deep as fits, then folds repeated subgraphs outside modules). Ignored when
+            `collapsed` or `folds` is given.
         orientation: "TB" or "LR".
         show_plumbing: show views/reshapes/transposes (False contracts them).
         collapsed, folds: explicit starting folds (module paths; fold key -> run), e.g. another
@@ -94,7 +98,7 @@ class Scene:
         orientation: str = "TB",
         show_plumbing: bool = True,
         collapsed: Iterable[str] | None = None,
-        folds: Mapping[str, Repeat] | None = None,
+        folds: Mapping[str, Repeat | SubgraphRun] | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
@@ -107,23 +111,27 @@ class Scene:
         #: Bumped by every rebuild: the drawing changed.
         self.version = 0
         self._runs: dict[str, Repeat] | None = None  # fold key -> run, found on first need
+        plan_visible: VisibleGraph | None = None
         if collapsed is not None or folds is not None:
-            self._folds: dict[str, Repeat] = dict(folds or {})
+            self._folds: dict[str, Repeat | SubgraphRun] = dict(folds or {})
             self._collapsed: set[str] = set(collapsed or ())
+        elif collapse == "auto":
+            plan = auto_folds(graph, self.fold_index, show_plumbing=self.show_plumbing)
+            self._folds, self._collapsed = dict(plan.folds), set(plan.collapsed)
+            plan_visible = plan.visible
         else:
-            self._folds = {}
-            if collapse == "repeats" or (
-                collapse == "auto" and len(graph.nodes) > vis_mod.AUTO_COLLAPSE_NODES
-            ):
-                self._folds = dict(self.fold_index())
+            self._folds = dict(self.fold_index()) if collapse == "repeats" else {}
             self._collapsed = vis_mod.default_collapsed(
                 graph, collapse, vis_mod.fold_members(self._folds)
             )
+        #: The runs of repeated subgraphs outside modules this scene knows (they can refold).
+        self._subgraph_runs = {k: r for k, r in self._folds.items()
+                               if isinstance(r, SubgraphRun)}
         # The view model allocates an object or two per node: let the cycle collector rescan
         # the world once afterwards rather than many times during (halves a 50k-node build).
         self._layouter = ClusterLayouter()
         with gc_paused():
-            self.visible = self._visible_graph()
+            self.visible = plan_visible or self._visible_graph()
             self.layout = self._layout()
             self.state = StateView(graph, stepper, self.visible)
 
@@ -132,6 +140,7 @@ class Scene:
         return visible_graph(
             self.graph, self._collapsed, self.show_plumbing,
             folds=vis_mod.fold_members(self._folds),
+            node_folds=node_fold_positions(self.graph, self._folds),
         )
 
     def _layout(self) -> ClusterLayout:
@@ -266,8 +275,9 @@ class Scene:
         ids = self.state.node_ids
         return [] if members is None else [ids[int(i)] for i in members]
 
-    def box_fold(self, item: int) -> Repeat | None:
-        """The run of repeated blocks box `item` stands for; None for a module box or a node.
+    def box_fold(self, item: int) -> Repeat | SubgraphRun | None:
+        """The run of repeated blocks (or of repeated subgraphs outside modules) box `item`
+        stands for; None for a module box or a node.
 
         Example:
             >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
@@ -434,8 +444,8 @@ class Scene:
         return self._runs
 
     @property
-    def folds(self) -> dict[str, Repeat]:
-        """The runs folded now: fold key -> `Repeat` (a copy)."""
+    def folds(self) -> dict[str, Repeat | SubgraphRun]:
+        """The runs folded now: fold key -> `Repeat` or `SubgraphRun` (a copy)."""
         return dict(self._folds)
 
     def is_folded(self, key: object) -> bool:
@@ -458,6 +468,8 @@ class Scene:
             >>> Scene(gb, aw.Stepper(gb)).run_key("1")  # a member path names its run
             '0–2 ×3'
         """
+        if isinstance(run, str) and run in self._subgraph_runs:
+            return run  # a run of repeated subgraphs outside modules (collapse="auto" only)
         index = self.fold_index()
         if isinstance(run, str) and run in index:
             return run
@@ -479,12 +491,12 @@ class Scene:
             >>> scene.fold("1"); scene.visible_ids()
             ['n0', 'box:0–2 ×3', 'n10']
         """
-        index = self.fold_index()
-        keys = set(index) if run is None else {self.run_key(run)}
+        known = {**self._subgraph_runs, **self.fold_index()}
+        keys = set(known) if run is None else {self.run_key(run)}
         if not keys:
             return
-        self._folds = {k: r for k, r in index.items() if k in keys or k in self._folds}
-        members = vis_mod.fold_members({k: index[k] for k in keys})
+        self._folds = {k: r for k, r in known.items() if k in keys or k in self._folds}
+        members = vis_mod.fold_members({k: known[k] for k in keys})
         self._collapsed = {
             c for c in self._collapsed if not any(modules.in_group(c, m) for m in members)
         }

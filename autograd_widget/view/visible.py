@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.graph import BackwardGraph
+from .folding import AUTO_ITEMS, plan_collapsed
 from .modules import children, in_group, module_paths, top_level_groups
 
 if TYPE_CHECKING:
     from .repeats import Repeat
 
 __all__ = [
-    "AUTO_COLLAPSE_NODES",
+    "AUTO_ITEMS",
     "FOLD_PREFIX",
     "PLUMBING",
     "VisibleGraph",
@@ -68,10 +69,6 @@ PLUMBING = frozenset(
     }
 )
 
-#: collapse="auto" folds the model into its top-level modules above this many nodes.
-AUTO_COLLAPSE_NODES = 300
-
-
 def is_plumbing(name: str) -> bool:
     """True for a node type that only moves data around (views, reshapes, transposes,
     expands): what "Hide plumbing" contracts.
@@ -83,22 +80,34 @@ def is_plumbing(name: str) -> bool:
     return name in PLUMBING
 
 
-def default_collapsed(graph: BackwardGraph, mode: str, folded: Iterable[str] = ()) -> set[str]:
-    """Groups folded at start: none, the top-level modules, or those when the graph is big.
+def default_collapsed(
+    graph: BackwardGraph, mode: str, folded: Iterable[str] | Mapping[str, str] = ()
+) -> set[str]:
+    """Groups folded at start: none, the top-level modules, or ("auto") as deep as fits.
 
-    `folded`: member paths of the runs folded at start (collapse="auto" folds repeats first).
-    They are left to their fold box, and a top-level module holding one is looked through (its
-    other children are collapsed instead), or it would swallow the fold box.
+    `folded`: member paths of the runs folded at start, or member path -> fold key
+    (`fold_members`; a plain iterable counts each member as its own box). They are left to
+    their fold box; with "modules" a top-level module holding one is looked through (its other
+    children are collapsed instead), or it would swallow the fold box. "auto": the modules
+    `folding.plan_collapsed` picks so that at most `AUTO_ITEMS` items show (none when the graph
+    has at most `AUTO_ITEMS` nodes); the Scene's collapse="auto" also folds the runs first
+    (`autofold.auto_folds`).
 
     Example:
         >>> with aw.track(model):
         ...     out = model(torch.randn(2, 4))
-        >>> sorted(default_collapsed(aw.capture(out.sum(), model=model), "modules"))
-        ['0', '1', '2']
+        >>> gm = aw.capture(out.sum(), model=model)
+        >>> sorted(default_collapsed(gm, "modules")), sorted(default_collapsed(gm, "auto"))
+        (['0', '1', '2'], [])
     """
     if mode in ("none", "repeats"):
         return set()
-    if mode == "modules" or (mode == "auto" and len(graph.nodes) > AUTO_COLLAPSE_NODES):
+    if mode == "auto":
+        if len(graph.nodes) <= AUTO_ITEMS:
+            return set()
+        keys = dict(folded) if isinstance(folded, Mapping) else {m: m for m in folded}
+        return plan_collapsed(graph, keys, AUTO_ITEMS)[0]
+    if mode == "modules":
         tops = top_level_groups(graph)
         members = set(folded)
         if not members:
@@ -206,6 +215,7 @@ def visible_graph(
     show_plumbing: bool = True,
     *,
     folds: Mapping[str, str] | None = None,
+    node_folds: Mapping[int, str] | None = None,
     _merged: Mapping[int, str] | None = None,
 ) -> VisibleGraph:
     """Fold `collapsed` module groups into boxes and, unless `show_plumbing`, hide plumbing.
@@ -215,6 +225,10 @@ def visible_graph(
     exactly like a collapsed module (edges inside the run vanish, edges crossing it stay). A
     collapsed module holding the whole run still wins (outermost wins); a collapsed module
     inside a member, and a run nested inside a member, are absorbed by the fold.
+
+    `node_folds` maps node positions (the order of `graph.nodes`) to the key of a box they join,
+    for runs of repeated subgraphs outside modules (`folding.SubgraphRun`); a node some module
+    box or fold already took stays there. Its keys count as folds (`VisibleGraph.folds`).
 
     The result is always a DAG: a box whose nodes are not contiguous (the ReLU a parent runs
     between two folded layers) absorbs the items on a cycle through it (`_cycle_merge`).
@@ -229,7 +243,7 @@ def visible_graph(
     n = len(nodes)
     index = {node.id: i for i, node in enumerate(nodes)}
     groups = sorted(set(collapsed), key=lambda g: (g.count(".") if g else -1, g))
-    if not groups and not folds and not _merged:
+    if not groups and not folds and not node_folds and not _merged:
         same = _identity_visible(graph, nodes, index, show_plumbing)
         if same is not None:
             return same
@@ -244,6 +258,9 @@ def visible_graph(
             group_of[i] = outermost[m]
     if folds:
         _apply_folds(nodes, group_of, folds)
+    for i, g in (node_folds or {}).items():
+        if group_of[i] is None:
+            group_of[i] = g
     for i, g in (_merged or {}).items():
         group_of[i] = g
     roots = {index[r] for r, _ in graph.roots}
@@ -328,12 +345,13 @@ def visible_graph(
         edge_real=np.asarray(e_real, np.int32),
         collapsed=frozenset(groups),
         show_plumbing=show_plumbing,
-        folds=frozenset(folds.values()) if folds else frozenset(),
+        folds=frozenset((folds or {}).values()) | frozenset((node_folds or {}).values()),
     )
     if group_item and _merged is None:
         merged = _cycle_merge(vis)
         if merged:
-            return visible_graph(graph, groups, show_plumbing, folds=folds, _merged=merged)
+            return visible_graph(graph, groups, show_plumbing, folds=folds,
+                                 node_folds=node_folds, _merged=merged)
     return vis
 
 
