@@ -43,6 +43,11 @@ from .summary import (
 
 __all__ = ["SummaryStore"]
 
+_vector_norm = torch.linalg.vector_norm
+#: Queued small tensors are summarised once they hold this many elements together (the memory a
+#: `keep="summaries"` run holds past the gradients' last consumers stays about 1 MiB of float32).
+MAX_PENDING_NUMEL = 1 << 18
+
 _FIELDS = tuple(f.name for f in fields(Summary))
 
 
@@ -127,6 +132,7 @@ class SummaryStore:
         self._rest: dict[int, Raw] = {}  # key -> the full raw summary, filled by the resolver
         self._lazies: weakref.WeakValueDictionary[int, _Lazy] = weakref.WeakValueDictionary()
         self._n_lazy = 0
+        self._pending_numel = 0
 
     def add(self, key: int, t: torch.Tensor) -> None:
         """Queue tensor `t`'s summary under `key` (computed in a batch on the next `get`/`flush`).
@@ -140,11 +146,18 @@ class SummaryStore:
             self.resolver is not None
             and (dtype is torch.float32 or dtype is torch.float64)
             and t.numel() > SMALL_NUMEL
-            and not is_special(t)
+            and t.layout is torch.strided
+            and not (t.is_meta or t._is_zerotensor())
         ):
             if t.requires_grad:
                 t = t.detach()
-            self._eager[key] = (tuple(t.shape), dtype_name(dtype), *large_norm(t), t.numel())
+            norm = _vector_norm(t).item()
+            # shape and dtype as torch gives them: converted when the summary is built
+            self._eager[key] = (
+                (t.shape, dtype, norm, 0, 0, t.numel())
+                if norm - norm == 0.0  # finite (inf - inf and nan - nan are nan)
+                else (t.shape, dtype, *large_norm(t), t.numel())
+            )
             return
         if is_special(t):  # sparse or meta: no data pointer to match views on, no batching
             self._raw[key] = summarize_special(t)
@@ -153,7 +166,8 @@ class SummaryStore:
         if n <= SMALL_NUMEL:
             self._keys.append(key)
             self._tensors.append(t)
-            if len(self._keys) >= self.max_pending:
+            self._pending_numel += n
+            if len(self._keys) >= self.max_pending or self._pending_numel > MAX_PENDING_NUMEL:
                 self.flush()
             return
         rkey = (t.data_ptr(), n, t.dtype)
@@ -188,7 +202,7 @@ class SummaryStore:
         if eager is not None:
             rest = self._rest.get(key)
             if rest is None:
-                lazy = _Lazy(eager, self, key)
+                lazy = _Lazy((tuple(eager[0]), dtype_name(eager[1]), *eager[2:]), self, key)
                 self._n_lazy += 1
                 self._lazies[self._n_lazy] = lazy
                 return lazy
@@ -307,6 +321,7 @@ class SummaryStore:
             return
         keys, ts = self._keys, self._tensors
         self._keys, self._tensors = [], []
+        self._pending_numel = 0
         for key, raw in zip(keys, summarize_raw(ts)):
             self._raw[key] = raw
 
@@ -347,4 +362,5 @@ class SummaryStore:
         self._eager.clear()
         self._rest.clear()
         self._keys, self._tensors = [], []
+        self._pending_numel = 0
         self._recent.clear()
