@@ -203,12 +203,16 @@ def manual_pass(
         >>> slots, position, failed
         ([tensor(1.), tensor(1.), tensor(1.), tensor(4.)], 4, None)
     """
+    # Not kept, so fan-in sums are accumulated in place as the engine does, but every slot
+    # retained; a replay records neither times nor summaries.
     state = StepState(
-        graph, plan, seeds, create_graph=False, keep="tensors", edits=Edits(plan),
+        graph, plan, seeds, create_graph=False, keep="summaries", edits=Edits(plan),
         guard=Guard(ADVANCE_CODE, IN_STEP_CODES),
     )  # fmt: skip
     with gc_paused():
-        failed = state.advance(len(plan.order))
+        failed = state.advance(
+            len(plan.order), replay=True, retain=frozenset(range(plan.n_slots))
+        )
     slots, position = state.slots, state.pos
     state.close()
     return slots, position, failed
