@@ -38,6 +38,7 @@ from ..core.records import Edge, Node
 from ..core.summary import Summary
 from ..util.compat import check_step_api, gradient_edge
 from ..util.gcpause import gc_paused
+from . import records
 from .breakpoints import Breakpoints
 from .calls import IN_STEP_CODES
 from .compare import differences, manual_pass, run_engine
@@ -48,9 +49,7 @@ from .plan import Plan, build_plan, root_seeds
 from .plan import node_id as node_id_of
 from .probes import EXACT_MAX, JacobianNorm
 from .probes import jacobian_norms as probe_jacobian_norms
-from .records import (
-    Difference, EditInfo, History, LeafDiff, ReadOnlyList, StepInfo, StepRecord, step_info_of,
-)  # fmt: skip
+from .records import Difference, EditInfo, History, LeafDiff, ReadOnlyList, StepInfo, StepRecord
 from .state import ADVANCE_CODE, StepState
 
 __all__ = ["Difference", "EditInfo", "StepInfo", "StepRecord", "Stepper"]
@@ -446,7 +445,7 @@ class Stepper:
             >>> _ = st.run(); st.step_info(1)
             StepInfo(index=1, node='n2', called=False, no_gradient=False, seconds=...)
         """
-        return step_info_of(self._state, index)
+        return records.step_info_of(self._state, index)
 
     def waiting(self, node_id: str) -> list[Summary | None]:
         """Per input slot of `node_id`, a summary of the gradient it holds: what has arrived so
