@@ -158,3 +158,17 @@ def test_summaries_run_frees_gradients_like_the_engine():
     held = [v for v in st._state.slots if v is not None]
     assert len(held) == len(list(model.parameters()))
     assert not any(isinstance(v, torch.Tensor) for v in st._state.edge_val)
+
+
+def test_half_precision_gradients_too():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 64)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = lin(torch.randn(32, 64))
+    loss = y.float().pow(2).mean()
+    truth = _truth(loss)
+    assert any(s.dtype == "bfloat16" and s.numel > SMALL_NUMEL for s in truth.values())
+    st = aw.Stepper(aw.capture(loss))
+    st.run()
+    for e, want in truth.items():
+        assert _same(st.edge_summary(e), want), e

@@ -6,9 +6,9 @@ that was added under `key` (summary.py's semantics), however it got them. How it
 per-edge statistics used to cost more than the backward step itself on graphs of tiny ops):
 
 - small tensors (<= `SMALL_NUMEL` elements) are queued and summarised in batches (summary.py);
-- a large float32/float64 tensor, in a store with a `resolver` (a stepper's), costs ONE
-  `vector_norm` when added: `norm`, `nan`, `inf`, `shape`, `dtype`, `numel` at once; the rest
-  (`min`/`max`/`mean`/`std`/`values`) is computed for every such key together by one replay of the
+- a large floating tensor (float32/64, float16, bfloat16), in a store with a `resolver` (a
+  stepper's), costs ONE `vector_norm` when added: `norm`, `nan`, `inf`, `shape`, `dtype`,
+  `numel` at once; the rest (`min`/`max`/`mean`/`std`/`values`) is computed for every such key together by one replay of the
   steps (CPU kernels are deterministic: the replayed tensor is the same tensor), the first time
   any of them is read. `get` hands out a `Summary` that triggers this by itself (`_Lazy`), so
   readers see plain `Summary` fields. `settle()` completes those still held before the steps
@@ -44,6 +44,9 @@ from .summary import (
 __all__ = ["SummaryStore"]
 
 _vector_norm = torch.linalg.vector_norm
+#: Large gradients of these dtypes get an eager norm and a replayed rest (the class docstring).
+_EAGER_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
+_NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 #: Queued small tensors are summarised once they hold this many elements together (the memory a
 #: `keep="summaries"` run holds past the gradients' last consumers stays about 1 MiB of float32).
 MAX_PENDING_NUMEL = 1 << 18
@@ -102,8 +105,8 @@ class SummaryStore:
     `get(key)` builds the `Summary` on first request.
 
     With a `resolver` (a `weakref.WeakMethod` to a callable that replays the steps and calls
-    `complete(key, tensor)` for each key it is given: what a stepper installs), a large float32 /
-    float64 tensor costs one `vector_norm` when added: `norm`, `nan`, `inf`, `shape`, `dtype` and
+    `complete(key, tensor)` for each key it is given: what a stepper installs), a large floating
+    tensor costs one `vector_norm` when added: `norm`, `nan`, `inf`, `shape`, `dtype` and
     `numel` are known at once, and `min`/`max`/`mean`/`std`/`values` of every such key are
     computed together, by one replay, the first time one of them is read (`get` returns a
     `Summary` that does this by itself). `settle()` does it for every such summary still held by
@@ -144,14 +147,14 @@ class SummaryStore:
         dtype = t.dtype
         if (
             self.resolver is not None
-            and (dtype is torch.float32 or dtype is torch.float64)
+            and dtype in _EAGER_DTYPES
             and t.numel() > SMALL_NUMEL
             and t.layout is torch.strided
             and not (t.is_meta or t._is_zerotensor())
         ):
             if t.requires_grad:
                 t = t.detach()
-            norm = _vector_norm(t).item()
+            norm = _vector_norm(t, dtype=_NORM_DTYPE.get(dtype)).item()  # as large_norm()
             # shape and dtype as torch gives them: converted when the summary is built
             self._eager[key] = (
                 (t.shape, dtype, norm, 0, 0, t.numel())

@@ -7,7 +7,8 @@ edge, more than the backward step that produced it. Two paths keep it cheap:
   (shape, dtype), stacked into one `(k, n)` float64 matrix and reduced along its rows; rows become
   `Summary` objects only when asked for. Per tensor that costs about one `stack` entry (groups
   smaller than `MIN_BATCH` go one by one: a batch has a fixed cost of ~15 dispatches).
-- larger tensors are summarised at once, while still in cache: `aminmax`, `sum`, `dot` (sum of
+- larger tensors are summarised at once, while still in cache (a stepper's store, core/store.py,
+  computes only their norm while stepping and the rest on first read): `aminmax`, `sum`, `dot` (sum of
   squares) over memory order and the leading values, ~7 dispatches. Batching them would mean
   holding every gradient until the batch runs (the memory `keep="summaries"` exists to save) and
   reading it back cold. A large tensor that is a view of the one summarised just before (what
@@ -68,6 +69,8 @@ HEAD_VALUES = 8
 
 _F64 = torch.float64
 _FAST_REAL = (torch.float32, torch.float64)
+#: Half-precision norms are accumulated and reported in float32 (`large_norm`).
+_NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -232,7 +235,7 @@ def _finish(
 
 
 def large_norm(t: torch.Tensor) -> tuple[float, int, int]:
-    """(norm, nan count, inf count) of a float32/float64 strided tensor: one `vector_norm` (the
+    """(norm, nan count, inf count) of a floating strided tensor: one `vector_norm` (the
     counts only when the norm is not finite; a float32 overflow is redone in float64). The norm
     every summary of such a tensor with more than `SMALL_NUMEL` elements reports.
 
@@ -240,7 +243,7 @@ def large_norm(t: torch.Tensor) -> tuple[float, int, int]:
         >>> large_norm(torch.tensor([3.0, 4.0, float("inf")]))
         (inf, 0, 1)
     """
-    norm = torch.linalg.vector_norm(t).item()
+    norm = torch.linalg.vector_norm(t, dtype=_NORM_DTYPE.get(t.dtype)).item()
     if math.isfinite(norm):
         return norm, 0, 0
     nan, inf = _nonfinite_counts(t)
@@ -384,6 +387,9 @@ def summarize_one(t: torch.Tensor) -> Raw:
         x = t.abs()
     elif t.is_floating_point():
         x = t.float()
+        if n > SMALL_NUMEL:  # half precision: the norm stepping computes eagerly, exactly
+            raw = _reduce_any(t, x, k)
+            return (*raw[:2], large_norm(t)[0], *raw[3:])
     else:
         x = t.to(_F64)
     return _reduce_any(t, x, k)
