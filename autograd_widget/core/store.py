@@ -7,15 +7,14 @@ per-edge statistics used to cost more than the backward step itself on graphs of
 
 - small tensors (<= `SMALL_NUMEL` elements) are queued and summarised in batches (summary.py);
 - a large floating tensor (float32/64, float16, bfloat16), in a store with a `resolver` (a
-  stepper's), costs ONE `vector_norm` when added: `norm`, `nan`, `inf`, `shape`, `dtype`,
-  `numel` at once; the rest (`min`/`max`/`mean`/`std`/`values`) is computed for every such key together by one replay of the
-  steps (CPU kernels are deterministic: the replayed tensor is the same tensor), the first time
-  any of them is read. `get` hands out a `Summary` that triggers this by itself (`_Lazy`), so
-  readers see plain `Summary` fields. `settle()` completes those still held before the steps
-  stop being replayable (reset, undo, an edit changed, close);
-- other large tensors are summarised at once; one that is a view of a large tensor summarised
-  just before reuses its statistics.
-"""
+  stepper's), costs ONE `vector_norm` when added: `norm`, `nan`, `inf`, `shape`, `dtype`, `numel` at
+  once; the rest (`min`/`max`/`mean`/`std`/`values`) is computed for every such key together by one
+  replay of the steps (CPU kernels are deterministic: the replayed tensor is the same tensor), the
+  first time any of them is read. `get` hands out a `Summary` that triggers this by itself
+  (`_Lazy`), so readers see plain `Summary` fields. `settle()` completes those still held before the
+  steps stop being replayable (reset, undo, an edit changed, close);
+- other large tensors are summarised at once; one that is a view of a large tensor summarised just
+  before reuses its statistics."""
 
 from __future__ import annotations
 

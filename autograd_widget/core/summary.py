@@ -8,8 +8,8 @@ edge, more than the backward step that produced it. Two paths keep it cheap:
   `Summary` objects only when asked for. Per tensor that costs about one `stack` entry (groups
   smaller than `MIN_BATCH` go one by one: a batch has a fixed cost of ~15 dispatches).
 - larger tensors are summarised at once, while still in cache (a stepper's store, core/store.py,
-  computes only their norm while stepping and the rest on first read): `aminmax`, `sum`, `dot` (sum of
-  squares) over memory order and the leading values, ~7 dispatches. Batching them would mean
+  computes only their norm while stepping and the rest on first read): `aminmax`, `sum`, `dot` (sum
+  of squares) over memory order and the leading values, ~7 dispatches. Batching them would mean
   holding every gradient until the batch runs (the memory `keep="summaries"` exists to save) and
   reading it back cold. A large tensor that is a view of the one summarised just before (what
   `view`/`t`/`transpose`/pass-through backward nodes return) reuses its statistics.
