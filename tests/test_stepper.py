@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from _programs import HalfNone, NoMaterialize, Scale, TwoOut
 
 import autograd_widget as aw
-from autograd_widget.core.summary import SMALL_NUMEL, Summary, SummaryStore, summarize
+from autograd_widget.core.store import SummaryStore
+from autograd_widget.core.summary import SMALL_NUMEL, Summary, summarize
 from autograd_widget.engine.stepper import Difference, Stepper, StepRecord
 
 KEEPS = ["tensors", "summaries", 1, 10**9]

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.core.summary import Summary, SummaryStore, summarize
+from autograd_widget.core.store import SummaryStore
+from autograd_widget.core.summary import Summary, summarize
 
 
 def _sgn_loss(shape, dtype=torch.float64):

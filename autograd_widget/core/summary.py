@@ -7,8 +7,9 @@ edge, more than the backward step that produced it. Two paths keep it cheap:
   (shape, dtype), stacked into one `(k, n)` float64 matrix and reduced along its rows; rows become
   `Summary` objects only when asked for. Per tensor that costs about one `stack` entry (groups
   smaller than `MIN_BATCH` go one by one: a batch has a fixed cost of ~15 dispatches).
-- larger tensors are summarised at once, while still in cache: `aminmax`, `sum`, `dot` (sum of
-  squares) over memory order and the leading values, ~7 dispatches. Batching them would mean
+- larger tensors are summarised at once, while still in cache (a stepper's store, core/store.py,
+  computes only their norm while stepping and the rest on first read): `aminmax`, `sum`, `dot` (sum
+  of squares) over memory order and the leading values, ~7 dispatches. Batching them would mean
   holding every gradient until the batch runs (the memory `keep="summaries"` exists to save) and
   reading it back cold. A large tensor that is a view of the one summarised just before (what
   `view`/`t`/`transpose`/pass-through backward nodes return) reuses its statistics.
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -44,9 +45,17 @@ __all__ = [
     "MIN_BATCH",
     "SMALL_NUMEL",
     "SPARSE_DENSE_NUMEL",
+    "Raw",
     "Summary",
-    "SummaryStore",
+    "head_values",
+    "is_dense",
+    "is_special",
+    "large_norm",
+    "materialize",
     "summarize",
+    "summarize_one",
+    "summarize_raw",
+    "summarize_special",
 ]
 
 #: Tensors with at most this many elements are summarised in batches (see the module docstring).
@@ -60,9 +69,11 @@ HEAD_VALUES = 8
 
 _F64 = torch.float64
 _FAST_REAL = (torch.float32, torch.float64)
+#: Half-precision norms are accumulated and reported in float32 (`large_norm`).
+_NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Summary:
     """What a gradient looks like, in a few numbers (see the module docstring for semantics).
 
@@ -86,6 +97,23 @@ class Summary:
     #: Every value when numel <= 64, else the first 8 (row-major). Complex: [re, im] pairs.
     values: list = field(default_factory=list)
     numel: int = 0
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Summary):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # `values` is a list, as before
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={v!r}" for n, v in zip(_FIELDS, self._fields()))
+        return f"Summary({inner})"
+
+    def __reduce__(self) -> tuple:
+        return (Summary, self._fields())
 
     @property
     def finite(self) -> bool:
@@ -129,6 +157,9 @@ class Summary:
         return summarize([tensor])[0]
 
 
+_FIELDS = tuple(f.name for f in fields(Summary))
+
+
 def _n_listed(numel: int) -> int:
     return numel if numel <= MAX_LISTED else HEAD_VALUES
 
@@ -142,6 +173,17 @@ def _head(t: torch.Tensor, k: int) -> torch.Tensor:
     if t.shape[-1] >= k:
         return t[(0,) * (t.dim() - 1)][:k]
     return t.reshape(-1)[:k]
+
+
+def head_values(t: torch.Tensor) -> list:
+    """The first `HEAD_VALUES` values of `t` (row-major) as a list, what a large tensor's
+    `Summary.values` holds.
+
+    Example:
+        >>> head_values(torch.arange(20.0).reshape(4, 5).t())
+        [0.0, 5.0, 10.0, 15.0, 1.0, 6.0, 11.0, 16.0]
+    """
+    return _listed(_head(t.detach(), HEAD_VALUES))
 
 
 def _listed(vals: torch.Tensor) -> list:
@@ -192,6 +234,24 @@ def _finish(
     return (tuple(t.shape), dtype_name(t.dtype), norm, mn, mx, mean, std, nan, inf, vals, n)
 
 
+def large_norm(t: torch.Tensor) -> tuple[float, int, int]:
+    """(norm, nan count, inf count) of a floating strided tensor: one `vector_norm` (the
+    counts only when the norm is not finite; a float32 overflow is redone in float64). The norm
+    every summary of such a tensor with more than `SMALL_NUMEL` elements reports.
+
+    Example:
+        >>> large_norm(torch.tensor([3.0, 4.0, float("inf")]))
+        (inf, 0, 1)
+    """
+    norm = torch.linalg.vector_norm(t, dtype=_NORM_DTYPE.get(t.dtype)).item()
+    if math.isfinite(norm):
+        return norm, 0, 0
+    nan, inf = _nonfinite_counts(t)
+    if nan == 0 and inf == 0:
+        norm = torch.linalg.vector_norm(t, dtype=_F64).item()
+    return norm, nan, inf
+
+
 def _reduce_flat(t: torch.Tensor, n: int, flat: torch.Tensor, head: torch.Tensor) -> Raw:
     """Raw summary of `t` from `flat`, a 1-d real view (or float64 copy) of all its elements."""
     mn, mx = torch.aminmax(flat)
@@ -200,13 +260,18 @@ def _reduce_flat(t: torch.Tensor, n: int, flat: torch.Tensor, head: torch.Tensor
 
 
 #: Sparse tensors up to this many elements are summarised through their dense form (exact
-#: `values` too); larger ones from their stored values alone (see `_summarize_special`).
+#: `values` too); larger ones from their stored values alone (see `summarize_special`).
 SPARSE_DENSE_NUMEL = 1 << 20
 
 
-def _special(t: torch.Tensor) -> bool:
+def is_special(t: torch.Tensor) -> bool:
     """Sparse (any non-strided layout), meta, or an efficient ZeroTensor: no storage to reduce
-    over as it is (a ZeroTensor, which `torch.sgn`'s backward returns, has none at all)."""
+    over as it is (a ZeroTensor, which `torch.sgn`'s backward returns, has none at all).
+
+    Example:
+        >>> is_special(torch.ones(2)), is_special(torch.ones(2).to_sparse())
+        (False, True)
+    """
     return t.layout is not torch.strided or t.is_meta or t._is_zerotensor()
 
 
@@ -224,13 +289,18 @@ def _summarize_zero(t: torch.Tensor) -> Raw:
     return (tuple(t.shape), dtype_name(t.dtype), 0.0, 0.0, 0.0, 0.0, std, 0, 0, vals, n)
 
 
-def _summarize_special(t: torch.Tensor) -> Raw:
+def summarize_special(t: torch.Tensor) -> Raw:
     """A sparse or meta tensor (sparse gradients: `Embedding(sparse=True)`, `torch.sparse.mm`).
 
     Small sparse tensors go through their dense form. Large ones are described exactly from their
     stored values plus the implicit zeros (coalesced first, so duplicates are summed), without
     densifying; `values` then lists the first elements only for a plain COO layout (else none).
-    A meta tensor has no values: shape and dtype only, NaN norm.
+    A meta tensor has no values: shape and dtype only, NaN norm. Returns a raw summary (the
+    `Summary` constructor's arguments).
+
+    Example:
+        >>> summarize_special(torch.tensor([0.0, 2.0]).to_sparse())[3:6]  # min, max, mean
+        (0.0, 2.0, 1.0)
     """
     if t.requires_grad:
         t = t.detach()
@@ -243,7 +313,7 @@ def _summarize_special(t: torch.Tensor) -> Raw:
     if n == 0:
         return _empty(t)
     if n <= SPARSE_DENSE_NUMEL:
-        return _summarize_one(t.to_dense())
+        return summarize_one(t.to_dense())
     c = (t if t.layout is torch.sparse_coo else t.to_sparse_coo()).coalesce()
     v = c.values()
     x = (v.abs() if v.is_complex() else v).to(_F64).reshape(-1)
@@ -271,16 +341,21 @@ def _summarize_special(t: torch.Tensor) -> Raw:
     return (tuple(t.shape), dtype_name(t.dtype), norm, mn, mx, mean, std, nan_n, inf_n, head, n)
 
 
-def _summarize_one(t: torch.Tensor) -> Raw:
+def summarize_one(t: torch.Tensor) -> Raw:
     """One tensor, now: about seven cheap dispatches (see the module docstring).
 
     Order-independent statistics are taken over memory order: a dense non-contiguous gradient (a
     transpose, which `t`/`mm` backward nodes return all the time) is permuted back to its
     contiguous layout first, since a strided `aminmax` is 5x slower. `.item()` on CPU costs
-    ~0.3 us, less than stacking the four statistics into one tensor.
+    ~0.3 us, less than stacking the four statistics into one tensor. Returns a raw summary (the
+    `Summary` constructor's arguments).
+
+    Example:
+        >>> summarize_one(torch.tensor([1.0, 3.0]))[5]  # the mean
+        2.0
     """
-    if _special(t):
-        return _summarize_special(t)
+    if is_special(t):
+        return summarize_special(t)
     if t.requires_grad:
         t = t.detach()
     n = t.numel()
@@ -300,23 +375,41 @@ def _summarize_one(t: torch.Tensor) -> Raw:
             strides = t.stride()
             p = t.permute(sorted(range(t.dim()), key=strides.__getitem__, reverse=True))
             flat = p.view(-1) if p.is_contiguous() else None
-        if flat is not None:
-            return _reduce_flat(t, n, flat, head)
+        raw = _reduce_flat(t, n, flat, head) if flat is not None else None
+        if n > SMALL_NUMEL:  # the norm stepping computes eagerly (`SummaryStore.add`), exactly
+            if raw is None:
+                raw = _reduce_any(t, t, k)
+            return (*raw[:2], large_norm(t)[0], *raw[3:])
+        if raw is not None:
+            return raw
         x = t  # overlapping or gappy (an expand, a strided slice): reduce it as it is
     elif t.is_complex():
         x = t.abs()
     elif t.is_floating_point():
         x = t.float()
+        if n > SMALL_NUMEL:  # half precision: the norm stepping computes eagerly, exactly
+            raw = _reduce_any(t, x, k)
+            return (*raw[:2], large_norm(t)[0], *raw[3:])
     else:
         x = t.to(_F64)
+    return _reduce_any(t, x, k)
+
+
+def _reduce_any(t: torch.Tensor, x: torch.Tensor, k: int) -> Raw:
+    """Raw summary of `t` from `x` (its real form, any layout), listing its first `k` values."""
     mn, mx = torch.aminmax(x)
     sq = torch.linalg.vector_norm(x).square()
     mn, mx, s, sq = torch.stack((mn, mx, x.sum(), sq.to(x.dtype))).tolist()
-    return _finish(t, n, mn, mx, s, sq, _listed(_head(t, k)), x)
+    return _finish(t, t.numel(), mn, mx, s, sq, _listed(_head(t, k)), x)
 
 
-def _dense(t: torch.Tensor) -> bool:
-    """True when `t` covers a block of memory exactly once (any permutation of a contiguous one)."""
+def is_dense(t: torch.Tensor) -> bool:
+    """True when `t` covers a block of memory exactly once (any permutation of a contiguous one).
+
+    Example:
+        >>> is_dense(torch.ones(2, 3).t()), is_dense(torch.ones(4)[::2])
+        (True, False)
+    """
     if t.is_contiguous():
         return True
     expected = 1
@@ -400,21 +493,27 @@ def _summarize_group(ts: Sequence[torch.Tensor]) -> _Group | list[Raw]:
     return _Group(tuple(t0.shape), dtype_name(t0.dtype), n, stats.numpy(), heads, counts)
 
 
-def _summarize_raw(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Group, int]]:
-    """Raw summaries in input order: tuples, or (group, row) for batched small tensors."""
+def summarize_raw(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Group, int]]:
+    """Raw summaries in input order: tuples, or (group, row) for batched small tensors (turn
+    either into a `Summary` with `materialize`).
+
+    Example:
+        >>> [materialize(r).numel for r in summarize_raw([torch.ones(2), torch.ones(300)])]
+        [2, 300]
+    """
     out: list = [None] * len(tensors)
     groups: dict[tuple, list[int]] = {}
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"can only summarise tensors, got {type(t).__name__} at position {i}")
-        if t.numel() <= SMALL_NUMEL and not _special(t):
+        if t.numel() <= SMALL_NUMEL and not is_special(t):
             groups.setdefault((t.shape, t.dtype, t.device), []).append(i)
         else:
-            out[i] = _summarize_one(t)
+            out[i] = summarize_one(t)
     for idx in groups.values():
         if len(idx) < MIN_BATCH:
             for i in idx:
-                out[i] = _summarize_one(tensors[i])
+                out[i] = summarize_one(tensors[i])
             continue
         group = _summarize_group([tensors[i] for i in idx])
         if isinstance(group, list):
@@ -426,7 +525,13 @@ def _summarize_raw(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Group, 
     return out
 
 
-def _materialize(raw: Raw | tuple[_Group, int]) -> Summary:
+def materialize(raw: Raw | tuple[_Group, int]) -> Summary:
+    """The `Summary` of a raw summary from `summarize_raw` / `summarize_one`.
+
+    Example:
+        >>> materialize(summarize_one(torch.ones(2))).norm
+        1.4142135623730951
+    """
     if len(raw) == 2:
         return Summary(*raw[0].row(raw[1]))
     return Summary(*raw)
@@ -439,167 +544,4 @@ def summarize(tensors: Iterable[torch.Tensor]) -> list[Summary]:
         >>> [s.numel for s in summarize([torch.ones(2), torch.zeros(3)])]
         [2, 3]
     """
-    return [_materialize(raw) for raw in _summarize_raw(list(tensors))]
-
-
-class SummaryStore:
-    """Summaries keyed by int, computed as gradients flow; small ones batched until `flush()`.
-
-    `add(key, tensor)` summarises a large tensor at once and queues a small one (held until the
-    next flush: at most `max_pending`, so at most `max_pending * SMALL_NUMEL` elements). A large
-    tensor that is a view of one summarised just before (same memory, same elements: what
-    `view`/`t`/`transpose` backward nodes and pass-through nodes return) reuses its statistics;
-    the last `recent` large tensors are held for that, so their memory cannot be reused under us.
-    `get(key)` builds the `Summary` on first request.
-
-    Example:
-        >>> store = SummaryStore()
-        >>> store.add(0, torch.ones(4))
-        >>> store.get(0).mean
-        1.0
-    """
-
-    def __init__(self, max_pending: int = 4096, recent: int = 4) -> None:
-        self.max_pending = max_pending
-        self._raw: dict[int, Raw | tuple[_Group, int]] = {}
-        self._done: dict[int, Summary] = {}
-        self._keys: list[int] = []
-        self._tensors: list[torch.Tensor] = []
-        self._recent: dict[tuple, tuple[torch.Tensor, Raw]] = {}
-        self._n_recent = recent
-
-    def add(self, key: int, t: torch.Tensor) -> None:
-        """Queue tensor `t`'s summary under `key` (computed in a batch on the next `get`/`flush`).
-
-        Example:
-            >>> store = SummaryStore(); store.add(7, torch.zeros(2)); 7 in store
-            True
-        """
-        if _special(t):  # sparse or meta: no data pointer to match views on, no batching
-            self._raw[key] = _summarize_special(t)
-            return
-        n = t.numel()
-        if n <= SMALL_NUMEL:
-            self._keys.append(key)
-            self._tensors.append(t)
-            if len(self._keys) >= self.max_pending:
-                self.flush()
-            return
-        rkey = (t.data_ptr(), n, t.dtype)
-        hit = self._recent.get(rkey)
-        if hit is not None:
-            prev, raw = hit
-            if t is prev or (t.is_contiguous() and prev.is_contiguous()):
-                self._raw[key] = (tuple(t.shape), *raw[1:])
-                return
-            if _dense(t) and _dense(prev):
-                vals = _listed(_head(t.detach(), HEAD_VALUES))
-                self._raw[key] = (tuple(t.shape), *raw[1:9], vals, raw[10])
-                return
-        raw = _summarize_one(t)
-        self._raw[key] = raw
-        recent = self._recent
-        recent[rkey] = (t, raw)
-        if len(recent) > self._n_recent:
-            del recent[next(iter(recent))]
-
-    def get(self, key: int) -> Summary | None:
-        """The summary under `key` (flushing pending work first), or None when there is none.
-
-        Example:
-            >>> SummaryStore().get(3) is None
-            True
-        """
-        s = self._done.get(key)
-        if s is not None:
-            return s
-        raw = self._raw.pop(key, None)
-        if raw is None:
-            if not self._keys:
-                return None
-            self.flush()
-            raw = self._raw.pop(key, None)
-            if raw is None:
-                return None
-        s = self._done[key] = _materialize(raw)
-        return s
-
-    def __contains__(self, key: int) -> bool:
-        return key in self._done or key in self._raw or key in self._keys
-
-    def put(self, key: int, summary: Summary) -> None:
-        """Store an already computed summary under `key`.
-
-        Example:
-            >>> store = SummaryStore(); store.put(1, Summary.of(torch.ones(2))); store.get(1).norm
-            1.4142135623730951
-        """
-        self._done[key] = summary
-
-    def pop(self, key: int) -> None:
-        """Forget the summary stored under `key`; a missing key is ignored.
-
-        Example:
-            >>> store = SummaryStore(); store.add(1, torch.ones(2)); _ = store.get(1)
-            >>> store.pop(1); 1 in store
-            False
-        """
-        self._done.pop(key, None)
-        self._raw.pop(key, None)
-
-    @property
-    def pending(self) -> int:
-        """How many tensors wait to be summarised.
-        """
-        return len(self._keys)
-
-    def flush(self) -> None:
-        """Summarise every queued small tensor (one batch per shape and dtype).
-
-        Example:
-            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.flush(); store.pending
-            0
-        """
-        if not self._keys:
-            return
-        keys, ts = self._keys, self._tensors
-        self._keys, self._tensors = [], []
-        for key, raw in zip(keys, _summarize_raw(ts)):
-            self._raw[key] = raw
-
-    def discard(self, keys: Iterable[int]) -> None:
-        """Forget `keys` entirely, queued or computed (their step was undone or failed).
-
-        Example:
-            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.discard([1]); 1 in store
-            False
-        """
-        keys = set(keys)
-        if not keys:
-            return
-        for key in keys:
-            self.pop(key)
-        if self._keys and not keys.isdisjoint(self._keys):
-            kept = [(k, t) for k, t in zip(self._keys, self._tensors) if k not in keys]
-            self._keys = [k for k, _ in kept]
-            self._tensors = [t for _, t in kept]
-
-    def release_recent(self) -> None:
-        """Drop the references held for view detection (end of a run).
-
-        Example:
-            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.release_recent()
-        """
-        self._recent.clear()
-
-    def clear(self) -> None:
-        """Forget everything, pending and done.
-
-        Example:
-            >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.clear(); 1 in store
-            False
-        """
-        self._raw.clear()
-        self._done.clear()
-        self._keys, self._tensors = [], []
-        self._recent.clear()
+    return [materialize(raw) for raw in summarize_raw(list(tensors))]

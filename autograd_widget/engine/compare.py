@@ -25,10 +25,15 @@ import torch
 
 from ..core.graph import BackwardGraph
 from ..core.summary import Summary
-from .plan import ACCUMULATE, Plan
+from ..util.gcpause import gc_paused
+from .calls import IN_STEP_CODES
+from .edits import Edits
+from .guard import Guard
+from .plan import ACCUMULATE, CUSTOM, Plan
 from .records import Difference, StepRecord
+from .state import ADVANCE_CODE, StepState
 
-__all__ = ["EngineRun", "differences", "run_engine", "tolerances"]
+__all__ = ["EngineRun", "differences", "manual_pass", "run_engine", "tolerances"]
 
 
 class EngineRun(NamedTuple):
@@ -78,9 +83,12 @@ def run_engine(
 
     def hook_for(i: int) -> Callable:
         def hook(grads: tuple) -> None:
+            got[i] = grads  # held: the engine then never accumulates into them in place
+
+        def copying_hook(grads: tuple) -> None:  # a custom backward may modify its input
             got[i] = tuple(None if g is None else g.detach().clone() for g in grads)
 
-        return hook
+        return copying_hook if plan.kind[plan.step_of[f"n{i}"]] == CUSTOM else hook
 
     roots = graph.root_tensors
     watch = [t for t in [*roots, *tensors] if t.retains_grad]
@@ -178,6 +186,38 @@ def differences(
     return diffs
 
 
+def manual_pass(
+    graph: BackwardGraph, plan: Plan, seeds: list[tuple[int, torch.Tensor]]
+) -> tuple[list, int, StepRecord | None]:
+    """A full manual pass over `plan` keeping every slot: (slots, position, failure record).
+
+    Args:
+        graph, plan: the graph and the plan of the stepper being compared (the plan is shared:
+            not rebuilt).
+        seeds: its root gradients.
+
+    Guarantees: the faithful run (no edits), a state of its own (the caller's is untouched).
+
+    Example:
+        >>> slots, position, failed = manual_pass(g, st.plan, st._state.seeds)
+        >>> slots, position, failed
+        ([tensor(1.), tensor(1.), tensor(1.), tensor(4.)], 4, None)
+    """
+    # Not kept, so fan-in sums are accumulated in place as the engine does, but every slot
+    # retained; a replay records neither times nor summaries.
+    state = StepState(
+        graph, plan, seeds, create_graph=False, keep="summaries", edits=Edits(plan),
+        guard=Guard(ADVANCE_CODE, IN_STEP_CODES),
+    )  # fmt: skip
+    with gc_paused():
+        failed = state.advance(
+            len(plan.order), replay=True, retain=frozenset(range(plan.n_slots))
+        )
+    slots, position = state.slots, state.pos
+    state.close()
+    return slots, position, failed
+
+
 def tolerances(dtype: torch.dtype) -> tuple[float, float]:
     """(rtol, atol) torch.testing uses for `dtype`.
 
@@ -212,7 +252,16 @@ def _differ(
             None if manual is None else Summary.of(manual),
             note,
         )
+    if engine is manual:
+        return None
     manual = manual.detach()
+    if (
+        engine.dtype == manual.dtype
+        and engine.layout is torch.strided
+        and manual.layout is torch.strided
+        and torch.equal(engine, manual)  # the usual case: much cheaper than allclose
+    ):
+        return None
     if engine.shape != manual.shape:
         return (
             None,

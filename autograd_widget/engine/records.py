@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import torch
 
 from ..core.records import Node
 from ..core.summary import Summary
+from .plan import ACCUMULATE
+
+if TYPE_CHECKING:
+    from .state import StepState
 from ..util.jsonsafe import encode_float, encode_number
 
 __all__ = [
@@ -27,6 +31,9 @@ __all__ = [
     "ReadOnlyList",
     "StepInfo",
     "StepRecord",
+    "captured_record",
+    "failure_record",
+    "step_info_of",
 ]
 
 #: What a record shows for one gradient: the tensor when kept, else its `Summary`; None: none.
@@ -313,3 +320,69 @@ class ReadOnlyList(list):
     append = extend = insert = pop = remove = clear = sort = reverse = _readonly
 
 
+
+
+def failure_record(state: StepState, k: int, exc: BaseException, seconds: float) -> StepRecord:
+    """The record of step `k` of `state` failing with `exc` (its inputs as they are now).
+
+    Args:
+        state: the stepper's state, step k rolled back.
+        k: the failing step.
+        exc: what the node raised.
+        seconds: time spent.
+
+    Example:
+        >>> failure_record(st._state, 0, ValueError("boom"), 0.0).error
+        'ValueError in n0 (AddBackward0): boom'
+    """
+    plan = state.plan
+    nid = plan.order[k]
+    node = state.graph.nodes[nid]
+    a, n = plan.start[k], plan.arity[k]
+    return StepRecord(
+        k, node, tuple(state.slots[a : a + n]), {}, seconds,
+        f"{type(exc).__name__} in {nid} ({node.name}): {exc}", plan.kind[k] != ACCUMULATE,
+    )  # fmt: skip
+
+
+def captured_record(state: StepState, k: int, seconds: float) -> StepRecord:
+    """The record of step `k` just done by `state`, with its tensors (before any are freed).
+
+    Args:
+        state: the stepper's state, right after step k.
+        k: the step.
+        seconds: its time.
+
+    Example:
+        >>> st._state.advance(1, capture=True).outputs  # what the loop returns for step()
+        {'n0:0': tensor(1.), 'n0:1': tensor(1.)}
+        >>> captured_record(st._state, 0, 0.0).node.id  # later: its input slot is freed
+        'n0'
+    """
+    plan = state.plan
+    a, n = plan.start[k], plan.arity[k]
+    outs = {plan.edge_ids[ei]: state.edge_val[ei] for ei in plan.out_edges[k]}
+    called = plan.kind[k] != ACCUMULATE and k not in state.nograd
+    return StepRecord(
+        k, state.graph.nodes[plan.order[k]], tuple(state.slots[a : a + n]), outs, seconds, None,
+        called,
+    )  # fmt: skip
+
+
+def step_info_of(state: StepState, index: int) -> StepInfo:
+    """Node, called/no-gradient and time of step `index` (< position) of `state`, no tensors.
+
+    Args:
+        state: a stepper's state.
+        index: a step already done.
+
+    Example:
+        >>> st._state.advance(1); step_info_of(st._state, 0).node, step_info_of(st._state, 0).called
+        ('n0', True)
+    """
+    if not 0 <= index < state.pos:
+        raise IndexError(f"step {index} has not run (position {state.pos})")
+    plan = state.plan
+    acc = plan.kind[index] == ACCUMULATE
+    nograd = index in state.nograd
+    return StepInfo(index, plan.order[index], not acc and not nograd, nograd, state.seconds[index])

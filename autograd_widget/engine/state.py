@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 
 import torch
 
 from ..core.graph import BackwardGraph
 from ..core.records import Edge
-from ..core.summary import Summary, SummaryStore, summarize
+from ..core.store import SummaryStore
+from ..core.summary import Summary, summarize
 from ..util.gcpause import gc_paused
 from .calls import apply_custom, call_empty, validate
 from .edits import Edits
 from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
-from .records import EditInfo, GradView, StepInfo, StepRecord
+from .records import EditInfo, GradView, StepRecord, captured_record, failure_record
 
 __all__ = ["ADVANCE_CODE", "FLOWED", "StepState"]
 
@@ -87,6 +89,7 @@ class StepState:
         self.edits = edits
         self.guard = guard
         self.store = SummaryStore()
+        self.store.resolver = weakref.WeakMethod(self.complete_summaries)
         self.seconds: list[float] = []
         self.nograd: set[int] = set()
         self.reset()
@@ -140,12 +143,14 @@ class StepState:
         replay: bool = False,
         capture: bool = False,
         retain: frozenset[int] = frozenset(),
+        fill: set[int] | None = None,
     ) -> StepRecord | None:
         """Execute steps position..stop-1 and return the failure record, if a node raised.
 
         `capture`: return the record of the (single) step done, with its tensors.
         `replay`: rebuild state only (records and summaries of these steps already exist).
         `retain`: slots not to free even when tensors are not kept (for `grad()`).
+        `fill`: (with `replay`) summary keys to complete from the replayed gradients.
 
         Guarantees: on a node's error step k is rolled back whole and its failure record
         returned (position k); a KeyboardInterrupt propagates with the steps before k done.
@@ -166,7 +171,7 @@ class StepState:
         routes, out_edges, multi, custom = plan.routes, plan.out_edges, plan.multi, plan.custom
         keep_all, budget, used = self.keep_all, self.budget, self.used
         step_bytes = self.step_bytes
-        store_add = self.store.add
+        store_add, store_complete = self.store.add, self.store.complete
         n_edges = len(plan.edge_ids)
         flowed = FLOWED
         inplace = not self.create_graph
@@ -275,10 +280,10 @@ class StepState:
                             # KeyboardInterrupt (Ctrl-C inside a node, or raised by a backward):
                             # step k is rolled back; the finally below records the position.
                             raise
-                        result = self._failed(k, exc, perf() - t0)
+                        result = failure_record(self, k, exc, perf() - t0)
                         break
                     if capture:
-                        result = self._captured(k, perf() - t0)
+                        result = captured_record(self, k, perf() - t0)
                     if kept:
                         u_mark.append(m0)
                         u_used.append(used)
@@ -298,12 +303,18 @@ class StepState:
                                 ev[ei] = flowed
                                 if not replay:
                                     store_add(ei, g)
+                                elif fill and ei in fill:
+                                    store_complete(ei, g)
                         if kind != ACCUMULATE:
-                            if not replay:
+                            if not replay or fill:
                                 for s in multi[k]:
                                     v = slots[s]
-                                    if v is not None:
+                                    if v is None:
+                                        continue
+                                    if not replay:
                                         store_add(n_edges + s, v)
+                                    elif n_edges + s in fill:  # type: ignore[operator]
+                                        store_complete(n_edges + s, v)
                             for s in range(a, a + n):
                                 owned.pop(s, None)
                                 if s not in retain:
@@ -318,37 +329,6 @@ class StepState:
             self.pos = k
             self.used = used
         return result
-
-    def _failed(self, k: int, exc: BaseException, seconds: float) -> StepRecord:
-        plan = self.plan
-        nid = plan.order[k]
-        node = self.graph.nodes[nid]
-        a, n = plan.start[k], plan.arity[k]
-        return StepRecord(
-            k,
-            node,
-            tuple(self.slots[a : a + n]),
-            {},
-            seconds,
-            f"{type(exc).__name__} in {nid} ({node.name}): {exc}",
-            plan.kind[k] != ACCUMULATE,
-        )
-
-    def _captured(self, k: int, seconds: float) -> StepRecord:
-        """The record of step k just done, with its tensors (before any are freed)."""
-        plan = self.plan
-        a, n = plan.start[k], plan.arity[k]
-        outs = {plan.edge_ids[ei]: self.edge_val[ei] for ei in plan.out_edges[k]}
-        called = plan.kind[k] != ACCUMULATE and k not in self.nograd
-        return StepRecord(
-            k,
-            self.graph.nodes[plan.order[k]],
-            tuple(self.slots[a : a + n]),
-            outs,
-            seconds,
-            None,
-            called,
-        )
 
     _STATE = (
         "slots", "edge_val", "u_slot", "u_old", "u_mark", "u_used", "used", "pos", "cache",
@@ -391,6 +371,30 @@ class StepState:
                 f"values): {failure.error}"
             )
 
+    def complete_summaries(self, keys: set[int]) -> None:
+        """The summary store's resolver: replay from the start to the position, completing the
+        summaries under `keys` from the replayed gradients, then put the state back whole.
+
+        Args:
+            keys: summary keys (edge index, or edge count + slot for a fan-in sum) to complete.
+
+        Example:
+            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+            >>> state.advance(2); state.complete_summaries({0}); state.pos, state.slots[0]
+            (2, None)
+        """
+        before = [getattr(self, name) for name in self._STATE]
+        stop = self.pos
+        try:
+            self.reset()
+            with gc_paused():
+                failure = self.advance(stop, replay=True, fill=keys)
+        finally:
+            for name, value in zip(self._STATE, before):
+                setattr(self, name, value)
+        if failure is not None:
+            raise RuntimeError(f"replaying to complete summaries failed: {failure.error}")
+
     def undo_last(self) -> None:
         """Undo the last step (position > 0): its logged delta when kept, else a replay.
 
@@ -402,6 +406,7 @@ class StepState:
             >>> state.advance(3); state.undo_last(); state.pos, len(state.seconds)
             (2, 2)
         """
+        self.store.settle()  # summaries still held are completed while their steps replay
         k = self.pos - 1
         if k < len(self.u_mark):
             m0 = self.u_mark.pop()
@@ -435,6 +440,7 @@ class StepState:
             >>> state.pos, state.seconds
             (0, [])
         """
+        self.store.settle()
         self.store.clear()
         self.seconds.clear()
         self.nograd.clear()
@@ -553,26 +559,6 @@ class StepState:
             called,
         )
 
-    def step_info(self, index: int) -> StepInfo:
-        """Node, called/no-gradient and time of step `index` (< position), without tensors.
-
-        Args:
-            index: a step already done.
-
-        Example:
-            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
-            >>> state.advance(1); state.step_info(0).node, state.step_info(0).called
-            ('n0', True)
-        """
-        if not 0 <= index < self.pos:
-            raise IndexError(f"step {index} has not run (position {self.pos})")
-        plan = self.plan
-        acc = plan.kind[index] == ACCUMULATE
-        nograd = index in self.nograd
-        return StepInfo(
-            index, plan.order[index], not acc and not nograd, nograd, self.seconds[index]
-        )
-
     def slot_grad(self, nid: str, slot: int) -> torch.Tensor | None:
         """The gradient in input `slot` of node `nid` so far, replaying when it was freed.
 
@@ -651,6 +637,7 @@ class StepState:
             (0.0, 1)
         """
         edits, store = self.edits, self.store
+        store.settle()
         affected = [*new, *drop]
         old_summaries = {ei: self.summary_of(ei) for ei in affected}
         old_edits = edits.replace(new, drop)
@@ -686,6 +673,10 @@ class StepState:
             >>> state.close(); state.slots, state.seeds
             ([], [])
         """
+        try:
+            self.store.settle()
+        except RuntimeError:  # the graph was closed first: held summaries say so when read
+            pass
         self.store.clear()
         self.slots = []
         self.edge_val = []

@@ -38,9 +38,10 @@ from ..core.records import Edge, Node
 from ..core.summary import Summary
 from ..util.compat import check_step_api, gradient_edge
 from ..util.gcpause import gc_paused
+from . import records
 from .breakpoints import Breakpoints
 from .calls import IN_STEP_CODES
-from .compare import differences, run_engine
+from .compare import differences, manual_pass, run_engine
 from .edits import EditKind, Edits
 from .guard import Guard, GuardScope
 from .listeners import ListenerHandle, Listeners
@@ -351,9 +352,9 @@ class Stepper:
             (0, 0)
         """
         self._check_open()
+        self._state.clear_records()  # first: held summaries complete under the edits they ran with
         if self._edits.active:
             self._edits.drop(list(self._edits.active))
-        self._state.clear_records()
         self._failure = None
         self._state.reset()
         self._listeners.notify(self)
@@ -444,7 +445,7 @@ class Stepper:
             >>> _ = st.run(); st.step_info(1)
             StepInfo(index=1, node='n2', called=False, no_gradient=False, seconds=...)
         """
-        return self._state.step_info(index)
+        return records.step_info_of(self._state, index)
 
     def waiting(self, node_id: str) -> list[Summary | None]:
         """Per input slot of `node_id`, a summary of the gradient it holds: what has arrived so
@@ -514,14 +515,8 @@ class Stepper:
         self._check_open()
         graph, plan = self.graph, self._plan
         engine = run_engine(graph, plan, tensors)
-        shadow = Stepper(graph, keep="tensors")
-        try:
-            failed = shadow.run()
-            return differences(
-                graph, plan, engine, shadow._state.slots, shadow.position, failed, rtol, atol
-            )
-        finally:
-            shadow.close()
+        slots, position, failed = manual_pass(graph, plan, self._state.seeds)
+        return differences(graph, plan, engine, slots, position, failed, rtol, atol)
 
     # ----------------------------------------------------------------- probes
     def jacobian_norms(
