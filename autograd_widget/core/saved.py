@@ -33,6 +33,7 @@ __all__ = [
     "SavedKind",
     "SavedState",
     "SavedValue",
+    "first_saved_state",
     "node_validity",
     "read_saved",
     "read_saved_tensor",
@@ -269,8 +270,16 @@ def _read_one(fn: Any, short: str, objects: dict[str, Any]) -> SavedValue:
     return rec
 
 
+_NAMES: dict[type, list[str]] = {}
+
+
 def _names_for(fn: Any) -> list[str]:
-    return [a[len("_saved_") :] for a in dir(fn) if a.startswith("_saved_")]
+    # The saved attributes are properties of the node's (generated) class: one dir() per type.
+    names = _NAMES.get(type(fn))
+    if names is None:
+        names = _NAMES[type(fn)] = [a[len("_saved_") :] for a in dir(fn)
+                                    if a.startswith("_saved_")]
+    return names
 
 
 def _read_custom(fn: Any) -> list[SavedValue]:
@@ -527,6 +536,37 @@ def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
         except RuntimeError as err:
             out[nid] = _error_state(err)[0]
     return out
+
+
+def first_saved_state(graph: BackwardGraph, limit: int = 64) -> str | None:
+    """The state of the first of the first `limit` nodes that holds a saved tensor: "ok",
+    "stale" or "freed"; None when none of them holds one. Cheap: no statistics, no aliasing
+    (what `freed_notice` needs to tell a graph freed by backward() at a glance).
+
+    Example:
+        >>> first_saved_state(g)
+        'ok'
+        >>> w = x * y; w.backward()
+        >>> first_saved_state(aw.capture(w))
+        'freed'
+    """
+    for nid in list(graph.nodes)[:limit]:
+        node = graph.nodes[nid]
+        if node.kind in ("accumulate_grad", "cpp_function"):
+            continue
+        fn = graph.fn(nid)
+        try:
+            if node.kind == "custom_function":
+                if fn.saved_tensors:
+                    return "ok"
+                continue
+            for short in _names_for(fn):
+                raw = getattr(fn, "_raw_saved_" + short, None)
+                if raw is not None and isinstance(getattr(fn, "_saved_" + short), torch.Tensor):
+                    return "ok"
+        except RuntimeError as err:
+            return _error_state(err)[0]
+    return None
 
 
 class SavedIndex:

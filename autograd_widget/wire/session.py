@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.graph import BackwardGraph
-from ..core.saved import node_validity
+from ..core.saved import first_saved_state, node_validity
 from ..util.gcpause import gc_paused
 from .payload import graph_payload
 
@@ -226,14 +226,10 @@ def freed_notice(graph: BackwardGraph) -> str | None:
         >>> freed_notice(aw.capture(w))
         'This graph was freed by backward() (saved tensors are gone), ...'
     """
-    for nid in list(graph.nodes)[:64]:
-        for s in graph.saved(nid):
-            if s.state == "freed":
-                return (
-                    "This graph was freed by backward() (saved tensors are gone), so its nodes "
-                    "cannot be called. Capture before calling backward(), or call "
-                    "backward(retain_graph=True)."
-                )
-            if s.kind == "tensor":
-                return None
+    if first_saved_state(graph) == "freed":
+        return (
+            "This graph was freed by backward() (saved tensors are gone), so its nodes "
+            "cannot be called. Capture before calling backward(), or call "
+            "backward(retain_graph=True)."
+        )
     return None
