@@ -24,6 +24,8 @@ the public `unpack_hook`) and the rest answer None / () rather than raise.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -38,6 +40,7 @@ __all__ = [
     "is_checkpointed",
     "region_inputs",
     "release_group",
+    "transient_group",
     "value_meta",
 ]
 
@@ -249,3 +252,30 @@ def release_group(group: Any, frames: Any) -> None:
             handles = getattr(holder, "handles", None)
             if isinstance(handles, dict):
                 handles.pop(group, None)
+
+
+@contextlib.contextmanager
+def transient_group(frames: list[Any]) -> Iterator[None]:
+    """Run a one-off read of checkpointed values (a probe's node call) in a group of its own,
+    released on exit: the region is recomputed once for it and nothing it recomputed stays
+    alive. A no-op without `frames`, on a torch without groups, or inside another group.
+
+    Example:
+        >>> from torch.utils.checkpoint import checkpoint
+        >>> a = torch.ones(3, requires_grad=True)
+        >>> out = checkpoint(lambda t: t.sin() * t.cos(), a, use_reentrant=False)
+        >>> frame = frame_of(out.grad_fn._raw_saved_self)
+        >>> with transient_group([frame]):
+        ...     _ = out.grad_fn._saved_self
+        >>> len(frame.recomputed)  # nothing left behind
+        0
+    """
+    if not frames or GraphExecGroup is None or current_group() is not None:
+        yield
+        return
+    group = ExecGroup()
+    try:
+        with group:
+            yield
+    finally:
+        release_group(group, frames)

@@ -40,7 +40,21 @@ from ..core.graph import BackwardGraph
 from ..core.saved import saved_names
 from .plan import Plan
 
-__all__ = ["RunGroups", "graph_frames"]
+__all__ = ["RunGroups", "graph_frames", "node_frames"]
+
+
+def node_frames(fn: Any, kind: str) -> list[Any]:
+    """The checkpoint frames behind node `fn`'s saved values (`kind`: its `Node.kind`).
+
+    Example:
+        >>> node_frames(g.fn("n1"), "function")
+        []
+    """
+    if kind in ("accumulate_grad", "cpp_function"):
+        return []
+    if kind == "custom_function":
+        return checkpoint_frames(getattr(fn, "_raw_saved_tensors", ()))
+    return checkpoint_frames(getattr(fn, "_raw_saved_" + s, None) for s in saved_names(fn))
 
 
 def graph_frames(graph: BackwardGraph) -> tuple[list[Any], set[int]]:
@@ -52,21 +66,15 @@ def graph_frames(graph: BackwardGraph) -> tuple[list[Any], set[int]]:
         ([], set())
     """
     fns = graph.require_live("find checkpoint regions").fns
-    raws: list[Any] = []
+    frames: dict[int, Any] = {}
     nodes: set[int] = set()
     for i, fn in enumerate(fns):
-        kind = graph.nodes[f"n{i}"].kind
-        if kind in ("accumulate_grad", "cpp_function"):
-            continue
-        if kind == "custom_function":
-            mine = list(getattr(fn, "_raw_saved_tensors", ()))
-        else:
-            mine = [getattr(fn, "_raw_saved_" + s, None) for s in saved_names(fn)]
-        found = checkpoint_frames(mine)
+        found = node_frames(fn, graph.nodes[f"n{i}"].kind)
         if found:
             nodes.add(i)
-            raws.extend(mine)
-    return checkpoint_frames(raws), nodes
+            for f in found:
+                frames.setdefault(id(f), f)
+    return list(frames.values()), nodes
 
 
 class RunGroups:
