@@ -17,12 +17,11 @@ import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
+from zoo.models import MODELS, forward, params
 
 import autograd_widget as aw
 from autograd_widget.view.inspect import inspect_node, memory_report
 from autograd_widget.view.scene import Scene
-
-from zoo.models import MODELS, forward, params
 
 
 class Watched(nn.Module):
@@ -145,7 +144,7 @@ def test_back_then_step_forward_recomputes_only_what_it_must(setup):
 
 
 def test_inspecting_never_recomputes(setup):
-    model, graph, ps, want = setup
+    model, graph, _ps, _want = setup
     mem = graph.saved_memory()
     st = aw.Stepper(graph)
     scene = Scene(graph, st)
@@ -183,7 +182,7 @@ def test_explore_does_not_recompute_before_the_first_step():
 
 
 def test_probes_release_what_they_recompute(setup):
-    model, graph, ps, want = setup
+    model, graph, _ps, _want = setup
     st = aw.Stepper(graph)
     norms = st.jacobian_norms(samples=2, seed=0)
     assert st.probe_errors == {} and norms
@@ -191,7 +190,7 @@ def test_probes_release_what_they_recompute(setup):
 
 
 def test_nothing_of_the_users_is_touched(setup):
-    model, graph, ps, want = setup
+    _model, graph, ps, want = setup
     versions = [p._version for p in ps]
     st = aw.Stepper(graph, keep="tensors")
     st.run()
@@ -219,8 +218,11 @@ def test_zoo_checkpointed_model(keep):
     loss = forward(built)
     blocks = list(built.model.blocks)
     calls = [0]
-    hooks = [next(b.children()).register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
-             for b in blocks]  # fmt: skip
+
+    def count(*_: object) -> None:
+        calls[0] += 1
+
+    hooks = [next(b.children()).register_forward_pre_hook(count) for b in blocks]
     ps = params(built.model)
     want = torch.autograd.grad(loss, ps, retain_graph=True)
     engine, calls[0] = calls[0], 0
