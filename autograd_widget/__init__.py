@@ -3,9 +3,9 @@
 Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
 `Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
-`StepInfo`, `Summary`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`, `ListenerHandle`,
-`Repeat`, `SubgraphRun`. Everything else lives in the layers (`util`, `core`, `engine`, `view`,
-`wire`, `export`) and may change.
+`StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
+`ListenerHandle`, `Repeat`, `SubgraphRun`. Everything else lives in the layers (`util`, `core`,
+`engine`, `view`, `wire`, `export`) and may change.
 
 Example:
     >>> x = torch.tensor(2.0, requires_grad=True)
@@ -21,6 +21,7 @@ check_torch()
 
 from .core.capture import capture  # noqa: E402
 from .core.graph import BackwardGraph  # noqa: E402
+from .core.memory import SavedMemory  # noqa: E402
 from .core.records import Edge, Node, TensorMeta  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
@@ -46,6 +47,7 @@ __all__ = [
     "ListenerHandle",
     "Node",
     "Repeat",
+    "SavedMemory",
     "SavedValue",
     "StepInfo",
     "StepRecord",

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..util.compat import gradient_edge
 from .live import LiveRefs, release
+from .memory import SavedMemory, saved_memory
 from .order import engine_order
 from .records import Edge, Node, TensorMeta
-from .saved import SavedIndex, read_saved_tensor, saved_memory
+from .saved import SavedIndex, read_saved_tensor
 
 if TYPE_CHECKING:
     import networkx
@@ -302,17 +303,21 @@ class BackwardGraph:
         self.check_id(node_id)
         return read_saved_tensor(self, node_id, name)
 
-    def saved_memory(self, by: str = "node", *, exclude_leaves: bool = False) -> dict[str, int]:
-        """Bytes held for backward per node id or per module path.
+    def saved_memory(self, by: str = "node", *, exclude_leaves: bool = False) -> SavedMemory:
+        """Bytes held for backward per node id or per module path (a `SavedMemory`: a dict of
+        ints, plus `notes` for what torch hides and what a checkpoint region holds).
 
         Each storage referenced by saved values is counted once, at its full storage size, and
-        charged to the first node in the engine's order that saves it. `exclude_leaves=True`
-        leaves out storages owned by leaf tensors (parameters, inputs): activation memory alone.
-        Nodes outside any module are charged to "<outside any module>" with `by="module"`.
+        charged to the first node in the engine's order that saves it: tensors inside saved
+        lists and the inputs a checkpoint region keeps included; a checkpointed value is never
+        unpacked (no recompute). Bytes torch hides (a `CopySlices` node) are not guessed: the
+        owner appears in `notes` saying so. `exclude_leaves=True` leaves out storages owned by
+        leaf tensors (parameters, inputs): activation memory alone. Nodes outside any module
+        are charged to "<outside any module>" with `by="module"`.
 
         Example:
             >>> g.saved_memory()
-            {'n1': 4}
+            SavedMemory({'n1': 4}, notes={})
         """
         self.require_live("read saved tensors")
         order = engine_order(self)

@@ -20,12 +20,14 @@ import torch
 
 from ..util.dtypes import dtype_name
 from ..util.jsonsafe import encode_number
+from .checkpoint import CHECKPOINT_NOTE, frame_of, is_checkpointed, region_inputs, value_meta
 from .summary import Summary
 
 if TYPE_CHECKING:
     from .graph import BackwardGraph
 
 __all__ = [
+    "COPYSLICES_NOTE",
     "CPP_NOTE",
     "FREED_NOTE",
     "AliasIndex",
@@ -38,7 +40,7 @@ __all__ = [
     "read_saved",
     "read_saved_tensor",
     "safe_repr",
-    "saved_memory",
+    "saved_names",
     "storage_key",
     "storage_owners",
 ]
@@ -51,6 +53,11 @@ FREED_NOTE = (
     "tensors. Capture before calling backward(), or call backward(retain_graph=True)."
 )
 CPP_NOTE = "C++ custom Functions (CppNode) do not expose their saved values to Python"
+COPYSLICES_NOTE = (
+    "hidden by torch: a CopySlices node (an in-place op on a view) wraps the op's own backward "
+    "node and exposes none of what that op saved (dropout's noise, a multiplier) to Python, so "
+    "those bytes cannot be counted here"
+)
 _U64 = 2**64
 _VERSION_RE = re.compile(r"is at version (\d+); expected version (\d+)")
 
@@ -92,6 +99,12 @@ class SavedValue:
     #: Size of the whole storage this tensor views (what it keeps alive), and its identity key.
     storage_nbytes: int | None = None
     storage_key: tuple[str, int] | None = field(default=None, repr=False)
+    #: True for a value of a non-reentrant checkpoint region: nothing is held, backward
+    #: recomputes it (never read here; `note` says what is known).
+    recomputed: bool = False
+    #: Further storages this value keeps alive, as ((device, data_ptr), storage bytes): each
+    #: tensor of a saved tensor list, or a checkpoint region's inputs (what it recomputes from).
+    storages: list[tuple[tuple[str, int], int]] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-safe dict (numbers in the one encoding, exotic values as repr).
@@ -100,7 +113,7 @@ class SavedValue:
             >>> g.saved("n1")[0].as_dict()["value"]
             2
         """
-        d = {k: getattr(self, k) for k in self.__slots__ if k != "storage_key"}
+        d = {k: getattr(self, k) for k in self.__slots__ if k not in ("storage_key", "storages")}
         d["summary"] = self.summary.as_dict() if self.summary is not None else None
         d["value"] = _json_safe(self.value)
         return d
@@ -165,6 +178,42 @@ def _storage_nbytes(t: torch.Tensor) -> int | None:
         return None
 
 
+def _storages(tensors: Any) -> list[tuple[tuple[str, int], int]]:
+    """(storage key, storage bytes) of each tensor, each storage once."""
+    out: dict[tuple[str, int], int] = {}
+    for t in tensors:
+        key, nb = storage_key(t), _storage_nbytes(t)
+        if key is not None and nb is not None:
+            out.setdefault(key, nb)
+    return list(out.items())
+
+
+def _checkpoint_record(name: str, raw: Any) -> SavedValue:
+    """A checkpointed value, described without unpacking it (that would recompute its region):
+    the shape/dtype/device torch recorded at save time and the region's inputs (what it keeps)."""
+    rec = SavedValue(name=name, kind="tensor", state="packed", recomputed=True)
+    meta = value_meta(raw)
+    known = "shape unknown (determinism_check='none')"
+    if meta is not None:
+        shape, dtype, device = meta
+        rec.shape, rec.dtype, rec.device = shape, dtype_name(dtype), str(device)
+        numel = 1
+        for d in shape:
+            numel *= d
+        rec.nbytes = numel * dtype.itemsize
+        known = f"{list(shape)} {dtype_name(dtype)} on {device}, {rec.nbytes} bytes when recomputed"
+    frame = frame_of(raw)
+    inputs = region_inputs(frame) if frame is not None else []
+    rec.storages = _storages(inputs)
+    held = sum(nb for _, nb in rec.storages)
+    rec.value = f"recomputed during backward ({known})"
+    rec.note = (
+        f"{CHECKPOINT_NOTE}. Recomputed value: {known}. The region holds its "
+        f"{len(inputs)} input tensor(s) ({held} bytes) to recompute from."
+    )
+    return rec
+
+
 def _tensor_record(name: str, t: torch.Tensor, *, stats: bool = True) -> SavedValue:
     rec = SavedValue(
         name=name,
@@ -191,6 +240,7 @@ def _value_record(name: str, v: Any) -> SavedValue:
     if isinstance(v, tuple | list):
         if any(isinstance(x, torch.Tensor) for x in v):
             rec = SavedValue(name=name, kind="tuple")
+            rec.storages = _storages(x for x in v if isinstance(x, torch.Tensor))
             rec.note = f"{len(v)} tensors: " + ", ".join(
                 f"{list(x.shape)} {dtype_name(x.dtype)}" if isinstance(x, torch.Tensor)
                 else safe_repr(x)
@@ -251,6 +301,8 @@ def _mark_packed(rec: SavedValue, raw: Any) -> None:
 
 def _read_one(fn: Any, short: str, objects: dict[str, Any]) -> SavedValue:
     raw = getattr(fn, "_raw_saved_" + short, None)
+    if is_checkpointed(raw):
+        return _checkpoint_record(short, raw)
     try:
         v = getattr(fn, "_saved_" + short)
     except RuntimeError as err:
@@ -274,16 +326,38 @@ _NAMES: dict[type, list[str]] = {}
 
 
 def _names_for(fn: Any) -> list[str]:
-    # The saved attributes are properties of the node's (generated) class: one dir() per type.
     names = _NAMES.get(type(fn))
-    if names is None:
-        names = _NAMES[type(fn)] = [a[len("_saved_") :] for a in dir(fn)
-                                    if a.startswith("_saved_")]
+    if names is None:  # built-in node types declare their saved fields on the type
+        names = _NAMES[type(fn)] = [
+            a[len("_saved_") :] for a in dir(type(fn)) if a.startswith("_saved_")
+        ]
     return names
+
+
+def saved_names(fn: Any) -> list[str]:
+    """The `<name>`s of a built-in node's `_saved_<name>` fields (read from its type, cached).
+
+    Example:
+        >>> saved_names(g.fn("n1"))
+        ['exponent', 'self']
+    """
+    return list(_names_for(fn))
 
 
 def _read_custom(fn: Any) -> list[SavedValue]:
     out: list[SavedValue] = []
+    raws = getattr(fn, "_raw_saved_tensors", ())
+    if any(is_checkpointed(r) for r in raws):
+        # `saved_tensors` would unpack them all (a recompute): describe each from its raw form.
+        for i, raw in enumerate(raws):
+            name = f"saved_tensors[{i}]"
+            data = None if is_checkpointed(raw) else getattr(raw, "data", None)
+            if isinstance(data, torch.Tensor):
+                out.append(_tensor_record(name, data))
+            else:
+                out.append(_checkpoint_record(name, raw))
+        _ctx_records(fn, out)
+        return out
     try:
         tensors = fn.saved_tensors
     except RuntimeError as err:
@@ -306,12 +380,35 @@ def _read_custom(fn: Any) -> list[SavedValue]:
             if rec.kind == "tensor" and i < len(raws):
                 _mark_packed(rec, raws[i])
             out.append(rec)
+    _ctx_records(fn, out)
+    return out
+
+
+def _ctx_records(fn: Any, out: list[SavedValue]) -> None:
+    """Append the user's own ctx attributes of a custom Function node."""
     attrs = getattr(fn, "__dict__", {})
     for k, v in attrs.items():
         if k.startswith("_") or k in _CTX_INTERNAL:
             continue
         out.append(_value_record(f"ctx.{k}", v))
-    return out
+
+
+def _copyslices_record(fn: Any) -> SavedValue:
+    """What can be told of a CopySlices node's hidden saved values: the base tensor's size
+    (each value the wrapped in-place op saved is at most a view of that size, or a scalar)."""
+    metas = getattr(fn, "_input_metadata", ())
+    base = ""
+    if metas:
+        m = metas[0]
+        numel = 1
+        for d in m.shape:
+            numel *= d
+        base = (
+            f"; the view's base is {list(m.shape)} {dtype_name(m.dtype)} "
+            f"({numel * m.dtype.itemsize} bytes): each hidden value is typically at most the "
+            f"size of the view, which is at most that"
+        )
+    return SavedValue(name="(hidden by CopySlices)", kind="none", note=COPYSLICES_NOTE + base)
 
 
 def read_saved(graph: BackwardGraph, node_id: str, index: SavedIndex) -> list[SavedValue]:
@@ -327,6 +424,8 @@ def read_saved(graph: BackwardGraph, node_id: str, index: SavedIndex) -> list[Sa
     if node.kind == "cpp_function":
         return [SavedValue(name="(not exposed)", kind="none", note=CPP_NOTE)]
     fn = graph.fn(node_id)
+    if node.name.endswith("CopySlices"):
+        return [_copyslices_record(fn)]
     objects: dict[str, Any] = {}
     recs = _read_custom(fn) if node.kind == "custom_function" else [
         _read_one(fn, short, objects) for short in _names_for(fn)
@@ -348,8 +447,12 @@ def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Te
         m = re.fullmatch(r"saved_tensors\[(\d+)\]", name)
         if m is None:
             raise KeyError(f"{node_id} ({node.name}) has saved tensors named saved_tensors[i]")
+        raws = getattr(fn, "_raw_saved_tensors", ())
+        i = int(m.group(1))
+        if i < len(raws) and is_checkpointed(raws[i]):
+            raise RuntimeError(f"{node_id}.{name}: {CHECKPOINT_NOTE}")
         try:
-            t = fn.saved_tensors[int(m.group(1))]
+            t = fn.saved_tensors[i]
         except RuntimeError as err:
             raise RuntimeError(f"{node_id}.{name}: {_error_state(err)[1]}") from None
     else:
@@ -357,6 +460,8 @@ def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Te
         if name not in known:
             names = ", ".join(known) or "none"
             raise KeyError(f"{node_id} ({node.name}) saved no {name!r}; it saved: {names}")
+        if is_checkpointed(getattr(fn, "_raw_saved_" + name, None)):
+            raise RuntimeError(f"{node_id}.{name}: {CHECKPOINT_NOTE}")
         try:
             t = getattr(fn, "_saved_" + name)
         except RuntimeError as err:
@@ -462,49 +567,6 @@ def storage_owners(graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str
     return out
 
 
-# ------------------------------------------------------------------------------ memory
-def saved_memory(
-    graph: BackwardGraph,
-    saved: SavedIndex,
-    order: list[str],
-    by: str = "node",
-    *,
-    exclude_leaves: bool = False,
-) -> dict[str, int]:
-    """Bytes held for backward: each storage once, at its full size, charged to its first holder.
-
-    `order` is the engine's execution order (the first node in it that saves a storage pays
-    for it). `exclude_leaves` leaves out storages owned by leaf tensors (parameters, inputs),
-    leaving activation memory alone.
-
-    Example:
-        >>> saved_memory(g, SavedIndex(), ["n0", "n2", "n1", "n3"])
-        {'n1': 4}
-    """
-    if by not in ("node", "module"):
-        raise ValueError(f"by must be 'node' or 'module', got {by!r}")
-    index = saved.aliases(graph)
-    seen: set[tuple[str, int]] = set()
-    out: dict[str, int] = {}
-    for nid in order:
-        node = graph.nodes[nid]
-        if node.kind in ("accumulate_grad", "cpp_function"):
-            continue
-        for rec in saved.read(graph, nid):
-            key = rec.storage_key
-            if key is None or key in seen or rec.storage_nbytes is None:
-                continue
-            seen.add(key)
-            if exclude_leaves and key in index.leaf_storages:
-                continue
-            if by == "node":
-                owner = nid
-            else:
-                owner = node.module if node.module is not None else "<outside any module>"
-            out[owner] = out.get(owner, 0) + rec.storage_nbytes
-    return out
-
-
 def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
     """Nodes whose saved tensors are not usable, before any step: id -> "stale" | "freed".
 
@@ -528,10 +590,13 @@ def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
         fn = graph.fn(nid)
         try:
             if node.kind == "custom_function":
-                fn.saved_tensors  # noqa: B018 - reading is the check
+                if not any(is_checkpointed(r) for r in getattr(fn, "_raw_saved_tensors", ())):
+                    fn.saved_tensors  # noqa: B018 - reading is the check
             else:
                 for short in _names_for(fn):
-                    if getattr(fn, "_raw_saved_" + short, None) is not None:
+                    raw = getattr(fn, "_raw_saved_" + short, None)
+                    # A checkpointed value is never read: that would recompute its region.
+                    if raw is not None and not is_checkpointed(raw):
                         getattr(fn, "_saved_" + short)
         except RuntimeError as err:
             out[nid] = _error_state(err)[0]
@@ -539,9 +604,8 @@ def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
 
 
 def first_saved_state(graph: BackwardGraph, limit: int = 64) -> str | None:
-    """The state of the first of the first `limit` nodes that holds a saved tensor: "ok",
-    "stale" or "freed"; None when none of them holds one. Cheap: no statistics, no aliasing
-    (what `freed_notice` needs to tell a graph freed by backward() at a glance).
+    """State ("ok", "stale", "freed") of the first of the first `limit` nodes holding a saved
+    tensor, None if none does: no statistics, no aliasing, no checkpoint recompute.
 
     Example:
         >>> first_saved_state(g)
@@ -557,12 +621,15 @@ def first_saved_state(graph: BackwardGraph, limit: int = 64) -> str | None:
         fn = graph.fn(nid)
         try:
             if node.kind == "custom_function":
-                if fn.saved_tensors:
+                raws = getattr(fn, "_raw_saved_tensors", ())
+                if raws and not any(is_checkpointed(r) for r in raws) and fn.saved_tensors:
                     return "ok"
                 continue
             for short in _names_for(fn):
                 raw = getattr(fn, "_raw_saved_" + short, None)
-                if raw is not None and isinstance(getattr(fn, "_saved_" + short), torch.Tensor):
+                if raw is None or is_checkpointed(raw):
+                    continue  # (reading a checkpointed value would recompute its region)
+                if isinstance(getattr(fn, "_saved_" + short), torch.Tensor):
                     return "ok"
         except RuntimeError as err:
             return _error_state(err)[0]

@@ -40,10 +40,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
+from ..core.checkpoint import transient_group
 from ..core.records import Node
 from ..util.dtypes import dtype_from_name
 from ..util.jsonsafe import encode_float
 from .calls import apply_custom, validate
+from .checkpoint import node_frames
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, node_id
 
 if TYPE_CHECKING:
@@ -120,13 +122,17 @@ class _NodeMap:
         self.kind = plan.kind[k]
         self.routes = plan.routes[k]
         self.name = plan.names[k]
-        self.vmappable = self.kind == FUNCTION
+        # Checkpointed saved values unpack once per group: each call gets a group of its own
+        # (one recompute, nothing kept), looped (a recompute under vmap is not batched).
+        frames = node_frames(fn, stepper.graph.nodes[plan.order[k]].kind)
+        self.vmappable = self.kind == FUNCTION and not frames
         custom = plan.custom.get(k) if self.kind == CUSTOM else None
         validate_ = validate
         routes, name = self.routes, self.name
 
         def call(*vs: torch.Tensor) -> torch.Tensor:
-            out = apply_custom(custom, fn, list(vs)) if custom is not None else fn(*vs)
+            with transient_group(frames):
+                out = apply_custom(custom, fn, list(vs)) if custom is not None else fn(*vs)
             if type(out) is not tuple:
                 out = (out,)
             parts = []

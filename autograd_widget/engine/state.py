@@ -31,6 +31,7 @@ from ..core.store import SummaryStore
 from ..core.summary import Summary, summarize
 from ..util.gcpause import gc_paused
 from .calls import apply_custom, call_empty, validate
+from .checkpoint import RunGroups
 from .edits import Edits
 from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
@@ -92,6 +93,7 @@ class StepState:
         self.store.resolver = weakref.WeakMethod(self.complete_summaries)
         self.seconds: list[float] = []
         self.nograd: set[int] = set()
+        self.groups = RunGroups(graph, plan)  # checkpoint regions: one group per pass
         self.reset()
 
     def reset(self) -> None:
@@ -189,7 +191,7 @@ class StepState:
         self.guard.limit = None if replay else limit
         t0 = perf()
         try:
-            with grad_ctx:
+            with grad_ctx, self.groups.scope(k, stop):
                 while k < limit[0]:
                     kind = kinds[k]
                     # Kept steps are a prefix of the steps done (len(u_mark) == k), and a step is
@@ -330,10 +332,8 @@ class StepState:
             self.used = used
         return result
 
-    _STATE = (
-        "slots", "edge_val", "u_slot", "u_old", "u_mark", "u_used", "used", "pos", "cache",
-        "owned",
-    )  # fmt: skip
+    _STATE = ("slots", "edge_val", "u_slot", "u_old", "u_mark", "u_used", "used", "pos", "cache",
+              "owned")  # fmt: skip
 
     def rebuild(self, stop: int, retain: frozenset[int] = frozenset()) -> None:
         """Replay from the start to `stop` (state only: records and summaries stay).
@@ -684,6 +684,7 @@ class StepState:
         self.seeds = []
         self.cache = {}
         self.owned = {}
+        self.groups.close()
 
 
 #: The loop's code object: the Ctrl-C guard looks for its frame (guard.py).

@@ -214,7 +214,9 @@ def inspect_item(scene: Scene, stepper: Stepper | None, item: int) -> dict[str, 
 def memory_report(
     scene: Scene, *, exclude_leaves: bool = False, top: int = 10
 ) -> dict[str, Any]:
-    """Saved bytes per visible item (boxes sum their members), the total and the top holders.
+    """Saved bytes per visible item (boxes sum their members), the total and the top holders,
+    and `notes` (node id -> what the count cannot include: bytes torch hides in a CopySlices
+    node; the inputs a checkpoint region holds), from `graph.saved_memory`.
 
     Args:
         scene: what is drawn (its graph must be live).
@@ -248,7 +250,8 @@ def memory_report(
             }
             for nid, nbytes in holders
         ],
-        "by_module": graph.saved_memory(by="module", exclude_leaves=exclude_leaves),
+        "by_module": dict(graph.saved_memory(by="module", exclude_leaves=exclude_leaves)),
+        "notes": dict(per_node.notes),
     }
 
 
