@@ -328,9 +328,7 @@ _NAMES: dict[type, list[str]] = {}
 def _names_for(fn: Any) -> list[str]:
     names = _NAMES.get(type(fn))
     if names is None:  # built-in node types declare their saved fields on the type
-        names = _NAMES[type(fn)] = [
-            a[len("_saved_") :] for a in dir(type(fn)) if a.startswith("_saved_")
-        ]
+        names = _NAMES[type(fn)] = [a[7:] for a in dir(type(fn)) if a.startswith("_saved_")]
     return names
 
 
@@ -622,7 +620,7 @@ def first_saved_state(graph: BackwardGraph, limit: int = 64) -> str | None:
         try:
             if node.kind == "custom_function":
                 raws = getattr(fn, "_raw_saved_tensors", ())
-                if raws and not any(is_checkpointed(r) for r in raws) and fn.saved_tensors:
+                if raws and not any(map(is_checkpointed, raws)) and fn.saved_tensors:
                     return "ok"
                 continue
             for short in _names_for(fn):
