@@ -26,16 +26,22 @@ const size = { width: 900, height: 500 };
 
 describe('fitRange', () => {
   it('centres a small graph at a capped scale', () => {
-    const r = fitRange(g, size);
-    const area = plotArea(size);
-    expect(pxPerUnit(r, size)).toBeCloseTo(MAX_FIT_PX_PER_UNIT);
+    // With sized boxes z's layout is ~11 x 9 units: "small" (it would fit at more than the cap)
+    // now needs a plot big enough, so the premise is restated on a large plot, not on 900 x 500.
+    const [x0, x1, y0, y1] = g.bounds;
+    const big = { width: Math.ceil((x1 - x0) * MAX_FIT_PX_PER_UNIT) + 400, height: Math.ceil((y1 - y0) * MAX_FIT_PX_PER_UNIT) + 400 };
+    const r = fitRange(g, big);
+    const area = plotArea(big);
+    expect(pxPerUnit(r, big)).toBeCloseTo(MAX_FIT_PX_PER_UNIT);
     // the whole graph is inside, and the range covers exactly the plotting area
-    expect(r.x[0]).toBeLessThan(0);
-    expect(r.x[1]).toBeGreaterThan(1);
-    expect(r.y[0]).toBeLessThan(-2);
-    expect(r.y[1]).toBeGreaterThan(0);
+    expect(r.x[0]).toBeLessThan(x0);
+    expect(r.x[1]).toBeGreaterThan(x1);
+    expect(r.y[0]).toBeLessThan(y0);
+    expect(r.y[1]).toBeGreaterThan(y1);
     expect((r.x[1] - r.x[0]) * MAX_FIT_PX_PER_UNIT).toBeCloseTo(area.width);
-    expect(area.width).toBe(size.width - MARGIN.l - MARGIN.r);
+    expect(area.width).toBe(big.width - MARGIN.l - MARGIN.r);
+    // at the 900 x 500 default the same graph no longer fits at the cap: the scale shrinks
+    expect(pxPerUnit(fitRange(g, size), size)).toBeLessThan(MAX_FIT_PX_PER_UNIT);
   });
   it('fits a big graph into the plot with room for labels', () => {
     const big = { ...g, bounds: [0, 100, -10, 0] };
@@ -114,7 +120,8 @@ describe('buildFigure', () => {
 
   it('marks the selected node', () => {
     const { data } = buildFigure(g, decodeState(zState(0), g), theme, { ...view, selected: 2 });
-    expect(data[T.ring].x).toEqual([1]);
+    expect(data[T.ring].x).toEqual([g.x[2]]);
+    expect(data[T.ring].y).toEqual([g.y[2]]);
   });
 });
 
@@ -122,12 +129,15 @@ describe('labels that fit', () => {
   it('shows node labels when zoomed in enough, not when zoomed far out', () => {
     const s = decodeState(zState(4), g);
     const many = { ...g, n: 20 }; // more than the always-labelled few
-    const near = labelData(many, s, { x: [-1, 2], y: [-3, 1] }, 100, theme);
+    // a range holding the whole graph (its bounds, one unit of margin)
+    const all = { x: [g.bounds[0] - 1, g.bounds[1] + 1], y: [g.bounds[2] - 1, g.bounds[3] + 1] };
+    const near = labelData(many, s, all, 100, theme);
     expect(near.nodes.text.length).toBe(4);
-    const far = labelData(many, s, { x: [-1, 2], y: [-3, 1] }, 5, theme);
+    const far = labelData(many, s, all, 5, theme);
     expect(far.nodes.text.length).toBe(0);
     expect(far.edges.text.length).toBe(3); // values still shown (few, in view)
-    const off = labelData(g, s, { x: [10, 20], y: [10, 20] }, 100, theme);
+    // a range beside the graph (above it: y > every node's and edge's y)
+    const off = labelData(g, s, { x: [g.bounds[0], g.bounds[1]], y: [g.bounds[3] + 10, g.bounds[3] + 20] }, 100, theme);
     expect(off.edges.text).toEqual([]);
   });
   it('grows nodes with zoom, within limits', () => {

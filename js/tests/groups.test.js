@@ -24,6 +24,8 @@ const g = decodeGraph(boxGraph());
 const theme = makeTheme();
 const size = { width: 900, height: 500 };
 const view = (extra = {}) => ({ range: fitRange(g, size), size, selected: -1, ...extra });
+/** As float32, the way the decoded graph and the segment buffers hold coordinates. */
+const f32 = (a) => Array.from(Float32Array.from(a));
 
 describe('decoding a folded graph', () => {
   it('reads boxes, members, saved state and the fold summary', () => {
@@ -71,20 +73,25 @@ describe('box geometry and labels', () => {
   it('draws each box as a segment and its progress as a shorter one', () => {
     const hw = new Float32Array([0, 0, 0.5, 0.5, 0.5]);
     const body = boxSegments(g, g.boxes, hw);
-    expect(Array.from(body.x)).toEqual([-0.5, 0.5, NaN, -0.5, 0.5, NaN, -0.5, 0.5, NaN]);
-    expect(Array.from(body.y)).toEqual([-2, -2, NaN, -3, -3, NaN, -4, -4, NaN]);
+    // each box: from its centre - 0.5 to its centre + 0.5, at its own y
+    const [a, b, c] = g.boxes;
+    expect(Array.from(body.x)).toEqual(f32([g.x[a] - 0.5, g.x[a] + 0.5, NaN, g.x[b] - 0.5, g.x[b] + 0.5, NaN, g.x[c] - 0.5, g.x[c] + 0.5, NaN]));
+    expect(Array.from(body.y)).toEqual(f32([g.y[a], g.y[a], NaN, g.y[b], g.y[b], NaN, g.y[c], g.y[c], NaN]));
     const s = decodeState(boxState(3), g);
     const fill = boxSegments(g, g.boxes, hw, 0, (i) => s.progress[i]);
-    expect(Array.from(fill.x)).toEqual([-0.5, -0.25, NaN]); // boxes "1.0" and "0" have not started: no segment
+    // box "1.1" at 25%: a quarter of its width; "1.0" and "0" have not started: no segment
+    expect(Array.from(fill.x)).toEqual(f32([g.x[a] - 0.5, g.x[a] - 0.25, NaN]));
     const padded = boxSegments(g, [2], hw, 0.1);
-    expect(padded.x[0]).toBeCloseTo(-0.6);
+    expect(padded.x[0]).toBeCloseTo(g.x[2] - 0.6);
   });
   it('spreads hit points over the width, each owned by its box', () => {
     const hit = boxHitPoints(g, new Float32Array([0, 0, 1, 1, 1]));
     expect(hit.x.length).toBe(3 * BOX_HIT_POINTS);
     expect(Array.from(hit.owner.slice(0, BOX_HIT_POINTS))).toEqual(new Array(BOX_HIT_POINTS).fill(2));
-    expect(Math.min(...hit.x)).toBeLessThan(-0.8);
-    expect(Math.max(...hit.x)).toBeGreaterThan(0.8);
+    // the boxes share one x (a chain): points reach most of the half-width (1) either side
+    expect(new Set(g.boxes.map((i) => g.x[i])).size).toBe(1);
+    expect(Math.min(...hit.x)).toBeLessThan(g.x[2] - 0.8);
+    expect(Math.max(...hit.x)).toBeGreaterThan(g.x[2] + 0.8);
   });
   it('labels a box with its path and progress', () => {
     expect(progressText(0)).toBe('0%');
@@ -145,7 +152,10 @@ describe('boxes in the figure', () => {
   it('labels boxes inside when the label fits, even when zoomed out too far for node labels', () => {
     // a long chain: little room per layer (ppu small) but wide layers
     const s = decodeState(boxState(0), g);
-    const chain = { range: { x: [-1, 1], y: [-400, 1] }, size, selected: -1 };
+    // (centred on the boxes' x, tall enough to hold all of them: box y's are far below 0 now)
+    const cx = g.x[2];
+    const chain = { range: { x: [cx - 1, cx + 1], y: [-400, 1] }, size, selected: -1 };
+    expect(g.boxes.every((i) => g.y[i] > -400 && g.y[i] < 1)).toBe(true);
     const { data } = buildFigure({ ...g, n: 40 }, s, theme, chain);
     const text = Array.from(data[T.nodeLabels].text);
     expect(text.filter((t) => t.startsWith('<b>'))).toHaveLength(3);
@@ -155,14 +165,16 @@ describe('boxes in the figure', () => {
     const s = decodeState(boxState(0), g);
     const long = { ...g, labels: ['NllLoss', 'LogSoftmax', 'encoder.layers.11.self_attn', '1.0', '0'] };
     // narrow layers (LR-like): 40 px between neighbours along x
-    const near = { range: { x: [-10, 10], y: [-3.5, 0.5] }, size: { width: 872, height: 516 }, selected: -1 };
+    // the range is placed around box 2 (it used to sit at (0, -2): now read from the layout)
+    const [cx, cy] = [g.x[2], g.y[2]];
+    const near = { range: { x: [cx - 10, cx + 10], y: [cy - 1.5, cy + 2.5] }, size: { width: 872, height: 516 }, selected: -1 };
     const { data } = buildFigure(long, s, theme, near);
     const text = Array.from(data[T.nodeLabels].text);
     const k = text.indexOf('<b>encoder.layers.11.self_attn · 0%</b>');
     expect(k).toBeGreaterThanOrEqual(0);
     expect(data[T.nodeLabels].textposition[k]).toBe('middle right');
     expect(data[T.nodeLabels].marker.size[k]).toBeGreaterThan(8);
-    const far = { range: { x: [-100, 100], y: [-400, 1] }, size, selected: -1 };
+    const far = { range: { x: [cx - 100, cx + 100], y: [-400, 1] }, size, selected: -1 };
     const out = Array.from(buildFigure({ ...long, n: 40 }, s, theme, far).data[T.nodeLabels].text);
     expect(out.some((t) => t.includes('self_attn'))).toBe(false);
   });
@@ -187,8 +199,12 @@ describe('boxes in the figure', () => {
     const { data } = buildFigure(g, s, theme, view({ selected: 3, selectedEdge: 1, highlight: [1, 2] }));
     expect(data[T.boxRing].x.length).toBe(3);
     expect(data[T.ring].x).toEqual([]);
-    expect(Array.from(data[T.edgeSel].x)).toEqual([0, 0, NaN]);
-    expect(data[T.highlight].x).toEqual([0, 0]);
+    // edge 1's polyline (LogSoftmax -> box "1.1", bent: it may have more than 2 points)
+    expect(Array.from(data[T.edgeSel].x)).toEqual(Array.from(g.pathX.subarray(g.pathPtr[1], g.pathPtr[2])));
+    expect(Array.from(data[T.edgeSel].y)).toEqual(Array.from(g.pathY.subarray(g.pathPtr[1], g.pathPtr[2])));
+    expect(data[T.edgeSel].x[0]).toBe(g.x[1]);
+    expect(data[T.highlight].x).toEqual([g.x[1], g.x[2]]);
+    expect(data[T.highlight].y).toEqual([g.y[1], g.y[2]]);
     expect(data[T.highlight].marker.size[1]).toBeGreaterThan(data[T.highlight].marker.size[0]);
   });
   it('styles box markers as invisible hit targets', () => {

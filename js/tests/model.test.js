@@ -41,7 +41,10 @@ describe('decodeGraph', () => {
   it('computes straight edges and their midpoints when nothing bends', () => {
     const g = decodeGraph(z.graph());
     expect(Array.from(g.pathX.subarray(0, 3))).toEqual(Array.from(Float32Array.from(z.decoded.edges.path_x.slice(0, 3).map((v) => (v === null || v === 'nan' ? NaN : v)))));
-    expect(g.midX[0]).toBeCloseTo(0.3125);
+    // a straight edge's label anchor is halfway between its two ends (Add -> Pow)
+    expect(g.midX[0]).toBeCloseTo((g.x[0] + g.x[1]) / 2);
+    expect(g.midY[0]).toBeCloseTo((g.y[0] + g.y[1]) / 2);
+    expect(g.midX[0]).toBeCloseTo(z.decoded.edges.mid_x[0]);
   });
 
   it('clamps out-of-range edge endpoints', () => {

@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
 import { T } from '../src/figure.js';
+import { decodeGraph } from '../src/model.js';
 import { lastRestyle } from './fake_plotly.js';
 import { boxState, boxes, nonfinite } from './fixtures.js';
 import { flush, mountBoxes, useViewTestHooks } from './mount.js';
@@ -11,6 +12,8 @@ import { flush, mountBoxes, useViewTestHooks } from './mount.js';
 useViewTestHooks();
 
 const mount = mountBoxes;
+/** The boxes fixture as the view decodes it: coordinates come from the Python layout. */
+const g = decodeGraph(boxes.graph());
 
 describe('inspector and selection', () => {
   it('a node click opens the inspector from an inspect by id; a step refreshes it', async () => {
@@ -35,7 +38,9 @@ describe('inspector and selection', () => {
     gd().emit('plotly_click', { points: [{ curveNumber: T.edgeHit, pointNumber: 1 }], event: {} });
     expect(model.get('selected_edge')).toBe('n1:0');
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 1 });
-    expect(Array.from(lastRestyle(T.edgeSel, 'x'))).toEqual([0, 0, NaN]);
+    // the glow follows edge 1's polyline (LogSoftmax -> box "1.1"), bends included
+    expect(Array.from(lastRestyle(T.edgeSel, 'x'))).toEqual(Array.from(g.pathX.subarray(g.pathPtr[1], g.pathPtr[2])));
+    expect(Array.from(lastRestyle(T.edgeSel, 'y'))).toEqual(Array.from(g.pathY.subarray(g.pathPtr[1], g.pathPtr[2])));
     // from Python: another edge
     model.push('selected_edge', 'n0:0');
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 0 });
@@ -77,8 +82,8 @@ describe('inspector and selection', () => {
     await flush();
     [...inspector().querySelectorAll('[role=tab]')].find((b) => b.textContent.startsWith('Saved')).click();
     [...inspector().querySelectorAll('button')].find((b) => b.textContent === 'self').click();
-    expect(lastRestyle(T.highlight, 'x')).toEqual([0]); // n1 (LogSoftmax) is drawn at x = 0
-    expect(lastRestyle(T.highlight, 'y')).toEqual([-1]);
+    expect(lastRestyle(T.highlight, 'x')).toEqual([g.x[1]]); // n1 (LogSoftmax), where it is drawn
+    expect(lastRestyle(T.highlight, 'y')).toEqual([g.y[1]]);
     cleanup();
   });
 });

@@ -5,6 +5,7 @@ vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
 
 import { T } from '../src/figure.js';
 import { MEMORY_COLORS } from '../src/memory.js';
+import { decodeGraph } from '../src/model.js';
 import { SEARCH_DEBOUNCE_MS } from '../src/search.js';
 import { byName, calls, lastRestyle } from './fake_plotly.js';
 import { boxGraph, dataView } from './fixtures.js';
@@ -32,18 +33,22 @@ describe('navigation', () => {
     expect(inspector().hidden).toBe(false);
     expect(sent('inspect').at(-1)).toMatchObject({ id: 'n7' });
     // the hidden leaf is ringed through its box until Python reveals it
-    // Python unfolds box 1.1 and selects the leaf: the view zooms to it (item 2 is now n7, at (3, -2))
+    // Python unfolds box 1.1 and selects the leaf: the view zooms to it (item 2 is now n7, moved
+    // 3 units right of the fixture's box so it sits apart from the others; its y is the layout's)
     const g = boxGraph();
+    const laid = decodeGraph(boxGraph());
+    const xs = Float32Array.from(laid.x);
+    xs[2] += 3;
     g.nodes.real = dataView(new Int32Array([0, 1, 7, -1, -1]), 1);
     g.nodes.kind = dataView(new Uint8Array([0, 0, 0, 1, 1]), 3);
-    g.nodes.x = dataView(new Float32Array([0, 0, 3, 0, 0]), 1);
+    g.nodes.x = dataView(xs, 1);
     calls.length = 0;
     model.push('_graph', g);
     model.push('selected', 'n7');
     const relayout = byName('relayout').at(-1).args[0];
     const xr = relayout['xaxis.range'];
-    expect((xr[0] + xr[1]) / 2).toBeCloseTo(3);
-    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(-2);
+    expect((xr[0] + xr[1]) / 2).toBeCloseTo(xs[2]);
+    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(laid.y[2]);
     cleanup();
   });
 
@@ -63,7 +68,10 @@ describe('navigation', () => {
     expect(inspector().hidden).toBe(false);
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 2 });
     const relayout = byName('relayout').at(-1).args[0];
-    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(-2.5);
+    // centred on edge 2 (box "1.1" -> box "1.0"): its label anchor, halfway down the edge
+    const g = decodeGraph(boxGraph());
+    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(g.midY[2]);
+    expect(g.midY[2]).toBeCloseTo((g.y[2] + g.y[3]) / 2);
     cleanup();
   });
 
