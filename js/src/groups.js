@@ -53,7 +53,9 @@ export function boxHalfWidths(graph, bs) {
   for (const i of graph.boxes ?? []) {
     const text = `${graph.labels[i] || graph.modules[i] || 'module'} · 100%`;
     const want = text.length * LABEL_CHAR_PX + 18;
-    out[i] = Math.max(bs.w, Math.min(want, cap)) / 2 / bs.kx;
+    // The layout reserved the box's own width (`boxW`, layout units): it may use all of it.
+    const room = graph.boxW && graph.boxW[i] > 0 ? Math.max(cap, graph.boxW[i] * bs.kx) : cap;
+    out[i] = Math.max(bs.w, Math.min(want, room)) / 2 / bs.kx;
     // (cap >= bs.w: a label that does not fit is drawn beside the box, see figure.labelData)
   }
   return out;

@@ -18,6 +18,10 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
  * @typedef {object} Graph
  * @property {'TB' | 'LR'} orientation
  * @property {[number, number, number, number]} bounds xmin, xmax, ymin, ymax
+ * @property {Frame[]} frames titled frames around unfolded modules, outermost first
+ * @property {{ item: Int32Array, x: Float32Array, y: Float32Array }} copies leaf copies
+ * @property {Float32Array | null} boxW each item's box width as laid out (layout units)
+ * @property {Float32Array | null} boxH each item's box height as laid out
  * @property {number} n
  * @property {string[]} ids
  * @property {string[]} labels
@@ -163,10 +167,26 @@ export function decodeGraph(raw) {
   const edgeReal = toTyped(edges.real, Int32Array, { length: m, fill: -2 });
   for (let e = 0; e < m; e++) if (edgeReal[e] === -2) edgeReal[e] = e;
   const nonNeg = (/** @type {unknown} */ v, /** @type {number} */ d) => (Number.isFinite(Number(v)) && Number(v) >= 0 ? Number(v) : d);
+  // Box sizes (layout units): a table of distinct (w, h) and a one-byte index per item.
+  const boxW = new Float32Array(n);
+  const boxH = new Float32Array(n);
+  const sizes = Array.isArray(nodes.sizes) ? nodes.sizes : [];
+  if (sizes.length) {
+    const which = ints('nodes.size', nodes.size, n);
+    for (let i = 0; i < n; i++) {
+      const wh = sizes[which[i]];
+      if (Array.isArray(wh)) {
+        boxW[i] = Number(wh[0]) || 0;
+        boxH[i] = Number(wh[1]) || 0;
+      }
+    }
+  }
   return {
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
     bounds: graphBounds(g.bounds),
     frames: decodeFrames(g.frames),
+    boxW,
+    boxH,
     copies,
     n,
     ids,

@@ -67,8 +67,12 @@ describe('box geometry and labels', () => {
     const hw = boxHalfWidths(g, bs);
     expect(hw[0]).toBe(0); // real nodes
     expect(hw[2] * 2 * kx).toBeGreaterThanOrEqual(bs.w - 1e-3);
-    const tight = boxHalfWidths({ ...g, labels: ['', '', 'a.very.long.module.path.indeed', '1.0', '0'] }, { ...bs, kx: 50 });
+    // Without layout box sizes (boxW: none), a long label never widens a box into its neighbours
+    const tight = boxHalfWidths({ ...g, boxW: null, labels: ['', '', 'a.very.long.module.path.indeed', '1.0', '0'] }, { ...bs, kx: 50 });
     expect(tight[2] * 2 * 50).toBeLessThanOrEqual(Math.max(bs.w, 0.85 * 50) + 1e-3);
+    // with them, a box may use the width the layout reserved for it, and no more
+    const sized = boxHalfWidths({ ...g, labels: ['', '', 'a.very.long.module.path.indeed', '1.0', '0'] }, { ...bs, kx: 50 });
+    expect(sized[2] * 2 * 50).toBeLessThanOrEqual(Math.max(bs.w, 0.85 * 50, g.boxW[2] * 50) + 1e-3);
   });
   it('draws each box as a segment and its progress as a shorter one', () => {
     const hw = new Float32Array([0, 0, 0.5, 0.5, 0.5]);
@@ -163,7 +167,8 @@ describe('boxes in the figure', () => {
   });
   it('puts a label that does not fit beside its box when zoomed in, else leaves it out', () => {
     const s = decodeState(boxState(0), g);
-    const long = { ...g, labels: ['NllLoss', 'LogSoftmax', 'encoder.layers.11.self_attn', '1.0', '0'] };
+    // (boxW: none: the layout sized box 2 for its own short label, not for this long one)
+    const long = { ...g, boxW: null, labels: ['NllLoss', 'LogSoftmax', 'encoder.layers.11.self_attn', '1.0', '0'] };
     // narrow layers (LR-like): 40 px between neighbours along x
     // the range is placed around box 2 (it used to sit at (0, -2): now read from the layout)
     const [cx, cy] = [g.x[2], g.y[2]];
