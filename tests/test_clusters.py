@@ -167,10 +167,11 @@ def test_a_shared_weight_is_drawn_beside_each_consumer_and_all_copies_are_one_pa
               if g.nodes[ids[r]].kind == "accumulate_grad"}
     assert len(lay.copy_item) >= 4 * 29  # four shared parameters, one per step each
     assert set(lay.copy_item.tolist()) <= leaves
-    # every edge into a parameter is short: its consumer sits right above it (or the copy)
+    # every edge into a parameter is short: its consumer sits right above it (or the copy):
+    # down from the consumer, across one gap, into the parameter
     for k in range(len(vis.edge_src)):
         if int(vis.edge_dst[k]) in leaves:
-            assert len(polyline(lay, k)) == 2
+            assert len(polyline(lay, k)) <= 4
     # and the copies are the items' ids, so selecting one selects the parameter
     for c, j in enumerate(lay.copy_item.tolist()):
         assert vis.item_real[j] >= 0 and g.nodes[ids[vis.item_real[j]]].leaf_name

@@ -641,8 +641,17 @@ class ClusterLayouter:
                 lay = local[c]
                 assert lay is not None
                 a, b = int(lay.edge_ptr[e]), int(lay.edge_ptr[e + 1]) - 1
-                a += drop_first
-                b -= drop_last
+                # A child frame's end of a route is its centre (and the edge of its layer,
+                # straight below or above): the route continues from the frame's port instead.
+                ex, ey = lay.edge_x, lay.edge_y
+
+                def straight(i: int, k: int, ex=ex, ey=ey) -> bool:
+                    return bool(ex[i] == ex[k] or ey[i] == ey[k])
+
+                if drop_first:
+                    a += 1 + int(b - a > 2 and straight(a, a + 1))
+                if drop_last:
+                    b -= 1 + int(b - a > 2 and straight(b - 2, b - 1))
                 xs.append(lay.edge_x[a:b].astype(np.float64) + off[c][0])
                 ys.append(lay.edge_y[a:b].astype(np.float64) + off[c][1])
             xs.append(np.full(1, np.nan))

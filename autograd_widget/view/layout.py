@@ -481,22 +481,47 @@ def place(
     centre = top + 0.5 * thick
     depth_c = centre[arr.ext_layer] if n_ext else np.zeros(0)
 
-    # Routes of the unique edges: through the layers, or in a lane.
+    # Routes of the unique edges: through the layers, or in a lane. Through the layers, a
+    # route leaves its source straight down to the bottom of the source's layer, crosses each
+    # gap between layers diagonally, passes each layer it crosses straight down (at its dummy),
+    # and enters its target from the top of the target's layer: only the gaps hold slanted
+    # segments, so a route never cuts through a box, however thick a layer (a module's frame).
+    # Points that coincide (layers of zero thickness) are dropped.
     us, ud, lane = arr.us, arr.ud, arr.lane
     lane_e = np.flatnonzero(lane)
-    npts = np.where(lane, 6, arr.npts)
+    short_e = np.flatnonzero(~lane)
+    bottom = top + thick
+    cnt = arr.npts[short_e]
+    rep = np.repeat(short_e, cnt)
+    j = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    nodes = arr.p_node[arr.pstart[rep] + j] if rep.size else rep
+    last_j = np.repeat(cnt - 1, cnt)
+    nl = arr.ext_layer[nodes] if rep.size else nodes
+    first_d = np.where(j == 0, depth_c[nodes] if rep.size else 0.0, top[nl] if rep.size else 0.0)
+    second_d = np.where(j == last_j, depth_c[nodes] if rep.size else 0.0,
+                        bottom[nl] if rep.size else 0.0)
+    sx = np.repeat(coord[nodes] if rep.size else np.zeros(0), 2)
+    sd = np.stack([first_d, second_d], 1).reshape(-1)
+    s_edge = np.repeat(rep, 2)
+    keep = np.ones(sx.shape[0], dtype=bool)
+    keep[1:] = (s_edge[1:] != s_edge[:-1]) | (sx[1:] != sx[:-1]) | (sd[1:] != sd[:-1])
+    sx, sd, s_edge = sx[keep], sd[keep], s_edge[keep]
+    # ...and interior points on a straight vertical run (an edge between aligned boxes).
+    if sx.size > 2:
+        inner = np.zeros(sx.shape[0], dtype=bool)
+        inner[1:-1] = (s_edge[1:-1] == s_edge[:-2]) & (s_edge[1:-1] == s_edge[2:])
+        inner[1:-1] &= (sx[1:-1] == sx[:-2]) & (sx[1:-1] == sx[2:])
+        sx, sd, s_edge = sx[~inner], sd[~inner], s_edge[~inner]
+    npts = np.where(lane, 6, 0)
+    npts[short_e] = np.bincount(s_edge, minlength=us.shape[0])[short_e] if s_edge.size else 0
     ustart = np.concatenate(([0], np.cumsum(npts)[:-1])).astype(np.int64)
     total_u = int(npts.sum())
     ub = np.zeros(total_u)
     ud_ = np.zeros(total_u)
-    short_e = np.flatnonzero(~lane)
-    if short_e.size:
-        cnt = arr.npts[short_e]
-        rep = np.repeat(short_e, cnt)
-        j = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        nodes = arr.p_node[arr.pstart[rep] + j]
-        ub[ustart[rep] + j] = coord[nodes]
-        ud_[ustart[rep] + j] = depth_c[nodes]
+    if s_edge.size:
+        k_in = np.arange(s_edge.shape[0]) - np.searchsorted(s_edge, s_edge)
+        ub[ustart[s_edge] + k_in] = sx
+        ud_[ustart[s_edge] + k_in] = sd
     lo = coord - 0.5 * bsz if n_ext else coord
     hi = coord + 0.5 * bsz if n_ext else coord
     bmin = float(lo.min()) if n_ext else 0.0
