@@ -250,3 +250,27 @@ def test_crossings_as_drawn_on_a_transformer_stay_low():
     lay = compute_layout(g, "TB", visible_graph(g))
     assert {"layers.0", "layers.2.self_attn"} <= {f.path for f in lay.frames}
     assert drawn_crossings(lay.edge_x, lay.edge_y, lay.edge_ptr) <= 3 * 10
+
+
+def test_frames_and_folded_boxes_are_titled_with_the_module_class():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0)
+    model = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+    with aw.track(model):
+        out = model(torch.randn(2, 5, 16))
+    g = aw.capture(out.sum(), model=model)
+    scene = Scene(g, aw.Stepper(g), collapse="none")
+    titles = {f.path: f.title for f in scene.layout.frames}
+    assert titles["layers.3"] == "layers.3 · TransformerEncoderLayer"
+    assert titles["layers.3.self_attn"] == "layers.3.self_attn · MultiheadAttention"
+    assert titles["layers"] == "layers · ModuleList"
+    scene.fold()  # the six layers as one run
+    from autograd_widget.wire.payload import decode_graph, graph_payload
+
+    d = decode_graph(graph_payload(g, scene.layout, scene.visible, folds=scene.folds))
+    box = d["nodes"]["kind"].index("group")
+    (key,) = scene.folds  # e.g. "layers.1–5 ×5" (layer 0 reads the input: not identical)
+    assert d["nodes"]["name"][box].startswith(f"{key} · TransformerEncoderLayer")
+    # the run's box sits in the frame of the module holding the blocks
+    frame = next(f for f in scene.layout.frames if f.path == "layers")
+    assert inside(frame, float(scene.layout.x[box]), float(scene.layout.y[box]))

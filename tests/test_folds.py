@@ -134,7 +134,9 @@ def test_fold_makes_one_box_for_the_run_with_its_boundary_edges():
     assert nodes["label"][b] == key and "×6" in nodes["label"][b]
     run = w.folds[key]
     npu = run.nodes_per_unit
-    assert nodes["name"][b] == f"{key}: 6 blocks × {npu} nodes ({6 * npu} nodes)"
+    # the hover name has the blocks' class (issue 16's titles)
+    assert nodes["name"][b] == (f"{key} · TransformerEncoderLayer: 6 blocks × {npu} nodes "
+                                f"({6 * npu} nodes)")
     assert nodes["module"][b] == key
     assert arr(nodes["members"], np.int32)[b] == 6 * run.nodes_per_unit
     assert nodes["count"] < full / 20  # 333 nodes -> a handful of items

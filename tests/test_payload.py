@@ -40,7 +40,8 @@ def expected(graph, layout, vis, validity=None):
             mem = [nodes[int(i)] for i in vis.item_members[j]]
             label = labels.group_label(path, graph.model_name)
             items.append({
-                "id": f"group:{path}", "label": label, "name": f"{label} ({len(mem)} nodes)",
+                "id": f"group:{path}", "label": label,
+                "name": f"{labels.module_title(graph, path)} ({len(mem)} nodes)",
                 "kind": "group", "module": path, "shape": "", "inputs": [],
                 "root": int(any(n.id in root_ids for n in mem)), "members": len(mem),
                 "saved_state": max((codes.get(validity.get(n.id), 0) for n in mem), default=0),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..util.gcpause import gc_paused
-from ..view.labels import display_kind, group_label, short_label
+from ..view.labels import display_kind, group_label, module_title, run_title, short_label
 from ..view.layout import Layout
 from ..view.modules import module_paths
 from ..view.state import as_buffer
@@ -210,11 +210,11 @@ def _graph_payload(
         if run is not None:
             fold_item[path] = j
             labels.append(run.label)
-            names.append(f"{run.label}: {run.count} blocks × {run.nodes_per_unit} nodes "
-                         f"({members[j]} nodes)")
+            names.append(f"{run_title(graph, run)}: {run.count} blocks × "
+                         f"{run.nodes_per_unit} nodes ({members[j]} nodes)")
         else:
             labels.append(group_label(path, graph.model_name))
-            names.append(f"{group_label(path, graph.model_name)} ({members[j]} nodes)")
+            names.append(f"{module_title(graph, path)} ({members[j]} nodes)")
         module[j] = strings.add(path)
     if box_j:
         label[box_j] = [strings.add(s) for s in labels]
