@@ -148,14 +148,15 @@ def test_random_programs_match_the_engine(spec: Spec, keep: str | int) -> None:
 def assert_same_state(a: object, b: object, path: str = "state") -> None:
     """Equal, except summary statistics may differ in the last bits: a small tensor's statistics
     are reduced in a batch with others of its shape, and a batch of another size can round
-    differently. Gradients (the tensors) must match bit for bit."""
+    differently (a float64 std was seen 2e-12 apart, relative: a reduction's rounding grows with
+    cancellation). Gradients (the tensors) must match bit for bit."""
     if isinstance(a, tuple) and a[:1] == ("tensor",):
         assert isinstance(b, tuple) and b[:3] == a[:3], (path, a[:3], b[:3])
         same = all(x == y or (x != x and y != y) for x, y in zip(a[3], b[3]))
         assert same and len(a[3]) == len(b[3]), (path, "tensor values differ")
         return
     if isinstance(a, float) and isinstance(b, float):
-        assert a == b or (a != a and b != b) or math.isclose(a, b, rel_tol=1e-12), (path, a, b)
+        assert a == b or (a != a and b != b) or math.isclose(a, b, rel_tol=1e-9), (path, a, b)
         return
     if isinstance(a, tuple | list) and isinstance(b, tuple | list):
         assert len(a) == len(b), (path, a, b)
