@@ -85,8 +85,8 @@ describe('buildFigure', () => {
   it('overlay: every edge idle at step 0 as NaN-separated paths, the next node haloed, no colour bar', () => {
     const scene = overlayScene(g, decodeState(zState(0), g), theme, view);
     expect(scene.edges).toHaveLength(4 + N_BINS);
-    expect(scene.edges[IDLE].x.length).toBe(9); // 3 edges x (2 points + NaN)
-    expect(Number.isNaN(scene.edges[IDLE].x[2])).toBe(true);
+    expect(scene.edges[IDLE].x.length).toBe(g.pathPtr[g.m]); // every edge's polyline + NaN
+    expect(Number.isNaN(scene.edges[IDLE].x[g.pathPtr[1] - 1])).toBe(true);
     expect(scene.edges[IDLE].color).toBe(theme.idleEdge);
     for (let b = 0; b < N_BINS; b++) expect(scene.edges[BIN0 + b].x.length).toBe(0);
     expect(scene.halo.x).toEqual([g.x[0]]); // Add is next
@@ -98,8 +98,9 @@ describe('buildFigure', () => {
     const s4 = decodeState(zState(4), g);
     const scene = overlayScene(g, s4, theme, view);
     expect(scene.edges[IDLE].x.length).toBe(0);
-    expect(scene.edges[BIN0].x.length).toBe(6);
-    expect(scene.edges[BIN0 + N_BINS - 1].x.length).toBe(3);
+    // edges 0 and 1 (norm 1) in the lowest bin, edge 2 (norm 4) in the top one: their polylines
+    expect(scene.edges[BIN0].x.length).toBe(g.pathPtr[2] - g.pathPtr[0]);
+    expect(scene.edges[BIN0 + N_BINS - 1].x.length).toBe(g.pathPtr[3] - g.pathPtr[2]);
     expect(scene.edges[BIN0].color).toBe(theme.bins[0]);
     expect(scene.colorbar?.range[1]).toBeCloseTo(Math.log10(4));
     expect(scene.halo.x).toEqual([]);

@@ -20,7 +20,7 @@ describe('decodeGraph', () => {
     expect(g.indexOf.get('n2')).toBe(2);
     expect(g.inputs[0]).toEqual([{ shape: [], dtype: 'float32', device: 'cpu' }]);
     expect(g.modules).toEqual([null, null, null, null]);
-    expect(Array.from(g.pathPtr)).toEqual([0, 3, 6, 9]);
+    expect(Array.from(g.pathPtr)).toEqual(z.decoded.edges.path_ptr); // Python's polylines, bends and all
     // outgoing edges by source node
     expect(Array.from(g.outEdges.subarray(g.outPtr[0], g.outPtr[1]))).toEqual([0, 1]);
     expect(Array.from(g.outEdges.subarray(g.outPtr[1], g.outPtr[2]))).toEqual([2]);
@@ -38,13 +38,20 @@ describe('decodeGraph', () => {
     }
   });
 
-  it('computes straight edges and their midpoints when nothing bends', () => {
+  it('computes each edge from its source through its bends to its target, and its midpoint', () => {
     const g = decodeGraph(z.graph());
-    expect(Array.from(g.pathX.subarray(0, 3))).toEqual(Array.from(Float32Array.from(z.decoded.edges.path_x.slice(0, 3).map((v) => (v === null || v === 'nan' ? NaN : v)))));
-    // a straight edge's label anchor is halfway between its two ends (Add -> Pow)
-    expect(g.midX[0]).toBeCloseTo((g.x[0] + g.x[1]) / 2);
-    expect(g.midY[0]).toBeCloseTo((g.y[0] + g.y[1]) / 2);
-    expect(g.midX[0]).toBeCloseTo(z.decoded.edges.mid_x[0]);
+    const nan = (/** @type {any} */ v) => (v === null || v === 'nan' ? NaN : v);
+    expect(Array.from(g.pathX)).toEqual(Array.from(Float32Array.from(z.decoded.edges.path_x.map(nan))));
+    expect(Array.from(g.pathY)).toEqual(Array.from(Float32Array.from(z.decoded.edges.path_y.map(nan))));
+    for (let e = 0; e < g.m; e++) {
+      const a = g.pathPtr[e];
+      const b = g.pathPtr[e + 1] - 2; // the last point before the NaN
+      expect([g.pathX[a], g.pathY[a]]).toEqual([g.x[g.src[e]], g.y[g.src[e]]]);
+      expect([g.pathX[b], g.pathY[b]]).toEqual([g.x[g.dst[e]], g.y[g.dst[e]]]);
+      // the label anchor is Python's (the middle of the polyline)
+      expect(g.midX[e]).toBeCloseTo(z.decoded.edges.mid_x[e]);
+      expect(g.midY[e]).toBeCloseTo(z.decoded.edges.mid_y[e]);
+    }
   });
 
   it('clamps out-of-range edge endpoints', () => {

@@ -96,9 +96,11 @@ describe('bucketEdges', () => {
 describe('gatherPaths', () => {
   it('concatenates polylines keeping their NaN gaps', () => {
     const { x, y } = gatherPaths(g, [2, 0]);
-    // edge 2 (Pow -> x) then edge 0 (Add -> Pow), each source to target, NaN after each
-    expect(Array.from(x)).toEqual([g.x[1], g.x[3], NaN, g.x[0], g.x[1], NaN]);
-    expect(Array.from(y)).toEqual([g.y[1], g.y[3], NaN, g.y[0], g.y[1], NaN]);
+    // edge 2 (Pow -> x) then edge 0 (Add -> Pow), each its own polyline with its NaN
+    const path = (/** @type {number} */ e, /** @type {Float32Array} */ p) => Array.from(p.subarray(g.pathPtr[e], g.pathPtr[e + 1]));
+    expect(Array.from(x)).toEqual([...path(2, g.pathX), ...path(0, g.pathX)]);
+    expect(Array.from(y)).toEqual([...path(2, g.pathY), ...path(0, g.pathY)]);
+    expect(Number.isNaN(x[path(2, g.pathX).length - 1])).toBe(true);
     expect(gatherPaths(g, []).x.length).toBe(0);
   });
 });
