@@ -29,8 +29,10 @@ export { MARGIN, hexAlpha, nodeSize, plotArea, pxPerUnit };
 export const GL_THRESHOLD = 2000;
 /** At most this many labels of each kind are drawn; more in view means none (zoom in). */
 export const MAX_LABELS = 400;
-/** Node labels need at least this many pixels per layout unit to fit between neighbours. */
-export const MIN_PX_PER_UNIT_FOR_NODE_LABELS = 28;
+/** Node labels need at least this many pixels per layout unit to fit in their boxes: the layout
+ * sizes each box for its label at one unit per line of text (issue 16), so ~10 px per unit is
+ * text about 10 px high. */
+export const MIN_PX_PER_UNIT_FOR_NODE_LABELS = 10;
 
 /** Edge value labels keep this many pixels (an invisible marker) between the line and the text. */
 const EDGE_LABEL_GAP = 7;
@@ -86,7 +88,7 @@ export const UID = Object.freeze(
 
 /** Fit never spreads nodes further apart than this (pixels per layout unit): small graphs sit
  * centred at a readable size instead of filling a wide cell. */
-export const MAX_FIT_PX_PER_UNIT = 200;
+export const MAX_FIT_PX_PER_UNIT = 18;
 
 /**
  * The range that shows the whole graph in a plot of `size` pixels, centred, with room in pixels
