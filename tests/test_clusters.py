@@ -199,13 +199,13 @@ def test_no_edge_costs_dummies_in_proportion_to_its_span():
     vis = visible_graph(g)
     lay = compute_layout(g, "TB", vis)
     flat = compute_layout(g, "TB", vis)
-    assert lay.n_lanes > 20  # long-range reuse: many long edges...
+    assert lay.n_lanes >= 20  # long-range reuse: many long edges...
     # ...and at most MAX_DUMMY_SPAN - 1 dummies per edge, whatever the spans
     assert lay.n_dummies <= (MAX_DUMMY_SPAN - 1) * len(vis.edge_src)
     assert flat.n_dummies == lay.n_dummies  # deterministic
-    # every lane route has a constant number of points
+    # every route has a bounded number of points, however many layers it spans
     for k in range(len(vis.edge_src)):
-        assert len(polyline(lay, k)) <= 6
+        assert len(polyline(lay, k)) <= 2 * (MAX_DUMMY_SPAN + 1)
 
 
 def test_a_module_called_twice_gets_no_frame_and_the_layout_still_holds():

@@ -97,7 +97,7 @@ class ClusterLayout:
     source item's centre to its target's (or to the copy it ends at: ``edge_copy[k]`` is the
     copy index, -1 for none); ``copy_item[c]`` the item copy c shows, at ``copy_x``/``copy_y``;
     ``frames`` outermost first. ``n_dummies``/``n_lanes``: bends and lanes over all clusters
-    (dummies only on edges spanning two layers; see `layout.MAX_DUMMY_SPAN`). ``crossings``:
+    (dummies only on edges spanning at most `layout.MAX_DUMMY_SPAN` layers). ``crossings``:
     the ordering's crossings over all clusters. ``bounds``: xmin, xmax, ymin, ymax of it all.
 
     Example:

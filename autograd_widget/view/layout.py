@@ -8,8 +8,8 @@ The steps are the classic ones, as in ``dot`` (`arrange` does 1-3, `place` does 
 
 1. layering (`layers`): longest path, then network simplex to shorten the edges in total;
    nodes pinned to the ``top`` or ``bottom`` (a cluster's ports) go to the first or last layer;
-2. one dummy node per layer crossed, but only on edges spanning at most `MAX_DUMMY_SPAN`
-   layers: a longer edge costs O(1) work whatever its span, because it runs in a *lane*, a
+2. one dummy node per layer crossed, but only on edges spanning at most `MAX_DUMMY_SPAN` (4)
+   layers (at most 3 dummies: constant work): a longer edge costs O(1) work whatever its span, because it runs in a *lane*, a
    straight line beside the drawing (interval colouring gives each lane a track), instead of
    through every layer (dot's dummies made a 10k-node fan take ~56 s);
 3. crossing reduction (`ordering`) on the short edges;
@@ -66,7 +66,7 @@ LAYER_GAP = 1.0
 COORD_ROUNDS = 24
 #: Edges spanning at most this many layers bend through one dummy per layer crossed; longer
 #: ones run in a lane (O(1) work each, whatever the span).
-MAX_DUMMY_SPAN = 2
+MAX_DUMMY_SPAN = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -330,8 +330,9 @@ def arrange(
     the order within each layer. Arguments as `layered_layout`'s.
 
     Example:
-        >>> arrange(4, [0, 1, 2, 0], [1, 2, 3, 3]).lane.tolist()  # 0 -> 3 spans 3 layers
-        [False, True, False, False]
+        >>> arr = arrange(6, [0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 5, 5])  # 0 -> 5 spans 5 layers
+        >>> arr.lane.tolist(), arr.n_dummies
+        ([False, True, False, False, False, False], 0)
     """
     if n < 0:
         raise ValueError("n must be >= 0")

@@ -30,9 +30,9 @@ export const GL_THRESHOLD = 2000;
 /** At most this many labels of each kind are drawn; more in view means none (zoom in). */
 export const MAX_LABELS = 400;
 /** Node labels need at least this many pixels per layout unit: the layout sizes each box for its
- * label at one unit per line of text and puts layers ~3 units apart (issue 16), so 6 px per unit
- * leaves ~18 px between layers for a 12 px label. */
-export const MIN_PX_PER_UNIT_FOR_NODE_LABELS = 6;
+ * label at one unit per line of text and puts layers ~3 units apart (issue 16), so 5 px per unit
+ * leaves ~15 px between layers for a 12 px label. */
+export const MIN_PX_PER_UNIT_FOR_NODE_LABELS = 5;
 
 /** Edge value labels keep this many pixels (an invisible marker) between the line and the text. */
 const EDGE_LABEL_GAP = 7;
