@@ -3,6 +3,7 @@ import { decodeGraph, decodeState } from '../src/model.js';
 import {
   MARGIN,
   MAX_FIT_PX_PER_UNIT,
+  MIN_PX_PER_UNIT_FOR_NODE_LABELS,
   T,
   buildFigure,
   changedPatches,
@@ -134,7 +135,7 @@ describe('labels that fit', () => {
     const all = { x: [g.bounds[0] - 1, g.bounds[1] + 1], y: [g.bounds[2] - 1, g.bounds[3] + 1] };
     const near = labelData(many, s, all, 100, theme);
     expect(near.nodes.text.length).toBe(4);
-    const far = labelData(many, s, all, 5, theme);
+    const far = labelData(many, s, all, MIN_PX_PER_UNIT_FOR_NODE_LABELS - 1, theme);
     expect(far.nodes.text.length).toBe(0);
     expect(far.edges.text.length).toBe(3); // values still shown (few, in view)
     // a range beside the graph (above it: y > every node's and edge's y)
