@@ -43,6 +43,7 @@ from .summary import (
 __all__ = ["SummaryStore"]
 
 _vector_norm = torch.linalg.vector_norm
+_STRIDED = torch.strided
 #: Large gradients of these dtypes get an eager norm and a replayed rest (the class docstring).
 _EAGER_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
 _NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
@@ -144,27 +145,28 @@ class SummaryStore:
             True
         """
         dtype = t.dtype
+        n = t.numel()
         if (
             self.resolver is not None
             and dtype in _EAGER_DTYPES
-            and t.numel() > SMALL_NUMEL
-            and t.layout is torch.strided
+            and n > SMALL_NUMEL
+            and t.layout is _STRIDED
             and not (t.is_meta or t._is_zerotensor())
         ):
             if t.requires_grad:
                 t = t.detach()
-            norm = _vector_norm(t, dtype=_NORM_DTYPE.get(dtype)).item()  # as large_norm()
+            cast = _NORM_DTYPE.get(dtype)  # as large_norm() (no keyword when None: cheaper)
+            norm = (_vector_norm(t) if cast is None else _vector_norm(t, dtype=cast)).item()
             # shape and dtype as torch gives them: converted when the summary is built
             self._eager[key] = (
-                (t.shape, dtype, norm, 0, 0, t.numel())
+                (t.shape, dtype, norm, 0, 0, n)
                 if norm - norm == 0.0  # finite (inf - inf and nan - nan are nan)
-                else (t.shape, dtype, *large_norm(t), t.numel())
+                else (t.shape, dtype, *large_norm(t), n)
             )
             return
         if is_special(t):  # sparse or meta: no data pointer to match views on, no batching
             self._raw[key] = summarize_special(t)
             return
-        n = t.numel()
         if n <= SMALL_NUMEL:
             self._keys.append(key)
             self._tensors.append(t)

@@ -33,6 +33,7 @@ from ..util.gcpause import gc_paused
 from .calls import apply_custom, call_empty, validate
 from .checkpoint import RunGroups
 from .edits import Edits
+from .fanin import ADDED, FanIn
 from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
 from .records import EditInfo, GradView, StepRecord, captured_record, failure_record
@@ -94,6 +95,7 @@ class StepState:
         self.seconds: list[float] = []
         self.nograd: set[int] = set()
         self.groups = RunGroups(graph, plan)  # checkpoint regions: one group per pass
+        self.fanin = FanIn(plan, seeds)  # undoes in-place fan-in adds of kept steps
         self.reset()
 
     def reset(self) -> None:
@@ -179,6 +181,7 @@ class StepState:
         inplace = not self.create_graph
         refcount = sys.getrefcount
         owned = self.owned
+        strided, added = torch.strided, ADDED
         perf = time.perf_counter
         k = self.pos
         result: StepRecord | None = None
@@ -253,27 +256,27 @@ class StepState:
                                         slots[s] = g
                                     elif (
                                         r is last
-                                        and not kept
                                         and inplace
                                         and owned.get(s) is old
                                         and refcount(old) == 4
+                                        and (not kept or old.layout is strided)
                                     ):
                                         # Our own partial sum that nobody else references
                                         # (refs: slots, owned, `old`, getrefcount's argument),
                                         # and the step's last write (nothing after it can fail
                                         # and need a rollback): add in place like the engine
-                                        # does (same bits as old + g).
+                                        # does (same bits as old + g). Kept: undo rebuilds it.
                                         old.add_(g)
+                                        if kept:
+                                            u_slot.append(s)
+                                            u_old.append(added)
                                     else:
                                         u_slot.append(s)
                                         u_old.append(old)
                                         slots[s] = owned[s] = old + g
                                     ev[ei] = g
                     except BaseException as exc:
-                        for j in range(len(u_slot) - 1, m0 - 1, -1):
-                            slots[u_slot[j]] = u_old[j]
-                            owned.pop(u_slot[j], None)
-                        del u_slot[m0:], u_old[m0:]
+                        self.fanin.undo(slots, u_slot, u_old, m0, owned, k, ev)
                         for ei in out_edges[k]:
                             ev[ei] = None
                         if not replay:
@@ -295,7 +298,8 @@ class StepState:
                                 if g is not None:
                                     used += nbytes(g)
                             for j in range(m0, len(u_slot)):
-                                if u_old[j] is not None:  # a new partial sum, kept for back()
+                                if u_old[j] is not None and u_old[j] is not added:
+                                    # a new partial sum, kept for back()
                                     used += nbytes(slots[u_slot[j]])
                     else:
                         del u_slot[m0:], u_old[m0:]
@@ -411,11 +415,7 @@ class StepState:
         if k < len(self.u_mark):
             m0 = self.u_mark.pop()
             self.used = self.u_used.pop()
-            slots, u_slot, u_old = self.slots, self.u_slot, self.u_old
-            for j in range(len(u_slot) - 1, m0 - 1, -1):
-                slots[u_slot[j]] = u_old[j]
-                self.owned.pop(u_slot[j], None)
-            del u_slot[m0:], u_old[m0:]
+            self.fanin.undo(self.slots, self.u_slot, self.u_old, m0, self.owned, k, self.edge_val)
             self.pos = k
         else:
             self.rebuild(k)
@@ -681,7 +681,7 @@ class StepState:
         self.slots = []
         self.edge_val = []
         self.u_slot, self.u_old, self.u_mark, self.u_used = [], [], [], []
-        self.seeds = []
+        self.seeds = self.fanin.seeds = []
         self.cache = {}
         self.owned = {}
         self.groups.close()
