@@ -9,9 +9,10 @@ The steps are the classic ones, as in ``dot`` (`arrange` does 1-3, `place` does 
 1. layering (`layers`): longest path, then network simplex to shorten the edges in total;
    nodes pinned to the ``top`` or ``bottom`` (a cluster's ports) go to the first or last layer;
 2. one dummy node per layer crossed, but only on edges spanning at most `MAX_DUMMY_SPAN` (4)
-   layers (at most 3 dummies: constant work): a longer edge costs O(1) work whatever its span, because it runs in a *lane*, a
-   straight line beside the drawing (interval colouring gives each lane a track), instead of
-   through every layer (dot's dummies made a 10k-node fan take ~56 s);
+   layers (at most 3 dummies: constant work); a longer edge costs O(1) work whatever its span,
+   because it runs in a *lane*, a straight line beside the boxes of the layers it passes
+   (interval colouring gives each lane a track), instead of through every layer (dot's dummies
+   made a 10k-node fan take ~56 s);
 3. crossing reduction (`ordering`) on the short edges;
 4. within-layer coordinates: neighbour averaging projected onto "ordered, at least a gap apart"
    per layer, the gap between two neighbours being half of each one's breadth plus a margin,
