@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import settings as st_settings
+from hypothesis import strategies as hst
 from torch import nn
 
 import autograd_widget as aw
@@ -274,3 +279,82 @@ def test_frames_and_folded_boxes_are_titled_with_the_module_class():
     # the run's box sits in the frame of the module holding the blocks
     frame = next(f for f in scene.layout.frames if f.path == "layers")
     assert inside(frame, float(scene.layout.x[box]), float(scene.layout.y[box]))
+
+
+def segment_hits_box(p0, p1, box) -> bool:
+    """Liang-Barsky: does the segment p0-p1 enter the open rectangle (x0, x1, y0, y1)?"""
+    x0, x1, y0, y1 = box
+    if x0 >= x1 or y0 >= y1:
+        return False
+    t0, t1 = 0.0, 1.0
+    dx, dy = p1[0] - p0[0], p1[1] - p0[1]
+    for pk, qk in ((-dx, p0[0] - x0), (dx, x1 - p0[0]), (-dy, p0[1] - y0), (dy, y1 - p0[1])):
+        if pk == 0:
+            if qk <= 0:
+                return False
+        else:
+            t = qk / pk
+            if pk < 0:
+                t0 = max(t0, t)
+            else:
+                t1 = min(t1, t)
+            if t0 >= t1:
+                return False
+    return True
+
+
+@st_settings(deadline=None, max_examples=100)
+@given(data=hst.data())
+def test_random_dags_in_random_nested_modules_lay_out_cleanly(data):
+    """Any DAG, any assignment of its nodes to nested module paths (contiguous or not: a module
+    on a cycle loses its frame), leaves shared across modules: the layout holds."""
+    n = data.draw(hst.integers(1, 30), label="n")
+    pairs = data.draw(hst.lists(hst.tuples(hst.integers(0, n - 1), hst.integers(0, n - 1)),
+                                max_size=3 * n), label="edges")
+    src = [min(a, b) for a, b in pairs if a != b]
+    dst = [max(a, b) for a, b in pairs if a != b]
+    paths = ["", "a", "a.b", "a.c", "d", "d.e.f"]
+    cluster = [data.draw(hst.sampled_from(paths)) for _ in range(n)]
+    outdeg = np.bincount(np.asarray(src, dtype=np.int64), minlength=n)
+    leaf = np.asarray([outdeg[i] == 0 and data.draw(hst.booleans()) for i in range(n)])
+    w = np.asarray([data.draw(hst.floats(0.5, 6.0)) for _ in range(n)])
+    h = np.asarray([data.draw(hst.floats(0.5, 3.0)) for _ in range(n)])
+    orientation = data.draw(hst.sampled_from(["TB", "LR"]))
+    lay = ClusterLayouter().layout(n, src, dst, cluster, w, h, leaf=leaf,
+                                   roots=[0], orientation=orientation)
+    # every box apart from every other (copies included)
+    xs = np.concatenate([lay.x, lay.copy_x])
+    ys = np.concatenate([lay.y, lay.copy_y])
+    items = np.concatenate([np.arange(n), lay.copy_item]).astype(int)
+    ww, hh = w[items], h[items]
+    for i in range(len(xs)):
+        over = (np.abs(xs[i] - xs) < (ww[i] + ww) / 2 - 1e-3) & \
+            (np.abs(ys[i] - ys) < (hh[i] + hh) / 2 - 1e-3)
+        assert np.flatnonzero(over).tolist() == [i]
+    # every edge: a polyline from its source's centre to its target's (or its copy's)
+    for k in range(len(src)):
+        a, b = int(lay.edge_ptr[k]), int(lay.edge_ptr[k + 1]) - 1
+        pts = np.stack([lay.edge_x[a:b], lay.edge_y[a:b]], 1)
+        assert len(pts) >= 2 and not np.isnan(pts).any()
+        assert np.allclose(pts[0], (lay.x[src[k]], lay.y[src[k]]), atol=1e-3)
+        c = int(lay.edge_copy[k])
+        end = (lay.copy_x[c], lay.copy_y[c]) if c >= 0 else (lay.x[dst[k]], lay.y[dst[k]])
+        assert np.allclose(pts[-1], end, atol=1e-3)
+        # and no route passes through another box
+        own = {int(src[k]), (n + c) if c >= 0 else int(dst[k])}
+        for q in range(len(xs)):
+            if q in own:
+                continue
+            box = (xs[q] - ww[q] / 2 + 1e-3, xs[q] + ww[q] / 2 - 1e-3,
+                   ys[q] - hh[q] / 2 + 1e-3, ys[q] + hh[q] / 2 - 1e-3)
+            for p0, p1 in itertools.pairwise(pts):
+                assert not segment_hits_box(p0, p1, box), (k, q)
+    # frames hold their own items, nest inside their parents, and fit in the bounds
+    by_path = {f.path: f for f in lay.frames}
+    for i in range(n):
+        p = cluster[i]
+        if p in by_path and not leaf[i]:
+            assert inside(by_path[p], float(lay.x[i]), float(lay.y[i]))
+    x0, x1, y0, y1 = lay.bounds
+    for f in lay.frames:
+        assert x0 - 1e-3 <= f.x0 and f.x1 <= x1 + 1e-3 and y0 - 1e-3 <= f.y0 and f.y1 <= y1 + 1e-3
