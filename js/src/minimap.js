@@ -232,7 +232,11 @@ export function createMinimap(doc, { jump }) {
     ev.preventDefault();
     ev.stopPropagation();
     dragging = true;
-    el.setPointerCapture?.(ev.pointerId);
+    try {
+      el.setPointerCapture?.(ev.pointerId); // the drag goes on outside the minimap
+    } catch {
+      // a synthetic event has no active pointer: the drag then ends at the minimap's edge
+    }
     go(ev);
   };
   /** @param {PointerEvent} ev */
