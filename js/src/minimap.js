@@ -98,12 +98,21 @@ export function centredRange(range, x, y) {
 }
 
 /**
- * Where a click at minimap pixel (mx, my) takes the view: centred there, zoom unchanged.
+ * Where a click at minimap pixel (mx, my) takes the view: centred there, zoom unchanged. With
+ * `bounds`, the centre stays on the drawing (a click in the minimap's margin, beside a narrow
+ * drawing, does not centre the view on nothing).
  * @param {Range} range @param {MiniTransform} t @param {number} mx @param {number} my
+ * @param {Bounds} [bounds]
  * @returns {Range}
  */
-export function jumpRange(range, t, mx, my) {
-  return centredRange(range, t.wx(mx), t.wy(my));
+export function jumpRange(range, t, mx, my, bounds) {
+  let x = t.wx(mx);
+  let y = t.wy(my);
+  if (bounds) {
+    x = Math.max(bounds[0], Math.min(bounds[1], x));
+    y = Math.max(bounds[2], Math.min(bounds[3], y));
+  }
+  return centredRange(range, x, y);
 }
 
 /**
@@ -222,7 +231,7 @@ export function createMinimap(doc, { jump }) {
   function go(ev) {
     if (!t || !range) return;
     const box = el.getBoundingClientRect();
-    const next = jumpRange(range, t, ev.clientX - box.left, ev.clientY - box.top);
+    const next = jumpRange(range, t, ev.clientX - box.left, ev.clientY - box.top, painted?.bounds);
     range = next;
     jump(next);
   }

@@ -65,6 +65,10 @@ describe('minimap geometry', () => {
     expect(next.y[0]).toBeCloseTo(-20);
     expect(next.y[1]).toBeCloseTo(-10);
     expect(centredRange(range, 0, 0)).toEqual({ x: [-10, 10], y: [-5, 5] });
+    // with the bounds, a click beside the drawing centres on its nearest point
+    const clamped = jumpRange(range, t, 0, t.height + 50, WIDE);
+    expect(clamped.x[0]).toBeCloseTo(-10);
+    expect(clamped.y[0]).toBeCloseTo(-25);
   });
 });
 
