@@ -69,8 +69,9 @@ def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
     # A click near the minimap's bottom-left corner centres the view there, same zoom.
     page.mouse.click(mbox["x"] + 10, mbox["y"] + mbox["height"] - 10)
     page.wait_for_function(
-        "([root, b]) => { const r = root.querySelector('.agw-plot').layout.xaxis.range;"
-        " return Math.abs(r[0] - b.x[0]) > 1e-6 || Math.abs(root.querySelector('.agw-plot').layout.yaxis.range[0] - b.y[0]) > 1e-6; }",
+        "([root, b]) => { const l = root.querySelector('.agw-plot').layout;"
+        " return Math.abs(l.xaxis.range[0] - b.x[0]) > 1e-6"
+        " || Math.abs(l.yaxis.range[0] - b.y[0]) > 1e-6; }",
         arg=[root.element_handle(), before],
     )
     after = view_range(page, root)
@@ -79,7 +80,8 @@ def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
     moved = root.locator(".agw-minimap-view").bounding_box()
     assert moved
     # the view rectangle followed the click to the lower left
-    assert moved["y"] + moved["height"] / 2 > rect["y"] + rect["height"] / 2 or moved["x"] < rect["x"]
+    assert moved["y"] + moved["height"] / 2 > rect["y"] + rect["height"] / 2, (rect, moved)
+    assert moved["x"] < rect["x"], (rect, moved)
     after_paint(root)
     save(root, "overview_minimap_jumped.png")
 
@@ -88,7 +90,8 @@ def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
     page.keyboard.press("?")
     dialog = root.get_by_role("dialog", name="Keyboard help")
     expect(dialog).to_be_visible()
-    for text in ("Step: run the next node", "Back: undo the last step", "Play / pause", "Search nodes"):
+    for text in ("Step: run the next node", "Back: undo the last step", "Play / pause",
+                 "Search nodes"):
         expect(dialog).to_contain_text(text)
     save(root, "overview_help.png")
     page.keyboard.press("Escape")
