@@ -14,7 +14,7 @@
  * maps layout units to pixels with the plot's current axis ranges.
  */
 import { MARGIN, plotArea } from './geometry.js';
-import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
+import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, gatherPaths, hexAlpha, scaleRange } from './style.js';
 import { formatNumber } from './format.js';
 
 /** Polylines per stroke() call. */
@@ -87,6 +87,20 @@ export function edgeStyles(theme) {
     ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
     { color: ALARM_COLOR, width: 3, dash: [7, 4] },
   ];
+}
+
+/**
+ * `scene` for a colour mode that shades the nodes by something else (memory, sensitivity): every
+ * edge in the neutral "idle" grey and no gradient colour bar, so no colour on the drawing means
+ * something its legend does not say.
+ * @param {Scene} scene @param {import('./model.js').Graph} graph @param {import('./style.js').Theme} theme
+ * @returns {Scene}
+ */
+export function neutralScene(scene, graph, theme) {
+  const all = new Int32Array(graph.m);
+  for (let e = 0; e < graph.m; e++) all[e] = e;
+  const p = gatherPaths(graph, all);
+  return { ...scene, edges: [{ x: p.x, y: p.y, color: theme.idleEdge, width: 1.2, dash: [] }], colorbar: null };
 }
 
 /**

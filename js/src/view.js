@@ -19,10 +19,12 @@ import {
 } from './figure.js';
 import { BOX_HIT_POINTS, boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
 import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
-import { decodeMemory } from './memory.js';
+import { MEMORY_COLORS, decodeMemory, memoryLegend } from './memory.js';
 import { createInspector, createMemoryPanel, createSensitivityPanel } from './panel.js';
-import { PROBE_SAMPLES, decodeLeafDiff, decodeProbe, normText } from './sensitivity.js';
-import { createOverlay, rangeFromEvent } from './overlay.js';
+import { PROBE_SAMPLES, SENSITIVITY_COLORS, decodeLeafDiff, decodeProbe, normText, sensitivityLegend } from './sensitivity.js';
+import { createOverlay, neutralScene, rangeFromEvent } from './overlay.js';
+import { createHelp, shortcutFor } from './help.js';
+import { createMinimap } from './minimap.js';
 import { createSearch } from './search.js';
 import { MSG } from './protocol.js';
 import { readTheme, watchTheme } from './theme.js';
@@ -103,7 +105,8 @@ export function createView({ model, el, backend, options = {} }) {
   const colorMode = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient), by the bytes their saved tensors hold (memory) or by the norm of their Jacobian (sensitivity)' }));
   colorMode.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'), h('option', { value: 'sensitivity' }, 'Colour: sensitivity'));
   const counts = h('span', { class: 'agw-counts', 'aria-label': 'Visible nodes' });
-  nav.append(search.el, nanBtn, sep(), plumbingBox, sep(), colorMode, counts);
+  const help = createHelp(doc, { onClose: () => root.focus({ preventScroll: true }) });
+  nav.append(search.el, nanBtn, sep(), plumbingBox, sep(), colorMode, counts, help.button);
   // A recording (standalone export) has no kernel to re-lay out, fold plumbing or count bytes.
   const live = backend.live !== false;
   if (!live) {
@@ -123,7 +126,8 @@ export function createView({ model, el, backend, options = {} }) {
   const waiting = h('div', { class: 'agw-waiting', hidden: '', role: 'note', 'aria-label': 'Gradients waiting in the next node' });
   const card = h('div', { class: 'agw-card', role: 'tooltip', hidden: '' });
   const empty = h('div', { class: 'agw-empty', hidden: '' }, 'The graph has no nodes.');
-  main.append(plot, card, empty);
+  const minimap = createMinimap(doc, { jump: (r) => moveView(r) });
+  main.append(plot, card, empty, minimap.el, help.el);
   const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
   const inspector = createInspector(doc, {
     close: () => clearSelection(),
@@ -298,7 +302,26 @@ export function createView({ model, el, backend, options = {} }) {
   function paintOverlay(at = range) {
     if (!plotted || destroyed) return;
     overlay.attach(plot);
-    overlay.paint(overlayScene(graph, state, theme, { ...currentView(), range: at }), at, plotSize());
+    const scene = overlayScene(graph, state, theme, { ...currentView(), range: at });
+    // memory / sensitivity shade the nodes: edges go neutral there (their legends say so)
+    overlay.paint(colorBy === 'gradient' ? scene : neutralScene(scene, graph, theme), at, plotSize());
+    minimap.update(graph, at, { edge: theme.idleEdge, node: theme.fontMuted, frame: theme.pending, bg: '' });
+  }
+
+  let movePending = false;
+  /** Show `next` (the minimap's click or drag): the canvas follows at once, plotly once per frame. @param {{ x: [number, number], y: [number, number] }} next */
+  function moveView(next) {
+    range = next;
+    fitted = false;
+    if (!plotted || destroyed) return;
+    paintOverlay(next);
+    if (movePending) return;
+    movePending = true;
+    schedule(() => {
+      movePending = false;
+      if (destroyed) return;
+      Promise.resolve(Plotly.relayout(plot, { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] })).then(() => patchView());
+    });
   }
 
   /** Send plotly the patches that change what it shows (none, for most steps). */
@@ -695,6 +718,7 @@ export function createView({ model, el, backend, options = {} }) {
         if (mine !== sensitivitySeq) return;
         sensitivityError = String(err?.message ?? err);
         sensitivityPanel.render(null, { error: sensitivityError, names: nameOf });
+        buildLegend();
         renderInspector();
       });
   }
@@ -749,33 +773,43 @@ export function createView({ model, el, backend, options = {} }) {
         memory = decodeMemory(data, n);
         for (const t of memory.top) moduleOf.set(t.id, t.module);
         memoryPanel.render(memory, { excludeLeaves, error: null });
+        buildLegend();
         patchView();
       })
       .catch((err) => {
         if (mine !== memorySeq) return;
         memoryError = String(err?.message ?? err);
         memoryPanel.render(null, { excludeLeaves, error: memoryError });
+        buildLegend();
       });
   }
 
+  /** What each shortcut of help.js's SHORTCUTS does; false: not handled (the key goes on). */
+  /** @type {Record<string, (tag: string | undefined) => boolean | void>} */
+  const keyActions = {
+    step: () => step(),
+    back: () => back(),
+    play: (tag) => {
+      if (tag === 'BUTTON') return false; // the button's own click handles space
+      togglePlay();
+    },
+    search: () => search.input.focus(),
+    help: () => help.toggle(),
+    escape: () => {
+      if (help.isOpen()) help.close();
+      else if (!card.hidden) hideCard();
+      else if (focus) clearSelection();
+      else return false;
+    },
+  };
+
   /** @param {KeyboardEvent} ev */
   function onKey(ev) {
-    if (ev.altKey || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
     const target = /** @type {HTMLElement | null} */ (ev.target);
     const tag = target?.tagName;
     if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT') return;
-    if (ev.key === 'ArrowRight') step();
-    else if (ev.key === 'ArrowLeft') back();
-    else if (ev.key === ' ' || ev.key === 'Spacebar') {
-      if (tag === 'BUTTON') return; // the button's own click handles space
-      togglePlay();
-    } else if (ev.key === 'Escape') {
-      if (!card.hidden) hideCard();
-      else if (focus) clearSelection();
-      else return;
-    } else if (ev.key === '/') {
-      search.input.focus();
-    } else return;
+    const s = shortcutFor(ev);
+    if (!s || keyActions[s.action]?.(tag) === false) return;
     ev.preventDefault();
     ev.stopPropagation();
   }
@@ -1203,6 +1237,8 @@ export function createView({ model, el, backend, options = {} }) {
     stopWarnings();
     stopTheme();
     search.destroy();
+    help.destroy();
+    minimap.destroy();
     resizer?.disconnect();
     root.removeEventListener('keydown', onKey);
     root.removeEventListener('mousedown', focusOnPress);
@@ -1225,12 +1261,10 @@ export function createView({ model, el, backend, options = {} }) {
   }
   function buildLegend() {
     const items = [];
-    if (colorBy === 'memory') {
-      items.push(h('span', { class: 'agw-legend-item' }, 'nodes: saved bytes (log scale, see the list) · outline: step state'));
-    } else if (colorBy === 'sensitivity') {
-      const r = sensitivity?.range;
-      items.push(h('span', { class: 'agw-legend-item agw-sens-legend' }, `nodes: ‖J‖²_F of their gradient map (log scale${r ? `, 10^${r[0].toFixed(1)} … 10^${r[1].toFixed(1)}` : ''}) · outline: step state`));
-    } else {
+    const shaded = colorBy !== 'gradient';
+    if (colorBy === 'memory') items.push(...memoryKey());
+    else if (colorBy === 'sensitivity') items.push(...sensitivityKey());
+    else {
       for (const ks of Object.values(KIND_STYLE)) items.push(legendItem(`agw-swatch agw-sym-${ks.symbol}`, `background:${ks.color}`, ks.label));
     }
     if (graph.boxes.length) items.push(legendItem('agw-box-swatch', `background:linear-gradient(90deg, ${GROUP_COLOR} 45%, ${theme.boxBody} 45%)`, 'folded module (progress)'));
@@ -1247,13 +1281,45 @@ export function createView({ model, el, backend, options = {} }) {
       legendItem('agw-swatch agw-state-failed', '', 'failed'),
       legendItem('agw-swatch agw-state-nograd', '', 'no gradient'),
       h('span', { class: 'agw-legend-gap' }),
-      legendItem('agw-line agw-line-idle', '', 'not flowed'),
-      legendItem('agw-line agw-line-none', '', 'None'),
-      legendItem('agw-line agw-line-alarm', `border-color:${ALARM_COLOR}`, 'NaN/inf'),
-      legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'),
     );
+    if (shaded) items.push(legendItem('agw-line agw-line-idle', '', 'edges: not coloured in this mode'));
+    else {
+      items.push(
+        legendItem('agw-line agw-line-idle', '', 'not flowed'),
+        legendItem('agw-line agw-line-none', '', 'None'),
+        legendItem('agw-line agw-line-alarm', `border-color:${ALARM_COLOR}`, 'NaN/inf'),
+      );
+    }
+    items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'));
     if (state.edits?.size) items.push(legendItem('agw-line agw-line-edit', `border-color:${EDIT_COLOR}`, '✎ edited gradient'));
     if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
     legend.replaceChildren(...items);
+    legend.dataset.mode = colorBy;
+  }
+
+  /** The memory mode's key: the fill bins with the bytes where each starts, "nothing saved". */
+  function memoryKey() {
+    const title = h('span', { class: 'agw-legend-item agw-legend-title' }, 'fill: bytes saved for backward (log scale)');
+    const bins = memory ? memoryLegend(memory.items) : [];
+    if (!memory) return [title, h('span', { class: 'agw-legend-item agw-legend-loading' }, memoryError ? `unavailable: ${memoryError}` : 'counting…')];
+    if (!bins.length) return [title, legendItem('agw-swatch', `background:${theme.noMemory}`, 'nothing saved anywhere'), outlineNote()];
+    return [title, ...scaleItems(bins, MEMORY_COLORS.length), legendItem('agw-swatch', `background:${theme.noMemory}`, 'nothing saved'), outlineNote()];
+  }
+
+  /** The sensitivity mode's key: ‖J‖²_F bins (dimensionless, squared Frobenius norm), "no value". */
+  function sensitivityKey() {
+    const title = h('span', { class: 'agw-legend-item agw-legend-title agw-sens-legend' }, `fill: ‖J‖²_F of the node's gradient map (log scale, no unit${sensitivity?.samples ? `; ≈ from ${sensitivity.samples} probes where not exact` : ''})`);
+    if (!sensitivity) return [title, h('span', { class: 'agw-legend-item agw-legend-loading' }, sensitivityError ? `unavailable: ${sensitivityError}` : 'probing…')];
+    const bins = sensitivityLegend(sensitivity);
+    return [title, ...scaleItems(bins, SENSITIVITY_COLORS.length), legendItem('agw-swatch', `background:${theme.noMemory}`, 'no value'), outlineNote()];
+  }
+
+  /** One swatch per colour bin, labelled with where it starts ("≥ 1.5 KiB"). @param {{ color: string, from: string }[]} bins @param {number} k */
+  function scaleItems(bins, k) {
+    return bins.slice(0, k).map((b) => legendItem('agw-swatch agw-scale-swatch', `background:${b.color}`, `≥ ${b.from}`));
+  }
+
+  function outlineNote() {
+    return h('span', { class: 'agw-legend-item' }, 'outline: step state');
   }
 }

@@ -37,7 +37,7 @@ describe('render', () => {
     expect(new Set(uids).size).toBe(uids.length);
     expect(data[T.edgeLabels].uid).toBe('agw-edge-labels');
     const names = [...el.querySelectorAll('button')].map((b) => b.textContent);
-    expect(names).toEqual(['Step', 'Back', 'Run to node', 'Run to end', 'Reset', 'Play', 'Fit', 'First NaN/Inf']);
+    expect(names).toEqual(['Step', 'Back', 'Run to node', 'Run to end', 'Reset', 'Play', 'Fit', 'First NaN/Inf', '?', '×']); // '?': keyboard help, '×': its close button (issue 17)
     expect(el.querySelector('input[type=range]').getAttribute('aria-label')).toMatch(/Speed/);
     const status = el.querySelector('.agw-status');
     expect(status.getAttribute('aria-live')).toBe('polite');

@@ -1,0 +1,166 @@
+// Overview and help in the mounted view (issue 17): the "?" help, the minimap, the per-mode
+// legends and the neutral edges of the memory / sensitivity modes. plotly is recorded, not run.
+import { describe, expect, it, vi } from 'vitest';
+
+vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
+
+import { MEMORY_COLORS, formatBytes } from '../src/memory.js';
+import { minimapTransform } from '../src/minimap.js';
+import { decodeGraph } from '../src/model.js';
+import { SENSITIVITY_COLORS } from '../src/sensitivity.js';
+import { SHORTCUTS } from '../src/help.js';
+import { makeTheme } from '../src/style.js';
+import { byName } from './fake_plotly.js';
+import { boxGraph } from './fixtures.js';
+import { flush, mountBoxes, useViewTestHooks } from './mount.js';
+
+useViewTestHooks();
+
+const key = (target, k, extra = {}) => target.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true, cancelable: true, ...extra }));
+
+/** The stroke colours of the overlay's last paint (ops after its last clearRect). */
+function lastStrokes(el) {
+  const ops = el.querySelector('canvas.agw-overlay').__ctx.ops;
+  let from = 0;
+  ops.forEach((o, k) => {
+    if (o[0] === 'clearRect') from = k;
+  });
+  const out = new Set();
+  let style = '';
+  for (const o of ops.slice(from)) {
+    if (o[0] === 'set' && o[1] === 'strokeStyle') style = o[2];
+    if (o[0] === 'stroke') out.add(style);
+  }
+  return out;
+}
+const BINS = new Set([...makeTheme().bins, ...makeTheme({ dark: true }).bins]);
+
+describe('keyboard help', () => {
+  it("'?' opens the help listing the view's shortcuts; Escape closes it; the button toggles it", async () => {
+    const { q, button, cleanup } = mountBoxes(0);
+    await flush();
+    const root = q('.agw-root');
+    const help = q('.agw-help');
+    const btn = button('Keyboard help');
+    expect(btn.textContent).toBe('?');
+    expect(help.hidden).toBe(true);
+    key(root, '?', { shiftKey: true });
+    expect(help.hidden).toBe(false);
+    const rows = [...help.querySelectorAll('.agw-help-keys kbd')].map((k) => k.textContent);
+    expect(rows).toEqual(SHORTCUTS.map((s) => s.label));
+    expect(help.textContent).toContain('Step: run the next node');
+    key(root, 'Escape');
+    expect(help.hidden).toBe(true);
+    btn.click();
+    expect(help.hidden).toBe(false);
+    btn.click();
+    expect(help.hidden).toBe(true);
+    cleanup();
+  });
+
+  it('every listed shortcut does something: → steps, ← backs, / focuses search', async () => {
+    const { el, q, sent, cleanup } = mountBoxes(3);
+    await flush();
+    const root = q('.agw-root');
+    key(root, 'ArrowRight');
+    key(root, 'ArrowRight', { shiftKey: true });
+    expect(sent('step')).toHaveLength(1);
+    key(root, 'ArrowLeft');
+    expect(sent('back')).toHaveLength(1);
+    key(root, '/');
+    expect(document.activeElement).toBe(el.querySelector('input[aria-label="Search nodes"]'));
+    cleanup();
+  });
+});
+
+describe('minimap', () => {
+  it('is hidden at Fit, shown once zoomed in; a click on it moves the view there', async () => {
+    const { q, gd, cleanup } = mountBoxes(0);
+    await flush();
+    const mini = q('.agw-minimap');
+    expect(mini.hidden).toBe(true); // the whole drawing is in view
+    const g = decodeGraph(boxGraph());
+    const [x0, x1, y0, y1] = g.bounds;
+    const w = (x1 - x0) / 4;
+    const h = (y1 - y0 || 1) / 4;
+    const plot = gd();
+    plot.layout.xaxis.range = [x0, x0 + w];
+    plot.layout.yaxis.range = [y1 - h, y1];
+    plot.emit('plotly_relayout', {});
+    expect(mini.hidden).toBe(false);
+    const t = minimapTransform(g.bounds);
+    const cx = (x0 + x1) / 2;
+    const cy = (y0 + y1) / 2;
+    const n = byName('relayout').length;
+    mini.dispatchEvent(new MouseEvent('pointerdown', { clientX: t.px(cx), clientY: t.py(cy), bubbles: true, cancelable: true, button: 0 }));
+    mini.dispatchEvent(new MouseEvent('pointerup', { bubbles: true }));
+    const calls = byName('relayout');
+    expect(calls.length).toBe(n + 1);
+    const r = calls.at(-1).args[0];
+    expect((r['xaxis.range'][0] + r['xaxis.range'][1]) / 2).toBeCloseTo(cx, 1);
+    expect((r['yaxis.range'][0] + r['yaxis.range'][1]) / 2).toBeCloseTo(cy, 1);
+    expect(r['xaxis.range'][1] - r['xaxis.range'][0]).toBeCloseTo(w); // the zoom is kept
+    // Fit shows everything again: the minimap goes
+    await flush();
+    q('.agw-fit').click();
+    await flush();
+    expect(mini.hidden).toBe(true);
+    cleanup();
+  });
+});
+
+describe('colour modes', () => {
+  it('memory: its own legend (bins in bytes, nothing saved, neutral edges) and grey edges', async () => {
+    const { el, q, reply, cleanup } = mountBoxes(9);
+    await flush();
+    const legend = q('.agw-legend');
+    expect(legend.textContent).toContain('not flowed');
+    // gradient mode: edges that flowed are drawn in the gradient bins (the test can fail)
+    expect([...lastStrokes(el)].some((c) => BINS.has(c))).toBe(true);
+    const select = el.querySelector('select[aria-label="Colour mode"]');
+    select.value = 'memory';
+    select.dispatchEvent(new Event('change'));
+    expect(legend.dataset.mode).toBe('memory');
+    expect(legend.textContent).toContain('counting…');
+    expect([...lastStrokes(el)].some((c) => BINS.has(c))).toBe(false);
+    reply('memory', { total: 600, items: [104, 0, 416, 0, 80], top: [], by_module: {} });
+    await flush();
+    const text = legend.textContent;
+    expect(text).toContain('bytes saved for backward');
+    expect(text).toContain(`≥ ${formatBytes(80)}`);
+    expect(text).toContain('nothing saved');
+    expect(text).toContain('edges: not coloured in this mode');
+    expect(text).not.toContain('not flowed');
+    const swatches = [...legend.querySelectorAll('.agw-scale-swatch')].map((s) => s.style.background);
+    expect(swatches).toHaveLength(MEMORY_COLORS.length);
+    // every stroke of the overlay is the idle grey: no gradient colour bar, no coloured edge
+    const strokes = lastStrokes(el);
+    expect([...strokes].some((c) => BINS.has(c))).toBe(false);
+    expect(strokes.has(makeTheme().idleEdge) || strokes.has(makeTheme({ dark: true }).idleEdge)).toBe(true);
+    select.value = 'gradient';
+    select.dispatchEvent(new Event('change'));
+    expect(legend.textContent).toContain('not flowed');
+    expect([...lastStrokes(el)].some((c) => BINS.has(c))).toBe(true);
+    cleanup();
+  });
+
+  it('sensitivity: its own legend with the ‖J‖²_F bins and no unit', async () => {
+    const { el, q, reply, cleanup } = mountBoxes(9);
+    await flush();
+    const select = el.querySelector('select[aria-label="Colour mode"]');
+    select.value = 'sensitivity';
+    select.dispatchEvent(new Event('change'));
+    const legend = q('.agw-legend');
+    expect(legend.dataset.mode).toBe('sensitivity');
+    expect(legend.textContent).toContain('probing…');
+    reply('probe', { items: [Math.log10(2), Math.log10(16), null, null, null], range: [Math.log10(2), Math.log10(16)], nodes: {}, errors: {}, samples: 16 });
+    await flush();
+    expect(legend.textContent).toContain('‖J‖²_F');
+    expect(legend.textContent).toContain('no unit');
+    expect(legend.textContent).toContain('≥ 2');
+    expect(legend.textContent).toContain('no value');
+    expect(legend.querySelectorAll('.agw-scale-swatch')).toHaveLength(SENSITIVITY_COLORS.length);
+    expect([...lastStrokes(el)].some((c) => BINS.has(c))).toBe(false);
+    cleanup();
+  });
+});
