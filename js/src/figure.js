@@ -15,6 +15,8 @@ import {
   EDIT_COLOR,
   HIGHLIGHT_COLOR,
   NEXT_COLOR,
+  BADGE_MIN_PX,
+  BADGE_OUTLINE_PX,
   SAVED_BADGE,
   SELECT_COLOR,
   bucketEdges,
@@ -311,7 +313,8 @@ export function badgeData(graph, view, ppu, sizeScale, bs, halfW) {
     color.push(badge.color);
     index.push(i);
   }
-  return { x, y, symbol, color, index, size: Math.max(9, 0.6 * base) };
+  // Never smaller than BADGE_MIN_PX: at Fit the nodes shrink to a few pixels, the mark must not.
+  return { x, y, symbol, color, index, size: Math.max(BADGE_MIN_PX, 0.8 * base) };
 }
 
 /**
@@ -405,7 +408,7 @@ export function buildFigure(graph, state, theme, view) {
     name: 'saved tensors stale or freed',
     x: badges.x,
     y: badges.y,
-    marker: { size: badges.size, symbol: badges.symbol, color: badges.color, line: { color: theme.background, width: 1 } },
+    marker: { size: badges.size, symbol: badges.symbol, color: badges.color, line: { color: theme.outline, width: BADGE_OUTLINE_PX } },
   };
   data[T.nodeLabels] = {
     ...base,
