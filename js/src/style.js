@@ -34,7 +34,7 @@ export const HIGHLIGHT_COLOR = '#d62ad0';
 export const FREED_COLOR = '#8c8c8c';
 
 /** Smallest on-screen size (CSS px) of a stale/freed badge: visible at Fit whatever the zoom. */
-export const BADGE_MIN_PX = 16;
+export const BADGE_MIN_PX = 18;
 /** Width (CSS px) of the badge's outline, in the theme's outline colour (dark on light). */
 export const BADGE_OUTLINE_PX = 2;
 
