@@ -209,6 +209,58 @@ def test_failing_node_is_shown_and_widget_stays_usable():
     w.close()
 
 
+def _failing_widget():
+    x = torch.randn(3, requires_grad=True)
+    y = (x * 2).exp()
+    y.add_(1)  # ExpBackward0's saved result is stale: its step fails
+    return aw.explore(y.sum())
+
+
+@pytest.mark.parametrize(
+    ("msg", "what"),
+    [
+        ({"type": "step"}, "can't step"),
+        ({"type": "run", "chunk_ms": 50}, "can't run on"),
+        ({"type": "run_to", "node": 0}, "can't run to a node"),
+    ],
+)
+def test_after_a_failure_moving_on_is_refused_with_the_way_out(msg, what):
+    w = _failing_widget()
+    w.stepper.run()
+    pos, seq, err = w.stepper.position, w._state["seq"], w._state["error"]
+    assert err is not None
+    out = send(w, msg)
+    assert out == [{
+        "type": "warning",
+        "message": f"{what}: ExpBackward0 failed — Back or Reset to go on",
+    }]
+    # refused before anything changed: same position, same state, the failure still shown
+    assert w.stepper.position == pos and w._state["seq"] == seq and w._state["error"] == err
+    assert not w._state["running"]
+    # Back clears the failure: stepping is allowed again (and fails again at the same node)
+    assert send(w, {"type": "back"}) == []
+    assert w._state["error"] is None
+    assert w.stepper.position == pos - 1
+    assert send(w, {"type": "step"}) == [] and w.stepper.position == pos
+    assert send(w, {"type": "step"}) == [] and w._state["error"] is not None
+    w.close()
+
+
+def test_a_failure_at_step_0_points_to_reset_only():
+    x = torch.tensor(2.0, requires_grad=True)
+    loss = x.exp()  # the root itself saved its result...
+    loss.backward()  # ...which backward() freed: step 0 fails
+    w = aw.explore(loss)
+    assert send(w, {"type": "step"}) == []
+    assert w.stepper.position == 0 and w._state["error"] is not None
+    out = send(w, {"type": "step"})
+    msg = "can't step: ExpBackward0 failed — Reset to go on"
+    assert out == [{"type": "warning", "message": msg}]
+    assert send(w, {"type": "reset"}) == []
+    assert w._state["error"] is None and w.stepper.position == 0
+    w.close()
+
+
 def test_freed_graph_says_what_is_wrong():
     x = torch.randn(3, requires_grad=True)
     loss = x.exp().sum()

@@ -7,7 +7,9 @@ handler (acts on a `Session`) and the reply shape ("reply": answered with
 `{"type": "reply", "request": id, "data": ...}`; "none": the change shows in the synced state).
 `dispatch` runs one message: an unknown or malformed one, or one its validator rejects, is
 answered with `{"type": "warning", "message": ...}` and changes nothing; a handler that fails is
-logged and warned about, never raised into the kernel. js/src/protocol.js lists the same names
+logged and warned about, never raised into the kernel. After a failed step, "step", "run" and
+"run_to" are refused ("can't step: X failed — Back or Reset to go on"): they would only call the
+failing node again. js/src/protocol.js lists the same names
 (tests/test_protocol.py checks).
 
 The `_state` trait's keys are `STATE_KEYS`; the recording of a run replays `STATE_ARRAYS`
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..view import inspect
+from ..view.labels import node_title
 from ..view.modules import module_paths
 
 if TYPE_CHECKING:
@@ -112,9 +115,20 @@ def _none(s: Session, msg: dict) -> None:
     return None
 
 
+def _refuse_after_failure(s: Session, what: str) -> None:
+    """After a failed step, moving forward would only call the failing node again: say so and
+    point to Back (when there is a step to undo) or Reset."""
+    err = s.stepper.last_error
+    if err is None:
+        return
+    way = "Back or Reset" if s.stepper.position > 0 else "Reset"
+    raise Invalid(f"can't {what}: {node_title(s.graph.nodes[err[0]])} failed — {way} to go on")
+
+
 def _v_step(s: Session, msg: dict) -> None:
     if s.stepper.done:
         raise Invalid("already at the end of backward: nothing left to step")
+    _refuse_after_failure(s, "step")
 
 
 def _v_back(s: Session, msg: dict) -> None:
@@ -123,6 +137,7 @@ def _v_back(s: Session, msg: dict) -> None:
 
 
 def _v_run_to(s: Session, msg: dict) -> str:
+    _refuse_after_failure(s, "run to a node")
     scene, st = s.scene, s.stepper
     j = scene.item_index(msg.get("node"))
     if j is not None and scene.node_of_item(j) is None:
@@ -144,6 +159,7 @@ def _v_run(s: Session, msg: dict) -> float:
     chunk = msg.get("chunk_ms", 100)
     if isinstance(chunk, bool) or not isinstance(chunk, int | float) or not chunk > 0:
         raise Invalid("run needs a positive chunk_ms")
+    _refuse_after_failure(s, "run on")
     return min(float(chunk), MAX_CHUNK_MS) / 1000.0
 
 

@@ -15,6 +15,8 @@ import {
   EDIT_COLOR,
   HIGHLIGHT_COLOR,
   NEXT_COLOR,
+  BADGE_MIN_PX,
+  BADGE_OUTLINE_PX,
   SAVED_BADGE,
   SELECT_COLOR,
   bucketEdges,
@@ -281,8 +283,8 @@ export function boxTraces(graph, state, view, ppu) {
 }
 
 /**
- * Badges on nodes whose saved tensors are stale (stepping them raises) or freed, at the marker's
- * top-right corner.
+ * Badges on nodes whose saved tensors are stale (stepping them raises) or freed, beside the
+ * marker's upper-left corner (a box's top-right one), at least BADGE_MIN_PX on screen.
  * @param {import('./model.js').Graph} graph @param {ViewSpec} view @param {number} ppu
  * @param {Float32Array} sizeScale @param {{ halfH: number, kx: number, ky: number }} bs
  * @param {ArrayLike<number>} halfW per item (boxes)
@@ -295,6 +297,8 @@ export function badgeData(graph, view, ppu, sizeScale, bs, halfW) {
   const color = [];
   const index = [];
   const states = graph.savedState ?? new Uint8Array(0);
+  // Never smaller than BADGE_MIN_PX: at Fit the nodes shrink to a few pixels, the mark must not.
+  const size = Math.max(BADGE_MIN_PX, 0.8 * base);
   for (let i = 0; i < graph.n; i++) {
     const st = /** @type {1 | 2} */ (states[i]);
     const badge = SAVED_BADGE[st];
@@ -303,15 +307,17 @@ export function badgeData(graph, view, ppu, sizeScale, bs, halfW) {
       x.push(graph.x[i] + halfW[i]);
       y.push(graph.y[i] + bs.halfH);
     } else {
-      const r = (0.45 * base * (sizeScale[i] || 1));
-      x.push(graph.x[i] + r / bs.kx);
+      // Beside the node's upper-left corner, not over it (the node's own state colour stays
+      // visible) nor over its label on the right.
+      const r = 0.45 * base * (sizeScale[i] || 1) + 0.35 * size;
+      x.push(graph.x[i] - r / bs.kx);
       y.push(graph.y[i] + r / bs.ky);
     }
     symbol.push(badge.symbol);
     color.push(badge.color);
     index.push(i);
   }
-  return { x, y, symbol, color, index, size: Math.max(9, 0.6 * base) };
+  return { x, y, symbol, color, index, size };
 }
 
 /**
@@ -405,7 +411,7 @@ export function buildFigure(graph, state, theme, view) {
     name: 'saved tensors stale or freed',
     x: badges.x,
     y: badges.y,
-    marker: { size: badges.size, symbol: badges.symbol, color: badges.color, line: { color: theme.background, width: 1 } },
+    marker: { size: badges.size, symbol: badges.symbol, color: badges.color, line: { color: theme.outline, width: BADGE_OUTLINE_PX } },
   };
   data[T.nodeLabels] = {
     ...base,

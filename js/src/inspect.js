@@ -73,6 +73,19 @@ export const SAVED_STATES = Object.freeze({
 });
 
 /**
+ * A saved value's note, said once: when the node's step failed (its message is shown at the top of
+ * the inspector), the engine's error quoted at the end of a stale note gives way to a pointer.
+ * @param {string} note @param {boolean} failed the node's step failed
+ * @example savedNote('stale: modified in place after it was saved; stepping this node raises the engine\'s error: one of ...', true)
+ *   // 'stale: modified in place after it was saved; stepping this node raised the error above'
+ */
+export function savedNote(note, failed) {
+  if (!failed) return note;
+  const k = note.indexOf('; stepping this node raises');
+  return k < 0 ? note : `${note.slice(0, k)}; stepping this node raised the error above`;
+}
+
+/**
  * @typedef {object} SavedItem
  * @property {string} key unique within the node (the name, or name#k)
  * @property {string} name

@@ -14,6 +14,7 @@ import {
   outgoingEdges,
   savedDetailRows,
   savedItems,
+  savedNote,
   sequenceText,
   summaryStats,
   tracebackText,
@@ -177,7 +178,7 @@ export function createInspector(doc, handlers) {
     const hooks = hookItems(data.hooks);
     out.push(...tabs({
       grad: () => gradientsTab(t),
-      saved: () => savedTab(saved, data.saved_error),
+      saved: () => savedTab(saved, data.saved_error, !!stepError),
       hooks: () => hooksTab(hooks),
     }, { saved: saved.length ? String(saved.length) : '', hooks: hooks.hooks.length ? String(hooks.hooks.length) : '' }, saved.some((s) => s.state === 'stale' || s.state === 'freed')));
     return out;
@@ -262,8 +263,11 @@ export function createInspector(doc, handlers) {
     return out;
   }
 
-  /** @param {import('./inspect.js').SavedItem[]} items @param {unknown} error */
-  function savedTab(items, error) {
+  /**
+   * @param {import('./inspect.js').SavedItem[]} items @param {unknown} error
+   * @param {boolean} failed this node's step failed (its message is at the top: not repeated)
+   */
+  function savedTab(items, error, failed) {
     const out = [];
     if (error) out.push(note(`✖ could not read the saved values: ${error}`, 'agw-insp-error'));
     if (!items.length) {
@@ -282,7 +286,7 @@ export function createInspector(doc, handlers) {
       const li = h('li', { class: `agw-saved-item agw-saved-${it.state}${open ? ' agw-open' : ''}`, 'data-name': it.name }, head);
       if (!it.tensor && it.kind !== 'none') li.append(h('div', { class: 'agw-saved-value' }, h('code', {}, `= ${it.value}`)));
       if (it.aliases.length) li.append(h('div', { class: 'agw-saved-aliases' }, `aliases: ${it.aliases.join('; ')}`));
-      if (it.note) li.append(h('div', { class: `agw-saved-note${it.state === 'stale' || it.state === 'freed' ? ' agw-alarm' : ''}` }, it.note));
+      if (it.note) li.append(h('div', { class: `agw-saved-note${it.state === 'stale' || it.state === 'freed' ? ' agw-alarm' : ''}` }, savedNote(it.note, failed)));
       if (open) li.append(savedDetail(it));
       if (it.tensor) {
         nameEl.addEventListener('click', () => {

@@ -33,6 +33,11 @@ export const GROUP_COLOR = '#6c757d';
 export const HIGHLIGHT_COLOR = '#d62ad0';
 export const FREED_COLOR = '#8c8c8c';
 
+/** Smallest on-screen size (CSS px) of a stale/freed badge: visible at Fit whatever the zoom. */
+export const BADGE_MIN_PX = 18;
+/** Width (CSS px) of the badge's outline, in the theme's outline colour (dark on light). */
+export const BADGE_OUTLINE_PX = 2;
+
 /** The badge drawn on a node whose saved tensors are stale or freed (`nodes.saved_state`). */
 export const SAVED_BADGE = Object.freeze({
   [SAVED_STATE.stale]: { symbol: 'triangle-up', color: ALARM_COLOR, label: 'stale saved tensor (its step fails)' },

@@ -78,6 +78,8 @@ export function createView({ model, el, backend, options = {} }) {
     play: button('Play', 'Step automatically (space)'),
   };
   btn.play.classList.add('agw-play');
+  /** The buttons' own titles: a failed step replaces them with the reason they can't go on. */
+  const baseTitle = new Map(Object.values(btn).map((b) => [b, b.title]));
   const speed = /** @type {HTMLInputElement} */ (h('input', {
     type: 'range', min: String(SPEED.min), max: String(SPEED.max), step: '1', value: String(SPEED.initial),
     'aria-label': 'Speed (steps per second)', class: 'agw-speed-input',
@@ -117,7 +119,11 @@ export function createView({ model, el, backend, options = {} }) {
   const progress = h('div', { class: 'agw-progress', role: 'progressbar', 'aria-label': 'Steps done', 'aria-valuemin': '0' });
   const progressBar = h('div', { class: 'agw-progress-bar' });
   progress.append(progressBar);
-  const status = h('div', { class: 'agw-status', role: 'status', 'aria-live': 'polite' });
+  // One line: the stepper's status (ellipsised, the full text in the title) and, after a failed
+  // step, the way out, always visible at its right.
+  const statusText = h('span', { class: 'agw-status-text' });
+  const statusHint = h('span', { class: 'agw-status-hint', id: `agw-hint-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
+  const status = h('div', { class: 'agw-status', role: 'status', 'aria-live': 'polite' }, statusText, statusHint);
   const alert = h('div', { class: 'agw-alert', role: 'alert', hidden: '' });
   const notice = h('div', { class: 'agw-notice', role: 'note', hidden: '' });
   const body = h('div', { class: 'agw-body' });
@@ -134,7 +140,7 @@ export function createView({ model, el, backend, options = {} }) {
     collapse: (group) => send({ type: MSG.COLLAPSE, group }),
     expand: (group) => send({ type: MSG.EXPAND, group }),
     runTo: (target) => {
-      if (mode !== 'idle') return;
+      if (mode !== 'idle' || refuseAfterFailure('run to a node')) return;
       const i = 'item' in target ? target.item : graph.indexOf.get(target.id) ?? -1;
       if (i >= 0) send({ type: MSG.RUN_TO, node: i });
     },
@@ -409,8 +415,10 @@ export function createView({ model, el, backend, options = {} }) {
     btn.play.textContent = busy ? 'Pause' : 'Play';
     btn.play.setAttribute('aria-pressed', busy ? 'true' : 'false');
     btn.play.disabled = !busy && state.done;
-    btn.runTo.title = target >= 0 ? `Run up to and including ${graph.names[target] || graph.labels[target]}` : 'Select a node first (click it)';
-    status.textContent = state.status;
+    baseTitle.set(btn.runTo, target >= 0 ? `Run up to and including ${graph.names[target] || graph.labels[target]}` : 'Select a node first (click it)');
+    const stuck = failed && !busy ? wayOut() : '';
+    for (const b of [btn.step, btn.runTo, btn.runEnd, btn.play]) markBlocked(b, stuck);
+    showStatus(stuck);
     direction.value = graph.orientation;
     notice.hidden = !state.notice;
     notice.textContent = state.notice ? `⚠ ${state.notice}` : '';
@@ -421,13 +429,63 @@ export function createView({ model, el, backend, options = {} }) {
     progressBar.style.width = total > 0 ? `${(100 * Math.min(state.position, total)) / total}%` : '0%';
     progress.setAttribute('aria-valuemax', String(total));
     progress.setAttribute('aria-valuenow', String(state.position));
-    if (failed && state.error) {
-      const who = state.error.node >= 0 ? graph.names[state.error.node] || graph.labels[state.error.node] : 'a node';
-      showAlert(`${who} failed: ${state.error.message}`, 'error');
-    } else if (alert.dataset.kind === 'error') {
-      hideAlert();
-    }
     updateWaiting();
+  }
+
+  /** "Back or Reset to go on" after a failed step ("Reset" alone at step 0), else "". */
+  function wayOut() {
+    if (!state.error) return '';
+    return `${state.position > 0 ? 'Back or Reset' : 'Reset'} to go on`;
+  }
+
+  /** The failing node's name ("a node" when it is not shown). */
+  function failedName() {
+    const i = state.error ? state.error.node : -1;
+    return i >= 0 ? graph.names[i] || graph.labels[i] : 'a node';
+  }
+
+  /**
+   * The status line: the stepper's text on one line (its full text in the title) and, after a
+   * failed step, the way out (`why` on a refused click).
+   * @param {string} stuck the way out, "" when not stuck @param {string} [why] what was refused
+   */
+  function showStatus(stuck, why = '') {
+    statusText.textContent = state.status;
+    statusHint.hidden = !stuck;
+    statusHint.textContent = stuck ? ` — ${why ? `can't ${why}: ` : ''}${stuck}` : '';
+    status.title = stuck ? `${state.status}\n${why ? `Can't ${why}: ` : ''}${stuck}.` : state.status;
+    status.classList.toggle('agw-status-failed', state.error !== null);
+  }
+
+  /**
+   * A button that can't act after a failed step stays focusable and clickable (a click says
+   * why), marked aria-disabled and described by the way out. @param {HTMLElement} b @param {string} stuck
+   */
+  function markBlocked(b, stuck) {
+    const on = !!stuck && !(/** @type {HTMLButtonElement} */ (b).disabled);
+    b.classList.toggle('agw-blocked', on);
+    if (on) {
+      b.setAttribute('aria-disabled', 'true');
+      b.setAttribute('aria-describedby', statusHint.id);
+      b.title = `Can't go on: ${failedName()} failed. ${stuck}.`;
+    } else {
+      b.removeAttribute('aria-disabled');
+      b.removeAttribute('aria-describedby');
+      b.title = baseTitle.get(b) ?? '';
+    }
+  }
+
+  /**
+   * After a failed step, a move forward is refused here (Python refuses it too): the status
+   * line says why and flashes. Returns true when refused. @param {string} what "step", ...
+   */
+  function refuseAfterFailure(what) {
+    if (!state.error || mode !== 'idle') return false;
+    showStatus(wayOut(), what);
+    status.classList.remove('agw-flash');
+    void (/** @type {HTMLElement} */ (status).offsetWidth); // restart the animation
+    status.classList.add('agw-flash');
+    return true;
   }
 
   /** What depends on `_graph` alone: counts, the plumbing toggle, the legend. */
@@ -472,7 +530,7 @@ export function createView({ model, el, backend, options = {} }) {
     alert.hidden = false;
     alert.dataset.kind = kind;
     alert.textContent = (kind === 'error' ? '✖ ' : '⚠ ') + text;
-    if (kind === 'warning') alertTimer = setTimeout(() => (state.error ? updateChrome() : hideAlert()), 8000);
+    if (kind === 'warning') alertTimer = setTimeout(hideAlert, 8000);
   }
 
   function hideAlert() {
@@ -499,7 +557,7 @@ export function createView({ model, el, backend, options = {} }) {
         : Promise.reject(new Error('not available without a kernel'));
 
   function step() {
-    if (mode !== 'idle' || state.done) return;
+    if (mode !== 'idle' || state.done || refuseAfterFailure('step')) return;
     send({ type: MSG.STEP });
   }
   function back() {
@@ -508,11 +566,11 @@ export function createView({ model, el, backend, options = {} }) {
   }
   function runToSelected() {
     const i = runTarget();
-    if (mode !== 'idle' || i < 0) return;
+    if (mode !== 'idle' || i < 0 || refuseAfterFailure('run to a node')) return;
     send({ type: MSG.RUN_TO, node: i });
   }
   function runToEnd() {
-    if (mode !== 'idle' || state.done) return;
+    if (mode !== 'idle' || state.done || refuseAfterFailure('run to the end')) return;
     mode = 'run';
     updateChrome();
     send({ type: MSG.RUN, chunk_ms: RUN_CHUNK_MS });
@@ -522,7 +580,7 @@ export function createView({ model, el, backend, options = {} }) {
     send({ type: MSG.RESET });
   }
   function play() {
-    if (mode !== 'idle' || state.done) return;
+    if (mode !== 'idle' || state.done || refuseAfterFailure('play')) return;
     mode = 'play';
     updateChrome();
     playTick();
@@ -1062,7 +1120,8 @@ export function createView({ model, el, backend, options = {} }) {
       const seen = new Set(rows.map(([k]) => k));
       const more = (isBox ? groupReplyRows(data) : replyRows(data, graph)).filter(([k]) => !seen.has(k));
       dyn.replaceChildren(more.length ? table(more) : '');
-      if (data && typeof data === 'object' && data.error) dyn.append(h('div', { class: 'agw-card-error' }, `✖ ${data.error}`));
+      // The message itself is in the status line and the inspector: the card only says so.
+      if (data && typeof data === 'object' && data.error) dyn.append(h('div', { class: 'agw-card-error' }, '✖ this step failed (click: the message in the inspector)'));
       if (at) placeCard(at);
     };
     if (replies.has(key)) return fill(replies.get(key));

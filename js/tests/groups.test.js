@@ -17,7 +17,7 @@ import {
   moduleAncestors,
   progressText,
 } from '../src/groups.js';
-import { makeTheme, nodeStyles } from '../src/style.js';
+import { BADGE_MIN_PX, BADGE_OUTLINE_PX, makeTheme, nodeStyles } from '../src/style.js';
 import { boxGraph, boxState, broken, dataView, folds, zGraph } from './fixtures.js';
 
 const g = decodeGraph(boxGraph());
@@ -202,6 +202,13 @@ describe('boxes in the figure', () => {
     expect(data[T.badges].x).toHaveLength(2);
     expect(data[T.badges].marker.symbol).toEqual(['triangle-up', 'x']);
     expect(data[T.badges].marker.color[0]).toBe('#ff1f1f');
+    // a distinct outline (the theme's outline colour, not the background) ...
+    expect(data[T.badges].marker.line).toEqual({ color: theme.outline, width: BADGE_OUTLINE_PX });
+    // ... and never smaller than BADGE_MIN_PX, however far out the view is (Fit on a big graph)
+    const far = view();
+    far.range = { x: [far.range.x[0] - 5000, far.range.x[1] + 5000], y: [far.range.y[0] - 5000, far.range.y[1] + 5000] };
+    expect(buildFigure(bg, decodeState(broken.state(0), bg), theme, far).data[T.badges].marker.size).toBe(BADGE_MIN_PX);
+    expect(BADGE_MIN_PX).toBeGreaterThanOrEqual(14);
   });
   it('rings a selected box, glows the selected edge, marks highlighted items', () => {
     const s = decodeState(boxState(0), g);

@@ -132,6 +132,23 @@ describe('inspector: a node', () => {
     expect(err.textContent).toContain('no reply from the kernel');
   });
 
+  it('a failed step: its full message once, at the top; the Saved tab points to it', () => {
+    const engine = 'one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 8]] is at version 1; expected version 0 instead';
+    const data = addmmReply();
+    data.error = `RuntimeError in n6 (AddmmBackward0): ${engine}. Hint: enable anomaly detection`;
+    data.saved[2].note = `stale: modified in place after it was saved (saved at version 0, now 1); stepping this node raises the engine's error: ${engine}`;
+    const { el } = show(data);
+    const top = el.querySelector('.agw-insp-error');
+    expect(top.textContent).toBe(`✖ this step failed: ${data.error}`); // the full text, not cut
+    tab(el, 'Saved').click();
+    expect(el.querySelector('[data-name="mat2"] .agw-saved-note').textContent).toBe('stale: modified in place after it was saved (saved at version 0, now 1); stepping this node raised the error above');
+    expect(el.textContent.split(engine)).toHaveLength(2); // said once
+    // a node that did not fail keeps the whole note (it says what stepping it will raise)
+    const ok = show({ ...addmmReply(), saved: data.saved }).el;
+    tab(ok, 'Saved').click();
+    expect(ok.querySelector('[data-name="mat2"] .agw-saved-note').textContent).toContain(engine);
+  });
+
   it('hides on null', () => {
     const { insp, el } = show();
     insp.render(null);

@@ -180,17 +180,69 @@ describe('a new _state', () => {
     cleanup();
   });
 
-  it('shows a failure and stays usable', () => {
+  it('shows a failure once, on one status line, with the way out', () => {
     // z after z.backward(): Pow's saved tensors are gone, its step fails.
     const { model, el, button, cleanup } = mount(1, { _graph: freed.graph(), _state: freed.state(1) });
     model.push('_state', freed.state(freed.steps, { seq: 9 }));
-    const alert = el.querySelector('.agw-alert');
-    expect(alert.hidden).toBe(false);
-    expect(alert.textContent).toContain('PowBackward0 failed: RuntimeError in n1 (PowBackward0): Trying to backward through the graph a second time');
+    const message = 'RuntimeError in n1 (PowBackward0): Trying to backward through the graph a second time';
+    // no banner pushing the graph down: the alert row stays for warnings only
+    expect(el.querySelector('.agw-alert').hidden).toBe(true);
+    const status = el.querySelector('.agw-status');
+    expect(status.classList.contains('agw-status-failed')).toBe(true);
+    expect(status.querySelector('.agw-status-text').textContent).toContain(`PowBackward0 failed: ${message}`);
+    expect(status.querySelector('.agw-status-hint').textContent).toBe(' — Back or Reset to go on');
+    expect(status.title).toContain('retain_graph=True'); // the full text on hover
+    expect(el.textContent.split(message)).toHaveLength(2); // said once in the whole widget
     expect(button('Back').disabled).toBe(false);
     expect(button('Reset').disabled).toBe(false);
     model.push('_state', freed.state(0, { seq: 10 }));
-    expect(alert.hidden).toBe(true);
+    expect(status.classList.contains('agw-status-failed')).toBe(false);
+    expect(status.querySelector('.agw-status-hint').hidden).toBe(true);
+    expect(status.textContent).toBe('step 0 / 4 — AddBackward0');
+    cleanup();
+  });
+
+  it('after a failure, Step / Run to end / Play say why they cannot go on and send nothing', () => {
+    const { model, el, button, sent, cleanup } = mount(1, { _graph: freed.graph(), _state: freed.state(1) });
+    model.push('_state', freed.state(freed.steps, { seq: 9 }));
+    const hint = el.querySelector('.agw-status-hint');
+    for (const name of ['Step', 'Run to end', 'Play']) {
+      const b = button(name);
+      expect(b.disabled).toBe(false); // focusable, a click explains
+      expect(b.getAttribute('aria-disabled')).toBe('true');
+      expect(b.getAttribute('aria-describedby')).toBe(hint.id);
+      expect(b.title).toBe("Can't go on: PowBackward0 failed. Back or Reset to go on.");
+    }
+    const before = model.sent.length;
+    button('Step').click();
+    expect(hint.textContent).toBe(" — can't step: Back or Reset to go on");
+    expect(el.querySelector('.agw-status').classList.contains('agw-flash')).toBe(true);
+    button('Run to end').click();
+    expect(hint.textContent).toBe(" — can't run to the end: Back or Reset to go on");
+    button('Play').click();
+    expect(hint.textContent).toBe(" — can't play: Back or Reset to go on");
+    expect(button('Play').textContent).toBe('Play'); // not started
+    el.querySelector('.agw-root').dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    expect(model.sent.length).toBe(before); // nothing went to the kernel
+    expect(sent('step')).toHaveLength(0);
+    // Back is the way out: it is not blocked, and once the failure is gone the buttons are back
+    expect(button('Back').getAttribute('aria-disabled')).toBeNull();
+    button('Back').click();
+    expect(sent('back')).toHaveLength(1);
+    model.push('_state', freed.state(1, { seq: 10 }));
+    expect(button('Step').getAttribute('aria-disabled')).toBeNull();
+    expect(button('Step').title).toBe('Run the next node (→)');
+    button('Step').click();
+    expect(sent('step')).toHaveLength(1);
+    cleanup();
+  });
+
+  it('a failure at step 0 points to Reset only', () => {
+    const { model, el, button, cleanup } = mount(0, { _graph: freed.graph(), _state: freed.state(0) });
+    const last = freed.state(freed.steps);
+    model.push('_state', { ...last, seq: 9, position: 0 });
+    expect(el.querySelector('.agw-status-hint').textContent).toBe(' — Reset to go on');
+    expect(button('Step').title).toBe("Can't go on: PowBackward0 failed. Reset to go on.");
     cleanup();
   });
 

@@ -259,7 +259,15 @@ def test_zoom_fit_hover_select(page, lab_server):
     page.page_log.assert_clean()
 
 
-def test_failing_node_is_shown_and_the_widget_stays_usable(page, lab_server):
+# The stale/freed badges as plotly drew them: the on-screen size of each (CSS px); a triangle of
+# marker size 18 is about 20 wide and 14 tall.
+BADGE_BOXES = """root => [...root.querySelectorAll('.traceagw-badges path.point')].map((p) => {
+  const r = p.getBoundingClientRect();
+  return [r.width, r.height];
+})"""
+
+
+def test_failing_node_is_shown_once_and_the_widget_stays_usable(page, lab_server):
     cell = """\
 import torch
 import autograd_widget as aw
@@ -272,12 +280,21 @@ w"""
     open_notebook(page, lab_server, "failing.ipynb", cells)
     run_cell(page, 0)
     root = widget_in(page, 0)
+    # the stale saved tensor is marked before anything ran, visibly at Fit, and in the legend
+    badges = page.evaluate(BADGE_BOXES, root.element_handle())
+    assert len(badges) == 1 and max(badges[0]) >= 18 and min(badges[0]) >= 12, badges
+    expect(root.locator(".agw-legend")).to_contain_text("stale saved tensor")
+    plot_top = root.locator(".agw-plot").bounding_box()["y"]
     button(root, "Run to end").click()
-    alert = root.locator(".agw-alert")
-    expect(alert).to_be_visible()
-    expect(alert).to_contain_text("ExpBackward0 failed")
-    expect(alert).to_contain_text("inplace")
     expect(status(root)).to_contain_text("ExpBackward0 failed")
+    expect(status(root)).to_contain_text("inplace")
+    hint = root.locator(".agw-status-hint")
+    expect(hint).to_have_text(" — Back or Reset to go on")
+    # said once, on one line: no banner, the graph is not pushed down
+    expect(root.locator(".agw-alert")).to_be_hidden()
+    assert root.locator(".agw-status").bounding_box()["height"] < 32
+    assert abs(root.locator(".agw-plot").bounding_box()["y"] - plot_top) < 1
+    assert root.inner_text().count("expected version 0 instead") == 1
     expect(button(root, "Play")).to_be_visible()
     # the failed node is painted red (the overlay canvas, read back pixel by pixel)
     page.wait_for_timeout(200)
@@ -285,11 +302,21 @@ w"""
     assert "rgb(225, 87, 89)" in fill, fill
     save(root, "widget_failed.png")
     stuck = position_of(root)
+    # Step and Run to end say why they can't go on, and send nothing to the kernel
+    # (aria-disabled: assistive tech and Playwright see them unavailable, so the clicks are
+    # forced; a mouse still clicks them and is told why)
+    expect(button(root, "Step")).to_have_attribute("aria-disabled", "true")
+    expect(button(root, "Step")).to_be_disabled()
+    button(root, "Step").click(force=True)
+    expect(hint).to_have_text(" — can't step: Back or Reset to go on")
+    button(root, "Run to end").click(force=True)
+    expect(hint).to_have_text(" — can't run to the end: Back or Reset to go on")
     assert f"position {stuck}" in run_cell(page, 1)
     # Still usable: back, then reset.
     button(root, "Back").click()
     expect(status(root)).to_contain_text(f"step {stuck - 1} /")
-    expect(alert).to_be_hidden()
+    expect(hint).to_be_hidden()
+    expect(button(root, "Step")).not_to_have_attribute("aria-disabled", "true")
     button(root, "Reset").click()
     expect(status(root)).to_contain_text("step 0 /")
     page.page_log.assert_clean()
@@ -310,9 +337,13 @@ w"""
     notice = root.locator(".agw-notice")
     expect(notice).to_be_visible()
     expect(notice).to_contain_text("freed by backward()")
+    badges = page.evaluate(BADGE_BOXES, root.element_handle())
+    assert badges and all(max(b) >= 18 and min(b) >= 12 for b in badges), badges
+    expect(root.locator(".agw-legend")).to_contain_text("saved tensors freed")
     button(root, "Run to end").click()
-    expect(root.locator(".agw-alert")).to_contain_text("failed")
     expect(status(root)).to_contain_text("failed")
+    expect(root.locator(".agw-status-hint")).to_contain_text("Reset to go on")
+    expect(root.locator(".agw-alert")).to_be_hidden()
     save(root, "widget_freed.png")
     page.page_log.assert_clean()
 
