@@ -436,9 +436,9 @@ export function createView({ model, el, backend, options = {} }) {
     waiting.title = [`Next: ${name}`, ...rows.map(([k, v]) => `${k} ${v}`)].join('\n');
   }
 
-  /** The next node's name from the status line ("step 3 / 9 — AddmmBackward0"), inside a box. */
+  /** The next node's name from the status line ("ran … (step 3 / 9) → next AddmmBackward0"), inside a box. */
   function nextName() {
-    const m = /—\s*(.+)$/.exec(state.status);
+    const m = /→ next\s*(.+)$/.exec(state.status);
     const inBox = state.next >= 0 && graph.isBox[state.next] ? ` (in ${graph.labels[state.next]})` : '';
     return `${m ? m[1] : state.nextId ?? ''}${inBox}`;
   }
