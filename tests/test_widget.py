@@ -83,7 +83,8 @@ def test_stepping_from_python_updates_the_state(zw):
     assert s["edge_values"][str(e_y)] == [1.0]
     zw.stepper.run()
     s = zw._state
-    assert s["done"] and s["status"] == "ran AccumulateGrad (x) (step 4 / 4) — done" and s["next"] == -1
+    assert s["done"] and s["next"] == -1
+    assert s["status"] == "ran AccumulateGrad (x) (step 4 / 4) — done"
     e_x = edge_index(zw, "Pow", "x")
     assert s["edge_values"][str(e_x)] == [4.0]
     flags = arr(s["edge_flag"], np.uint8)
@@ -115,7 +116,8 @@ def test_step_back_reset_run_to_select_messages(zw):
     assert zw.stepper.position == 0
     pow_idx = view.decode_graph(zw._graph)["nodes"]["label"].index("Pow")
     send(zw, {"type": "run_to", "node": pow_idx})
-    assert zw.stepper.position == 3 and zw._state["status"] == "ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)"
+    assert zw.stepper.position == 3
+    assert zw._state["status"] == "ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)"
     send(zw, {"type": "select", "node": pow_idx})
     assert zw.selected == "n1"
     send(zw, {"type": "select", "node": None})

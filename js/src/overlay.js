@@ -1,7 +1,7 @@
 /**
  * The step state, painted on a canvas under plotly's transparent SVG: every edge (grey until its
- * gradient flows, then coloured by norm), the next node's halo, every node marker in its step
- * state, and the colour bar.
+ * gradient flows, then coloured by norm; the ones the last step produced glow), the next node's
+ * halo, the ring of the node that just ran, every node marker in its step state, and the colour bar.
  *
  * Why a canvas and not plotly traces: any restyle that moves points between traces (an edge
  * changing colour bin) makes plotly recalculate and redraw EVERY trace, and styling SVG points
@@ -14,7 +14,7 @@
  * maps layout units to pixels with the plot's current axis ranges.
  */
 import { MARGIN, plotArea } from './geometry.js';
-import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
+import { ALARM_COLOR, NEXT_COLOR, RAN_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
 import { formatNumber } from './format.js';
 
 /** Polylines per stroke() call. */
@@ -58,6 +58,7 @@ const STROKE_BATCH = 64;
  * @typedef {object} Scene
  * @property {EdgeLayer[]} edges in painting order
  * @property {{ x: number[], y: number[], size: number }} halo the next node (pixels)
+ * @property {{ x: number[], y: number[], size: number[] }} [ran] the node that ran last: a ring (pixels)
  * @property {NodeLayer} nodes
  * @property {Colorbar | null} colorbar
  */
@@ -81,7 +82,7 @@ export function edgeLayers(paths, theme) {
  */
 export function edgeStyles(theme) {
   return [
-    { color: hexAlpha(NEXT_COLOR, 0.45), width: 9, dash: [] }, // just computed: a glow
+    { color: hexAlpha(RAN_COLOR, 0.45), width: 9, dash: [] }, // just computed by the node that ran: a glow
     { color: theme.idleEdge, width: 1.2, dash: [] },
     { color: theme.noGradEdge, width: 1.2, dash: [2, 3] },
     ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
@@ -90,7 +91,8 @@ export function edgeStyles(theme) {
 }
 
 /**
- * The colour bar for a state, or null before any gradient has flowed.
+ * The colour bar for a state, or null before any gradient has flowed. Its range is the state's
+ * `normRange`: fixed for the whole run, or (fallback) the norms so far, titled so.
  * @param {import('./model.js').State} state @param {import('./style.js').Theme} theme
  * @returns {Colorbar | null}
  */
@@ -103,7 +105,7 @@ export function colorbar(state, theme) {
     tickvals: ticks.tickvals,
     ticktext: ticks.ticktext,
     range,
-    title: '‖grad‖',
+    title: state.normScale === 'run' ? '‖grad‖' : '‖grad‖ so far',
     font: theme.font,
     fontMuted: theme.fontMuted,
     fontFamily: theme.fontFamily,
@@ -258,6 +260,16 @@ export function createOverlay(doc) {
       ctx.fill();
       ctx.lineWidth = 2;
       ctx.strokeStyle = NEXT_COLOR;
+      ctx.stroke();
+    }
+    const ran = scene.ran ?? { x: [], y: [], size: [] };
+    for (let k = 0; k < ran.x.length; k++) {
+      ctx.beginPath();
+      ctx.arc(px(ran.x[k]), py(ran.y[k]), ran.size[k] / 2, 0, 2 * Math.PI);
+      ctx.fillStyle = hexAlpha(RAN_COLOR, 0.18);
+      ctx.fill();
+      ctx.lineWidth = 2.5;
+      ctx.strokeStyle = RAN_COLOR;
       ctx.stroke();
     }
     const pad = 40;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { areaOf, createOverlay, edgeStyles, rangeFromEvent, tracePath, transform } from '../src/overlay.js';
 import { fakeContext } from './fixtures.js';
-import { makeTheme, N_BINS } from '../src/style.js';
+import { makeTheme, N_BINS, RAN_COLOR } from '../src/style.js';
 
 const theme = makeTheme();
 const size = { width: 400, height: 300 };
@@ -54,6 +54,16 @@ describe('overlay canvas', () => {
     expect(strokes).toBeGreaterThan(2); // 200 lines, 64 a batch
     expect(strokes).toBeLessThan(6);
     expect(many.filter(([op]) => op === 'moveTo').length).toBeGreaterThanOrEqual(200);
+  });
+
+  it('rings the node that just ran in its own colour', () => {
+    const none = painted(scene()).ops;
+    const { ops } = painted(scene({ ran: { x: [1], y: [-1], size: [24] } }));
+    const arcs = (o) => o.filter(([op]) => op === 'arc');
+    expect(arcs(ops).length).toBe(arcs(none).length + 1);
+    expect(arcs(ops).some((o) => o[3] === 12)).toBe(true); // radius = size / 2
+    expect(JSON.stringify(ops)).toContain(RAN_COLOR);
+    expect(JSON.stringify(none)).not.toContain(RAN_COLOR);
   });
 
   it('paints nodes in view only, fills solid symbols and strokes open ones in their colour', () => {
