@@ -83,14 +83,13 @@ def run_norm_scale(graph: BackwardGraph) -> NormScale:
         rec = stepper.run()
         if rec is not None and rec.error:
             return NormScale(None, None, SCALE_SO_FAR, f"the run fails at {rec.node.name}")
-        lo, hi = math.inf, -math.inf
-        for s in stepper.edge_summaries().values():
-            n = float(s.norm)
-            if math.isfinite(n) and n > 0:
-                lo, hi = min(lo, n), max(hi, n)
-        if lo > hi:
+        # Norms only, and no summary kept past this line: a lazy summary still held at
+        # close() would be completed by replaying the whole run (core/store.py settle).
+        norms = [float(s.norm) for s in stepper.edge_summaries().values()]
+        finite = [n for n in norms if math.isfinite(n) and n > 0]
+        if not finite:
             return NormScale(None, None, SCALE_SO_FAR, "no finite nonzero gradient norm")
-        return NormScale(math.log10(lo), math.log10(hi), SCALE_FIXED)
+        return NormScale(math.log10(min(finite)), math.log10(max(finite)), SCALE_FIXED)
     except Exception as err:  # a throwaway run must never break the widget
         return NormScale(None, None, SCALE_SO_FAR, f"{type(err).__name__}: {err}")
     finally:
