@@ -119,7 +119,8 @@ export function fitRange(graph, size = { width: 800, height: 500 }) {
 export function edgeGeometry(graph, state) {
   const b = bucketEdges(graph, state);
   const groups = [b.fresh, b.idle, b.noGrad, ...b.bins, b.nonfinite];
-  return { buckets: b, paths: groups.map((g) => gatherPaths(graph, g)) };
+  const dst = (/** @type {number[]} */ g) => Int32Array.from(g, (e) => graph.dst[e]);
+  return { buckets: b, paths: groups.map((g) => ({ ...gatherPaths(graph, g), dst: dst(g) })) };
 }
 
 /**
@@ -542,6 +543,8 @@ export function overlayScene(graph, state, theme, view) {
     },
     frames: graph.frames ?? [],
     copies: graph.copies ?? null,
+    boxHalfW: graph.boxes?.length ? boxHalfWidths(graph, bs) : null,
+    boxHalfH: bs.halfH,
     frameColor: theme.pending,
     frameFont: theme.fontFamily,
     fontColor: theme.font,

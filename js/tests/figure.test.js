@@ -91,6 +91,7 @@ describe('buildFigure', () => {
     expect(scene.edges[IDLE].color).toBe(theme.idleEdge);
     for (let b = 0; b < N_BINS; b++) expect(scene.edges[BIN0 + b].x.length).toBe(0);
     expect(scene.halo.x).toEqual([g.x[0]]); // Add is next
+    expect(Array.from(scene.edges[IDLE].dst)).toEqual(Array.from(g.dst)); // arrowheads' targets
     expect(scene.colorbar).toBeNull();
     expect(Array.from(scene.nodes.x)).toEqual(Array.from(g.x));
   });
