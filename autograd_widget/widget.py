@@ -343,7 +343,7 @@ class AutogradWidget(anywidget.AnyWidget):
         Example:
             >>> w = aw.explore(z, params={"x": x, "y": y})
             >>> w.to_figure().layout.title.text
-            'step 0 / 4 — AddBackward0'
+            'step 0 / 4 → next AddBackward0'
         """
         s = self._session
         return to_figure(

@@ -174,7 +174,7 @@ ARM_STEP = """([i, k]) => {
   root.addEventListener('click', onClick, true);
   const tick = () => {
     const repainted = Number(canvas.dataset.painted) > painted;
-    if (st.t0 !== null && status.textContent.startsWith(want) && repainted) {
+    if (st.t0 !== null && status.textContent.includes(want) && repainted) {
       requestAnimationFrame(() => {
         st.ms = performance.now() - st.t0;
         root.removeEventListener('click', onClick, true);

@@ -80,7 +80,7 @@ def test_recording_replays_every_position_of_z():
     assert w.stepper.position == 0, "the live stepper is not moved"
     _, values, scalars = replay(rec, 4)
     assert sorted(v[0] for v in values.values()) == [1.0, 1.0, 4.0]
-    assert scalars["status"] == "step 4 / 4 — done"
+    assert scalars["status"] == "ran AccumulateGrad (x) (step 4 / 4) — done"
     edges = rec["inspect"]["edges"]
     assert any(e["summary"]["values"] == [4.0] for e in edges.values())
     w.close()

@@ -62,7 +62,7 @@ def test_graph_payload(zw):
 def test_state_after_creation(zw):
     s = zw._state
     assert s["position"] == 0 and s["total"] == 4 and not s["done"]
-    assert s["status"] == "step 0 / 4 — AddBackward0"
+    assert s["status"] == "step 0 / 4 → next AddBackward0"
     assert s["next"] == 0
     assert list(arr(s["node_state"], np.uint8)) == [view_state.NEXT, 0, 0, 0]
     assert np.isnan(arr(s["edge_norm"], np.float32)).all()
@@ -76,14 +76,15 @@ def test_stepping_from_python_updates_the_state(zw):
     s = zw._state
     assert s["seq"] > seq
     assert s["position"] == 1
-    assert s["status"] == "step 1 / 4 — AccumulateGrad (y)"
+    assert s["status"] == "ran AddBackward0 (step 1 / 4) → next AccumulateGrad (y)"
     states = arr(s["node_state"], np.uint8)
     assert states[0] == view_state.DONE
     e_y = edge_index(zw, "Add", "y")
     assert s["edge_values"][str(e_y)] == [1.0]
     zw.stepper.run()
     s = zw._state
-    assert s["done"] and s["status"] == "step 4 / 4 — done" and s["next"] == -1
+    assert s["done"] and s["next"] == -1
+    assert s["status"] == "ran AccumulateGrad (x) (step 4 / 4) — done"
     e_x = edge_index(zw, "Pow", "x")
     assert s["edge_values"][str(e_x)] == [4.0]
     flags = arr(s["edge_flag"], np.uint8)
@@ -115,7 +116,8 @@ def test_step_back_reset_run_to_select_messages(zw):
     assert zw.stepper.position == 0
     pow_idx = view.decode_graph(zw._graph)["nodes"]["label"].index("Pow")
     send(zw, {"type": "run_to", "node": pow_idx})
-    assert zw.stepper.position == 3 and zw._state["status"] == "step 3 / 4 — AccumulateGrad (x)"
+    assert zw.stepper.position == 3
+    assert zw._state["status"] == "ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)"
     send(zw, {"type": "select", "node": pow_idx})
     assert zw.selected == "n1"
     send(zw, {"type": "select", "node": None})

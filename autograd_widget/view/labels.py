@@ -137,7 +137,12 @@ def node_title(node: Any) -> str:
 
 
 def status_line(graph: BackwardGraph, stepper: Stepper) -> str:
-    """ "step 7 / 23 — MulBackward0": steps done, total, and the node about to run (or done).
+    """What ran and what runs next: "ran MulBackward0 (step 7 / 23) → next AddBackward0".
+
+    Before the first step there is nothing that ran ("step 0 / 23 → next AddBackward0"); at the
+    end there is no next ("ran AccumulateGrad (x) (step 23 / 23) — done"); a failed step keeps
+    its own text ("step 7 / 23 — AddBackward0 failed: ...", the failing node is the one that
+    was about to run). Step k is the k-th node that ran, counting from 1.
 
     Args:
         graph: the stepper's graph (for the nodes' names).
@@ -145,12 +150,19 @@ def status_line(graph: BackwardGraph, stepper: Stepper) -> str:
 
     Example:
         >>> status_line(g, st)
-        'step 0 / 4 — AddBackward0'
+        'step 0 / 4 → next AddBackward0'
+        >>> _ = st.step(); status_line(g, st)
+        'ran AddBackward0 (step 1 / 4) → next AccumulateGrad (y)'
+        >>> _ = st.run(); status_line(g, st)
+        'ran AccumulateGrad (x) (step 4 / 4) — done'
     """
     pos, total = stepper.position, len(stepper.order)
     err = stepper.last_error
     if err is not None and pos < total and err[0] == stepper.order[pos]:
         return f"step {pos} / {total} — {node_title(graph.nodes[err[0]])} failed: {err[1]}"
+    counter = f"step {pos} / {total}"
+    if pos > 0:
+        counter = f"ran {node_title(graph.nodes[stepper.order[pos - 1]])} ({counter})"
     if pos >= total:
-        return f"step {pos} / {total} — done"
-    return f"step {pos} / {total} — {node_title(graph.nodes[stepper.order[pos]])}"
+        return f"{counter} — done"
+    return f"{counter} → next {node_title(graph.nodes[stepper.order[pos]])}"

@@ -5,6 +5,12 @@ done or undone since the last update are revisited, so a step on a 10k-node grap
 entries), and maps them onto the visible items (a box aggregates its members) on demand. The
 `_state` payload the widget syncs is `StateView.update()`; its keys are
 `wire.protocol.STATE_KEYS`. Everything autograd comes from the stepper's public API; no torch.
+
+The colour scale (`norm_range`, log10 of the smallest and largest finite nonzero norm) is FIXED
+for the whole run: taken once, on the first payload past position 0, from a throwaway stepper
+run (`view.scale.run_norm_scale`), so an edge never changes colour once it has flowed
+(`norm_scale` "run"). When that run fails or yields no finite nonzero norm, the range is that of
+the norms flowed so far, recomputed every step (`norm_scale` "so far").
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 
 from ..util.jsonsafe import encode, encode_number
 from .labels import status_line
+from .scale import NormScale, run_norm_scale
 from .visible import VisibleGraph, visible_graph
 
 if TYPE_CHECKING:
@@ -83,6 +90,7 @@ class StateView:
         self._next = -1
         self._error: dict[str, Any] | None = None
         self.seq = 0
+        self._scale: NormScale | None = None
         self.set_visible(visible if visible is not None else visible_graph(graph))
 
     def set_visible(self, visible: VisibleGraph) -> None:
@@ -168,6 +176,22 @@ class StateView:
         self.seq += 1
         return self.payload()
 
+    def norm_scale(self) -> NormScale:
+        """The run's colour scale, computed on first call by a throwaway stepper run (costs
+        one run of the graph; cached for the life of this view, whatever the stepper does).
+
+        Guarantees: the user's stepper, tensors, hooks and `.grad` are untouched
+        (`view.scale.run_norm_scale`); a failing run gives the "so far" fallback.
+
+        Example:
+            >>> sv = StateView(g, st); s = sv.norm_scale()
+            >>> s.kind, round(s.hi, 3), st.position
+            ('run', 0.602, 0)
+        """
+        if self._scale is None:
+            self._scale = run_norm_scale(self.graph)
+        return self._scale
+
     def _item(self, real: int) -> int:
         return -1 if real < 0 else int(self.visible.real_item[real])
 
@@ -221,10 +245,15 @@ class StateView:
         """
         st = self.stepper
         pos, total = st.position, len(st.order)
-        finite = self.edge_norm[(self.edge_flag == FLOWED) & (self.edge_norm > 0)]
+        # Nothing is coloured at position 0: the scale (a throwaway run) waits for a step.
+        scale = self.norm_scale() if pos > 0 or self._scale is not None else None
         norm_range = None
-        if finite.size:
-            norm_range = [float(np.log10(finite.min())), float(np.log10(finite.max()))]
+        if scale is not None and scale.fixed:
+            norm_range = [scale.lo, scale.hi]
+        else:
+            finite = self.edge_norm[(self.edge_flag == FLOWED) & (self.edge_norm > 0)]
+            if finite.size:
+                norm_range = [float(np.log10(finite.min())), float(np.log10(finite.max()))]
         waiting: list[Any] = []
         if self._next >= 0:
             for slot, s in enumerate(st.waiting(st.order[pos])):
@@ -269,6 +298,7 @@ class StateView:
             "edge_values": arrays["edge_values"],
             "edits": edits,
             "norm_range": norm_range,
+            "norm_scale": scale.kind if scale is not None else None,
             "waiting": waiting,
             "status": status_line(self.graph, st),
             "error": error,

@@ -55,14 +55,14 @@ REPLY_TYPES = (REPLY, WARNING)
 STATE_KEYS = (
     "seq", "position", "total", "done", "running", "next", "next_id", "last",
     "node_state", "progress", "edge_norm", "edge_flag", "edge_values", "edits", "norm_range",
-    "waiting", "status", "error", "notice",
+    "norm_scale", "waiting", "status", "error", "notice",
 )
 #: The per-item/edge arrays of the state (binary buffers).
 STATE_ARRAYS = ("node_state", "progress", "edge_norm", "edge_flag")
 #: The scalars a recording stores per step.
 STEP_SCALARS = (
     "position", "total", "done", "next", "next_id", "last", "status", "waiting", "error",
-    "norm_range",
+    "norm_range", "norm_scale",
 )
 
 #: Longest a single "run" chunk may take, whatever the front-end asks: the kernel handler blocks

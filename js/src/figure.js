@@ -121,7 +121,8 @@ export function fitRange(graph, size = { width: 800, height: 500 }) {
 export function edgeGeometry(graph, state) {
   const b = bucketEdges(graph, state);
   const groups = [b.fresh, b.idle, b.noGrad, ...b.bins, b.nonfinite];
-  return { buckets: b, paths: groups.map((g) => gatherPaths(graph, g)) };
+  const dst = (/** @type {number[]} */ g) => Int32Array.from(g, (e) => graph.dst[e]);
+  return { buckets: b, paths: groups.map((g) => ({ ...gatherPaths(graph, g), dst: dst(g) })) };
 }
 
 /**
@@ -233,6 +234,7 @@ export function nodeMarkers(graph, state, theme, ppu, view, box = null) {
     }
   }
   const halo = state.next >= 0 && !state.done && !isBox[state.next] ? [state.next] : [];
+  const ran = state.last >= 0 && state.last < graph.n && !isBox[state.last] && state.last !== state.next ? [state.last] : [];
   const ring = selected >= 0 && selected < graph.n && !isBox[selected] ? [selected] : [];
   const marks = (v.highlight ?? []).filter((i) => i >= 0 && i < graph.n);
   return {
@@ -245,6 +247,7 @@ export function nodeMarkers(graph, state, theme, ppu, view, box = null) {
       line: { color: s.lineColor, width: Array.from(s.lineWidth) },
     },
     halo: { x: halo.map((i) => graph.x[i]), y: halo.map((i) => graph.y[i]), size: base * 2.6 },
+    ran: { x: ran.map((i) => graph.x[i]), y: ran.map((i) => graph.y[i]), size: ran.map((i) => base * s.sizeScale[i] * 2.1) },
     ring: { x: ring.map((i) => graph.x[i]), y: ring.map((i) => graph.y[i]), size: base * 2.1 },
     highlight: {
       x: marks.map((i) => graph.x[i]),
@@ -517,7 +520,7 @@ function hitMarker(graph, nm) {
 
 /**
  * What the overlay canvas paints for a state and view: every edge by bucket, the next node's
- * halo, every node marker in its state, the colour bar.
+ * halo, the ring of the node that ran last, every node marker in its state, the colour bar.
  * @param {import('./model.js').Graph} graph @param {import('./model.js').State} state
  * @param {import('./style.js').Theme} theme
  * @param {ViewSpec} view
@@ -532,6 +535,7 @@ export function overlayScene(graph, state, theme, view) {
   return {
     edges: edgeLayers(paths, theme),
     halo: nm.halo,
+    ran: nm.ran,
     nodes: {
       x: graph.x,
       y: graph.y,
@@ -545,6 +549,8 @@ export function overlayScene(graph, state, theme, view) {
     },
     frames: graph.frames ?? [],
     copies: graph.copies ?? null,
+    boxHalfW: graph.boxes?.length ? boxHalfWidths(graph, bs) : null,
+    boxHalfH: bs.halfH,
     frameColor: theme.pending,
     frameFont: theme.fontFamily,
     fontColor: theme.font,

@@ -391,7 +391,10 @@ function csr(n, src) {
  * @property {Float32Array} edgeNorm
  * @property {Uint8Array} edgeFlag
  * @property {Map<number, (number | import('./jsonsafe.js').Complex)[]>} edgeValues
- * @property {[number, number] | null} normRange log10 of min/max finite nonzero norm
+ * @property {[number, number] | null} normRange log10 of min/max finite nonzero norm the colours span
+ * @property {'run' | 'so far' | null} normScale "run": `normRange` is fixed for the whole run
+ *   (from a throwaway run in Python); "so far": the norms flowed up to this step (the fallback);
+ *   null before the first step (nothing coloured yet)
  * @property {WaitingSlot[]} waiting
  * @property {string} status
  * @property {string} notice a standing message from Python (graph freed by backward, released), or ""
@@ -451,6 +454,7 @@ export function decodeState(raw, graph) {
     edgeFlag: toTyped(s.edge_flag, Uint8Array, { length: m }),
     edgeValues,
     normRange: range.length === 2 && range.every(Number.isFinite) ? [range[0], range[1]] : null,
+    normScale: s.norm_scale === 'run' || s.norm_scale === 'so far' ? s.norm_scale : null,
     waiting,
     status: typeof s.status === 'string' ? s.status : '',
     notice: typeof s.notice === 'string' ? s.notice : '',

@@ -1,7 +1,7 @@
 /**
  * The step state, painted on a canvas under plotly's transparent SVG: every edge (grey until its
- * gradient flows, then coloured by norm), the next node's halo, every node marker in its step
- * state, and the colour bar.
+ * gradient flows, then coloured by norm; the ones the last step produced glow), the next node's
+ * halo, the ring of the node that just ran, every node marker in its step state, and the colour bar.
  *
  * Why a canvas and not plotly traces: any restyle that moves points between traces (an edge
  * changing colour bin) makes plotly recalculate and redraw EVERY trace, and styling SVG points
@@ -14,11 +14,48 @@
  * maps layout units to pixels with the plot's current axis ranges.
  */
 import { MARGIN, plotArea } from './geometry.js';
-import { ALARM_COLOR, NEXT_COLOR, binWidth, decadeTicks, gatherPaths, hexAlpha, scaleRange } from './style.js';
+import { ALARM_COLOR, NEXT_COLOR, RAN_COLOR, binWidth, decadeTicks, gatherPaths, hexAlpha, scaleRange } from './style.js';
 import { formatNumber } from './format.js';
 
 /** Polylines per stroke() call. */
 const STROKE_BATCH = 64;
+
+/** Arrowheads: no head on an edge shorter than this on screen (pixels). */
+export const ARROW_MIN_EDGE_PX = 14;
+
+/**
+ * The arrowhead of an edge drawn from (x0, y0) to (x1, y1), in pixels: the last segment of its
+ * polyline, the gradient's direction. The tip stops at the target's border: `r` pixels short of
+ * (x1, y1) for a round marker, or where the segment enters a box of half sizes `hw` x `hh`
+ * (pass `hw` > 0 for a box). The head scales with the line width (legible when thin, never
+ * huge) and is skipped (null) when what is left of the segment is shorter than
+ * `ARROW_MIN_EDGE_PX` or twice the head.
+ * @param {number} x0 @param {number} y0 @param {number} x1 @param {number} y1
+ * @param {{ r?: number, hw?: number, hh?: number, width?: number }} [o]
+ * @returns {{ tip: [number, number], left: [number, number], right: [number, number], len: number } | null}
+ */
+export function arrowHead(x0, y0, x1, y1, o = {}) {
+  const dx = x1 - x0;
+  const dy = y1 - y0;
+  const d = Math.hypot(dx, dy);
+  if (!(d > 0)) return null;
+  const ux = dx / d;
+  const uy = dy / d;
+  let cut = Math.max(0, o.r ?? 0);
+  if ((o.hw ?? 0) > 0) {
+    const hh = Math.max(0, o.hh ?? 0);
+    cut = Math.min(Math.abs(ux) > 1e-9 ? o.hw / Math.abs(ux) : Infinity, Math.abs(uy) > 1e-9 ? hh / Math.abs(uy) : Infinity);
+  }
+  const left = d - cut; // what is visible of the segment
+  const len = Math.min(12, Math.max(7, 3 * (o.width ?? 1.5)));
+  if (!(left >= ARROW_MIN_EDGE_PX) || left < 2 * len) return null;
+  const tx = x0 + ux * left;
+  const ty = y0 + uy * left;
+  const half = len * 0.45;
+  const bx = tx - ux * len;
+  const by = ty - uy * len;
+  return { tip: [tx, ty], left: [bx - uy * half, by + ux * half], right: [bx + uy * half, by - ux * half], len };
+}
 
 /**
  * @typedef {object} EdgeLayer one stroke style and the polylines drawn with it
@@ -27,6 +64,7 @@ const STROKE_BATCH = 64;
  * @property {string} color
  * @property {number} width pixels
  * @property {number[]} dash canvas line dash, [] for solid
+ * @property {ArrayLike<number>} [dst] target item of each polyline, in order (arrowheads)
  */
 
 /**
@@ -58,20 +96,23 @@ const STROKE_BATCH = 64;
  * @typedef {object} Scene
  * @property {EdgeLayer[]} edges in painting order
  * @property {{ x: number[], y: number[], size: number }} halo the next node (pixels)
+ * @property {{ x: number[], y: number[], size: number[] }} [ran] the node that ran last: a ring (pixels)
  * @property {NodeLayer} nodes
  * @property {Colorbar | null} colorbar
+ * @property {ArrayLike<number>} [boxHalfW] per item: half a box's width in layout units (0: a marker)
+ * @property {number} [boxHalfH] half a box's height in layout units
  */
 
 /**
  * The edge layers in painting order, from the bucketed paths of `edgeGeometry`
  * (fresh, idle, no gradient, bins..., non-finite).
- * @param {{ x: Float32Array, y: Float32Array }[]} paths
+ * @param {{ x: Float32Array, y: Float32Array, dst?: Int32Array }[]} paths
  * @param {import('./style.js').Theme} theme
  * @returns {EdgeLayer[]}
  */
 export function edgeLayers(paths, theme) {
   const styles = edgeStyles(theme);
-  return paths.map((p, k) => ({ x: p.x, y: p.y, ...styles[k] }));
+  return paths.map((p, k) => ({ x: p.x, y: p.y, ...(p.dst ? { dst: p.dst } : {}), ...styles[k] }));
 }
 
 /**
@@ -81,7 +122,7 @@ export function edgeLayers(paths, theme) {
  */
 export function edgeStyles(theme) {
   return [
-    { color: hexAlpha(NEXT_COLOR, 0.45), width: 9, dash: [] }, // just computed: a glow
+    { color: hexAlpha(RAN_COLOR, 0.45), width: 9, dash: [] }, // just computed by the node that ran: a glow
     { color: theme.idleEdge, width: 1.2, dash: [] },
     { color: theme.noGradEdge, width: 1.2, dash: [2, 3] },
     ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
@@ -104,7 +145,8 @@ export function neutralScene(scene, graph, theme) {
 }
 
 /**
- * The colour bar for a state, or null before any gradient has flowed.
+ * The colour bar for a state, or null before any gradient has flowed. Its range is the state's
+ * `normRange`: fixed for the whole run, or (fallback) the norms so far, titled so.
  * @param {import('./model.js').State} state @param {import('./style.js').Theme} theme
  * @returns {Colorbar | null}
  */
@@ -117,7 +159,7 @@ export function colorbar(state, theme) {
     tickvals: ticks.tickvals,
     ticktext: ticks.ticktext,
     range,
-    title: '‖grad‖',
+    title: state.normScale === 'run' ? '‖grad‖' : '‖grad‖ so far',
     font: theme.font,
     fontMuted: theme.fontMuted,
     fontFamily: theme.fontFamily,
@@ -264,6 +306,7 @@ export function createOverlay(doc) {
       ctx.stroke();
     }
     ctx.setLineDash([]);
+    paintArrows(ctx, scene, px, py, area);
     const { halo, nodes } = scene;
     for (let k = 0; k < halo.x.length; k++) {
       ctx.beginPath();
@@ -272,6 +315,16 @@ export function createOverlay(doc) {
       ctx.fill();
       ctx.lineWidth = 2;
       ctx.strokeStyle = NEXT_COLOR;
+      ctx.stroke();
+    }
+    const ran = scene.ran ?? { x: [], y: [], size: [] };
+    for (let k = 0; k < ran.x.length; k++) {
+      ctx.beginPath();
+      ctx.arc(px(ran.x[k]), py(ran.y[k]), ran.size[k] / 2, 0, 2 * Math.PI);
+      ctx.fillStyle = hexAlpha(RAN_COLOR, 0.18);
+      ctx.fill();
+      ctx.lineWidth = 2.5;
+      ctx.strokeStyle = RAN_COLOR;
       ctx.stroke();
     }
     const pad = 40;
@@ -334,6 +387,57 @@ export function createOverlay(doc) {
       host = null;
     },
   };
+}
+
+/**
+ * An arrowhead at the end of every polyline of every edge layer that names its targets (`dst`),
+ * in the layer's colour, its tip on the target's border.
+ * @param {CanvasRenderingContext2D} ctx @param {Scene} scene
+ * @param {(x: number) => number} px @param {(y: number) => number} py
+ * @param {{ l: number, t: number, w: number, h: number }} area
+ */
+function paintArrows(ctx, scene, px, py, area) {
+  const { nodes } = scene;
+  const sx = Math.abs(px(1) - px(0));
+  const sy = Math.abs(py(1) - py(0));
+  const bw = scene.boxHalfW;
+  const bh = (scene.boxHalfH ?? 0) * sy;
+  const pad = 20;
+  for (const layer of scene.edges) {
+    const dst = layer.dst;
+    if (!dst || !dst.length || !layer.x.length) continue;
+    ctx.fillStyle = layer.color;
+    ctx.beginPath();
+    let line = 0;
+    let prev = -1; // index of the previous point of the current polyline
+    for (let k = 0; k <= layer.x.length; k++) {
+      const gap = k === layer.x.length || Number.isNaN(layer.x[k]) || Number.isNaN(layer.y[k]);
+      if (!gap) {
+        prev = k;
+        continue;
+      }
+      if (prev >= 1 && !Number.isNaN(layer.x[prev - 1])) {
+        const i = dst[line];
+        const x1 = px(layer.x[prev]);
+        const y1 = py(layer.y[prev]);
+        if (x1 > area.l - pad && x1 < area.l + area.w + pad && y1 > area.t - pad && y1 < area.t + area.h + pad) {
+          const isBox = nodes.isBox?.[i];
+          const head = arrowHead(px(layer.x[prev - 1]), py(layer.y[prev - 1]), x1, y1, isBox
+            ? { hw: (bw?.[i] ?? 0) * sx, hh: bh, width: layer.width }
+            : { r: (nodes.size[i] ?? 0) / 2 + 1, width: layer.width });
+          if (head) {
+            ctx.moveTo(head.tip[0], head.tip[1]);
+            ctx.lineTo(head.left[0], head.left[1]);
+            ctx.lineTo(head.right[0], head.right[1]);
+            ctx.closePath();
+          }
+        }
+      }
+      if (k < layer.x.length) line++; // every polyline ends in one NaN gap
+      prev = -1;
+    }
+    ctx.fill();
+  }
 }
 
 /**

@@ -41,7 +41,7 @@ export const REPLY = Object.freeze({
 export const STATE_KEYS = Object.freeze([
   'seq', 'position', 'total', 'done', 'running', 'next', 'next_id', 'last',
   'node_state', 'progress', 'edge_norm', 'edge_flag', 'edge_values', 'edits', 'norm_range',
-  'waiting', 'status', 'error', 'notice',
+  'norm_scale', 'waiting', 'status', 'error', 'notice',
 ]);
 
 /** The per-item/edge arrays of the state (`STATE_ARRAYS`). */
@@ -50,5 +50,5 @@ export const STATE_ARRAYS = Object.freeze(['node_state', 'progress', 'edge_norm'
 /** The scalars a recording stores per step (`STEP_SCALARS`). */
 export const STEP_SCALARS = Object.freeze([
   'position', 'total', 'done', 'next', 'next_id', 'last', 'status', 'waiting', 'error',
-  'norm_range',
+  'norm_range', 'norm_scale',
 ]);

@@ -23,6 +23,8 @@ export const KIND_STYLE = Object.freeze({
 
 export const FAILED_COLOR = '#e15759';
 export const NEXT_COLOR = '#f5b700';
+/** The node that ran last (a ring) and the gradients it just produced (a glow under its out-edges). */
+export const RAN_COLOR = '#00a8c6';
 /** Edge labels of gradients changed by a what-if edit (✎). */
 export const EDIT_COLOR = '#8e44ad';
 export const ALARM_COLOR = '#ff1f1f';
@@ -212,6 +214,18 @@ function mixUncached(a, b, t) {
   const y = parseColor(b);
   if (!x || !y) return a;
   return `#${x.map((v, k) => Math.round(v + (y[k] - v) * t).toString(16).padStart(2, '0')).join('')}`;
+}
+
+/**
+ * What the legend says about the edge colour scale: fixed for the run, or (fallback, when
+ * Python's throwaway run failed or found no finite norm) the norms so far; '' before any flowed.
+ * @param {{ normRange: [number, number] | null, normScale?: string }} state
+ */
+export function scaleNote(state) {
+  if (!state.normRange) return '';
+  return state.normScale === 'run'
+    ? '‖grad‖ colour scale: fixed for the whole run'
+    : '‖grad‖ colour scale: so far (rescales as gradients flow: the whole run could not be measured)';
 }
 
 /**

@@ -28,7 +28,7 @@ import { createMinimap } from './minimap.js';
 import { createSearch } from './search.js';
 import { MSG } from './protocol.js';
 import { readTheme, watchTheme } from './theme.js';
-import { ALARM_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, SAVED_BADGE, SELECT_COLOR } from './style.js';
+import { ALARM_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, RAN_COLOR, SAVED_BADGE, SELECT_COLOR, scaleNote } from './style.js';
 
 /** Chunk length asked of the kernel for "Run to end" (ms of stepping per message). */
 export const RUN_CHUNK_MS = 100;
@@ -517,9 +517,9 @@ export function createView({ model, el, backend, options = {} }) {
     waiting.title = [`Next: ${name}`, ...rows.map(([k, v]) => `${k} ${v}`)].join('\n');
   }
 
-  /** The next node's name from the status line ("step 3 / 9 — AddmmBackward0"), inside a box. */
+  /** The next node's name from the status line ("ran … (step 3 / 9) → next AddmmBackward0"), inside a box. */
   function nextName() {
-    const m = /—\s*(.+)$/.exec(state.status);
+    const m = /→ next\s*(.+)$/.exec(state.status);
     const inBox = state.next >= 0 && graph.isBox[state.next] ? ` (in ${graph.labels[state.next]})` : '';
     return `${m ? m[1] : state.nextId ?? ''}${inBox}`;
   }
@@ -1180,8 +1180,9 @@ export function createView({ model, el, backend, options = {} }) {
   };
   const onState = () => {
     const hadEdits = state.edits.size > 0;
+    const hadScale = scaleNote(state);
     state = decodeState(model.get('_state'), graph);
-    if (hadEdits !== state.edits.size > 0) buildLegend();
+    if (hadEdits !== state.edits.size > 0 || hadScale !== scaleNote(state)) buildLegend();
     if (editPending) {
       editPending = null; // the edit went through
       editWarning = null;
@@ -1336,6 +1337,8 @@ export function createView({ model, el, backend, options = {} }) {
     items.push(
       h('span', { class: 'agw-legend-gap' }),
       legendItem('agw-swatch agw-state-pending', '', 'pending'),
+      legendItem('agw-swatch agw-state-done', '', 'done'),
+      legendItem('agw-swatch agw-state-ran', `border-color:${RAN_COLOR}`, 'just ran'),
       legendItem('agw-swatch agw-state-next', `border-color:${NEXT_COLOR}`, 'next'),
       legendItem('agw-swatch agw-state-failed', '', 'failed'),
       legendItem('agw-swatch agw-state-nograd', '', 'no gradient'),
@@ -1345,9 +1348,12 @@ export function createView({ model, el, backend, options = {} }) {
     else {
       items.push(
         legendItem('agw-line agw-line-idle', '', 'not flowed'),
+        legendItem('agw-line agw-line-fresh', `border-color:${RAN_COLOR}`, 'just produced'),
         legendItem('agw-line agw-line-none', '', 'None'),
         legendItem('agw-line agw-line-alarm', `border-color:${ALARM_COLOR}`, 'NaN/inf'),
       );
+      const note = scaleNote(state);
+      if (note) items.push(h('span', { class: 'agw-legend-item agw-scale-note' }, note));
     }
     items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'));
     if (state.edits?.size) items.push(legendItem('agw-line agw-line-edit', `border-color:${EDIT_COLOR}`, '✎ edited gradient'));

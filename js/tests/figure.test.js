@@ -18,7 +18,7 @@ import {
   pxPerUnit,
   viewPatches,
 } from '../src/figure.js';
-import { makeTheme, N_BINS } from '../src/style.js';
+import { makeTheme, N_BINS, NEXT_COLOR, RAN_COLOR } from '../src/style.js';
 import { zGraph, zState } from './fixtures.js';
 
 const g = decodeGraph(zGraph());
@@ -91,6 +91,7 @@ describe('buildFigure', () => {
     expect(scene.edges[IDLE].color).toBe(theme.idleEdge);
     for (let b = 0; b < N_BINS; b++) expect(scene.edges[BIN0 + b].x.length).toBe(0);
     expect(scene.halo.x).toEqual([g.x[0]]); // Add is next
+    expect(Array.from(scene.edges[IDLE].dst)).toEqual(Array.from(g.dst)); // arrowheads' targets
     expect(scene.colorbar).toBeNull();
     expect(Array.from(scene.nodes.x)).toEqual(Array.from(g.x));
   });
@@ -108,6 +109,31 @@ describe('buildFigure', () => {
     expect(scene.edges[0].x.length).toBe(0); // x's AccumulateGrad ran last: no outgoing edges
     const { data } = buildFigure(g, s4, theme, view);
     expect(data[T.edgeLabels].text).toEqual(['1', '1', '4']);
+  });
+
+  it('overlay: the node that just ran is ringed and its fresh edges glow, apart from done and next', () => {
+    const s0 = overlayScene(g, decodeState(zState(0), g), theme, view);
+    expect(s0.ran.x).toEqual([]); // nothing ran yet
+    expect(s0.edges[0].x.length).toBe(0);
+    const st1 = decodeState(zState(1), g); // Add ran; AccumulateGrad (y) is next
+    const s1 = overlayScene(g, st1, theme, view);
+    expect(st1.last).toBe(0);
+    expect(s1.ran.x).toEqual([g.x[0]]);
+    expect(s1.ran.y).toEqual([g.y[0]]);
+    expect(s1.ran.size[0]).toBeGreaterThan(s1.nodes.size[0]); // a ring around the marker
+    expect(s1.halo.x).toEqual([g.x[st1.next]]); // next keeps its own halo
+    expect(st1.next).not.toBe(0);
+    // Add's two out-edges (to Pow and to y) are the fresh layer, in the ran colour, not next's gold
+    let fresh = 0;
+    for (let k = g.outPtr[0]; k < g.outPtr[1]; k++) fresh += g.pathPtr[g.outEdges[k] + 1] - g.pathPtr[g.outEdges[k]];
+    expect(fresh).toBeGreaterThan(0);
+    expect(s1.edges[0].x.length).toBe(fresh);
+    expect(s1.edges[0].color).toBe(hexAlpha(RAN_COLOR, 0.45));
+    expect(RAN_COLOR).not.toBe(NEXT_COLOR);
+    // a step later the ring moves on: done is no longer marked as "just ran"
+    const s2 = overlayScene(g, decodeState(zState(2), g), theme, view);
+    expect(s2.ran.x).toEqual([g.x[decodeState(zState(2), g).last]]);
+    expect(s2.ran.x).not.toEqual([g.x[0]]);
   });
 
   it('overlay: node markers follow the step state, plotly keeps the resting style', () => {

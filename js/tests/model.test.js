@@ -211,7 +211,7 @@ describe('decodeState', () => {
     expect(s.normRange[0]).toBe(0);
     expect(s.normRange[1]).toBeCloseTo(Math.log10(4));
     expect(s.waiting).toEqual([{ slot: 0, shape: [], dtype: 'float32', norm: 4, values: [4] }]);
-    expect(s.status).toBe('step 3 / 4 — AccumulateGrad (x)');
+    expect(s.status).toBe('ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)');
     expect(s.error).toBeNull();
   });
 

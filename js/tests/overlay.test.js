@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { areaOf, createOverlay, edgeStyles, rangeFromEvent, tracePath, transform } from '../src/overlay.js';
+import { ARROW_MIN_EDGE_PX, areaOf, arrowHead, createOverlay, edgeStyles, rangeFromEvent, tracePath, transform } from '../src/overlay.js';
 import { fakeContext } from './fixtures.js';
-import { makeTheme, N_BINS } from '../src/style.js';
+import { makeTheme, N_BINS, RAN_COLOR } from '../src/style.js';
 
 const theme = makeTheme();
 const size = { width: 400, height: 300 };
@@ -54,6 +54,16 @@ describe('overlay canvas', () => {
     expect(strokes).toBeGreaterThan(2); // 200 lines, 64 a batch
     expect(strokes).toBeLessThan(6);
     expect(many.filter(([op]) => op === 'moveTo').length).toBeGreaterThanOrEqual(200);
+  });
+
+  it('rings the node that just ran in its own colour', () => {
+    const none = painted(scene()).ops;
+    const { ops } = painted(scene({ ran: { x: [1], y: [-1], size: [24] } }));
+    const arcs = (o) => o.filter(([op]) => op === 'arc');
+    expect(arcs(ops).length).toBe(arcs(none).length + 1);
+    expect(arcs(ops).some((o) => o[3] === 12)).toBe(true); // radius = size / 2
+    expect(JSON.stringify(ops)).toContain(RAN_COLOR);
+    expect(JSON.stringify(none)).not.toContain(RAN_COLOR);
   });
 
   it('paints nodes in view only, fills solid symbols and strokes open ones in their colour', () => {
@@ -117,5 +127,59 @@ describe('overlay geometry', () => {
     expect(s[2].dash.length).toBeGreaterThan(0);
     expect(s.at(-1).dash.length).toBeGreaterThan(0);
     expect(s[3].width).toBeLessThan(s[3 + N_BINS - 1].width); // bigger norms, thicker lines
+  });
+});
+
+describe('arrowheads', () => {
+  it('point along the last segment, the tip on a round marker\'s border', () => {
+    const a = arrowHead(0, 0, 100, 0, { r: 10, width: 2 });
+    expect(a).not.toBeNull();
+    expect(a.tip[0]).toBeCloseTo(90);
+    expect(a.tip[1]).toBeCloseTo(0);
+    // the base is behind the tip, symmetric about the segment
+    expect(a.left[0]).toBeCloseTo(90 - a.len);
+    expect(a.right[0]).toBeCloseTo(90 - a.len);
+    expect(a.left[1]).toBeCloseTo(-a.right[1]);
+    expect(Math.abs(a.left[1])).toBeGreaterThan(2);
+    // downwards (a top-to-bottom drawing in pixels): the tip is above the target
+    const b = arrowHead(50, 0, 50, 80, { r: 6 });
+    expect(b.tip[0]).toBeCloseTo(50);
+    expect(b.tip[1]).toBeCloseTo(74);
+    expect(b.left[1]).toBeLessThan(b.tip[1]);
+  });
+
+  it('stop where the segment enters a box', () => {
+    const a = arrowHead(0, 0, 100, 0, { hw: 30, hh: 8 });
+    expect(a.tip[0]).toBeCloseTo(70);
+    const b = arrowHead(100, 0, 100, 100, { hw: 30, hh: 8 });
+    expect(b.tip[1]).toBeCloseTo(92);
+    const c = arrowHead(0, 0, 100, 100, { hw: 30, hh: 8 }); // through the top edge: 8 / sin 45°
+    expect(c.tip[1]).toBeCloseTo(92);
+    expect(c.tip[0]).toBeCloseTo(92);
+  });
+
+  it('scale with the line width within legible bounds, and skip edges tiny on screen', () => {
+    const thin = arrowHead(0, 0, 200, 0, { width: 1 });
+    const thick = arrowHead(0, 0, 200, 0, { width: 9 });
+    expect(thin.len).toBeGreaterThanOrEqual(7);
+    expect(thick.len).toBeLessThanOrEqual(12);
+    expect(thick.len).toBeGreaterThan(thin.len);
+    expect(arrowHead(0, 0, ARROW_MIN_EDGE_PX - 1, 0)).toBeNull();
+    expect(arrowHead(0, 0, 30, 0, { r: 20 })).toBeNull(); // 10 px left outside the marker
+    expect(arrowHead(5, 5, 5, 5)).toBeNull();
+  });
+
+  it('are painted at the end of each polyline that names its target, in the layer colour', () => {
+    const layer = { x: new Float32Array([1, 1, 9, NaN, 2, 8, NaN]), y: new Float32Array([-1, -5, -5, NaN, -8, -8, NaN]), color: '#ff0000', width: 2, dash: [], dst: [0, 1] };
+    const nodes = { x: [9, 8], y: [-5, -8], color: ['#000', '#000'], symbol: ['circle', 'circle'], size: [10, 10], opacity: [1, 1], lineColor: ['#000', '#000'], lineWidth: [1, 1], isBox: null };
+    const withHeads = painted(scene({ edges: [layer], nodes })).ops;
+    const without = painted(scene({ edges: [{ ...layer, dst: undefined }], nodes })).ops;
+    const fills = (o) => o.filter(([op]) => op === 'closePath').length;
+    expect(fills(withHeads) - fills(without)).toBe(2);
+    // the first head points right (+x) and its tip is 5 px + 1 short of node 0's centre
+    const { px, py } = transform(range, areaOf(null, size));
+    const tips = withHeads.filter(([op, x, y]) => op === 'moveTo' && Math.abs(y - py(-5)) < 1e-6 && x < px(9) && x > px(9) - 7);
+    expect(tips.length).toBe(1);
+    expect(tips[0][1]).toBeCloseTo(px(9) - 6);
   });
 });

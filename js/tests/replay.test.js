@@ -33,7 +33,7 @@ describe('recorded replay', () => {
   it('steps forward and back to exactly the recorded states', () => {
     const p = new Player(recording());
     const s0 = p.state();
-    expect(s0.status).toBe('step 0 / 4 — AddBackward0');
+    expect(s0.status).toBe('step 0 / 4 → next AddBackward0');
     expect(plain(s0)).toEqual(plain(z.state(0)));
     expect(p.forward()).toBe(true);
     let s = p.state();

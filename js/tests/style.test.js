@@ -16,9 +16,10 @@ import {
   mixColor,
   nodeStyles,
   parseColor,
+  scaleNote,
   scaleRange,
 } from '../src/style.js';
-import { dataView, zGraph, zState } from './fixtures.js';
+import { broken, dataView, folds, z, zGraph, zState } from './fixtures.js';
 
 const g = decodeGraph(zGraph());
 const theme = makeTheme();
@@ -130,5 +131,53 @@ describe('nodeStyles', () => {
     const s = nodeStyles(g, decodeState(raw, g), theme);
     expect(s.color[3]).toBe(FAILED_COLOR);
     expect(s.symbol[1]).toBe('circle-open');
+  });
+});
+
+describe('fixed colour scale', () => {
+  /** Colour bin of every flowed edge at each step of a fixture. */
+  function binsPerStep(fx) {
+    const gr = decodeGraph(fx.graph());
+    const n = fx.steps + 1;
+    return Array.from({ length: n }, (_, k) => {
+      const st = decodeState(fx.state(k), gr);
+      const { bins } = bucketEdges(gr, st);
+      const of = new Map();
+      bins.forEach((es, b) => es.forEach((e) => of.set(e, b)));
+      return { st, of };
+    });
+  }
+
+  it('an edge keeps its colour bin from the step it flows to the end (scale from the whole run)', () => {
+    for (const fx of [z, folds]) {
+      const steps = binsPerStep(fx);
+      expect(steps[0].st.normScale).toBeNull(); // nothing coloured before the first step
+      const last = steps.at(-1);
+      expect(last.of.size).toBeGreaterThan(1);
+      for (const { st, of } of steps.slice(1)) {
+        expect(st.normScale).toBe('run');
+        expect(st.normRange).toEqual(last.st.normRange); // one range for the whole run
+        for (const [e, b] of of) expect(last.of.get(e)).toBe(b);
+      }
+      expect(scaleNote(last.st)).toContain('fixed for the whole run');
+    }
+  });
+
+  it('z at step 1: the two gradients of norm 1 sit at the bottom of the whole run\'s scale, not mid-scale', () => {
+    const s1 = decodeState(zState(1), g);
+    // so far, a single norm of 1 would sit mid-scale (bin N_BINS / 2); the run's scale spans 1 .. 4
+    expect(binOf(1, scaleRange([0, 0]))).toBe(N_BINS / 2);
+    expect(s1.normRange?.[1]).toBeCloseTo(Math.log10(4));
+    const { bins } = bucketEdges(g, s1);
+    expect(bins[0].length).toBe(2);
+  });
+
+  it('falls back to the norms so far, and says so, when the throwaway run fails', () => {
+    const gr = decodeGraph(broken.graph());
+    const st = decodeState(broken.state(1), gr);
+    expect(st.normScale).toBe('so far');
+    expect(st.normRange).not.toBeNull();
+    expect(scaleNote(st)).toContain('so far');
+    expect(scaleNote({ normRange: null, normScale: null })).toBe('');
   });
 });

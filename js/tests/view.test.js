@@ -41,7 +41,7 @@ describe('render', () => {
     expect(el.querySelector('input[type=range]').getAttribute('aria-label')).toMatch(/Speed/);
     const status = el.querySelector('.agw-status');
     expect(status.getAttribute('aria-live')).toBe('polite');
-    expect(status.textContent).toBe('step 0 / 4 — AddBackward0');
+    expect(status.textContent).toBe('step 0 / 4 → next AddBackward0');
     cleanup();
     expect(byName('purge')).toHaveLength(1);
     expect(el.children).toHaveLength(0);
@@ -160,7 +160,7 @@ describe('a new _state', () => {
     const [update, traces] = byName('restyle')[0].args;
     expect(traces).toEqual([T.edgeLabels]); // nothing else plotly shows changed
     expect(update.text[0]).toEqual(['1', '1', '4']);
-    expect(el.querySelector('.agw-status').textContent).toBe('step 3 / 4 — AccumulateGrad (x)');
+    expect(el.querySelector('.agw-status').textContent).toBe('ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)');
     expect(el.querySelector('.agw-progress-bar').style.width).toBe('75%');
     // the same state again: the overlay repaints, plotly is left alone
     calls.length = 0;

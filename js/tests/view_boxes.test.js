@@ -39,6 +39,16 @@ describe('module boxes', () => {
     cleanup();
   });
 
+  it('inside a box, the waiting line names the next node from the status line', async () => {
+    const { model, el, cleanup } = mount(3);
+    await flush();
+    model.push('_state', boxState(4)); // "ran AccumulateGrad (1.1.bias) (step 4 / 11) → next TBackward0"
+    const waiting = el.querySelector('.agw-waiting');
+    expect(waiting.textContent).toContain('Next: TBackward0 (in ');
+    expect(waiting.textContent).not.toContain('AccumulateGrad (1.1.bias)');
+    cleanup();
+  });
+
   it('stepping updates box progress by restyle', async () => {
     const { model, cleanup } = mount(3);
     await flush();

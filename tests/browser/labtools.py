@@ -157,7 +157,7 @@ def edge_labels(root, settle_s: float = 3.0) -> list[str]:
 
 
 def position_of(root) -> int:
-    m = re.match(r"step (\d+) /", status(root).inner_text())
+    m = re.search(r"step (\d+) /", status(root).inner_text())
     assert m, status(root).inner_text()
     return int(m.group(1))
 

@@ -14,11 +14,11 @@ import autograd_widget as aw
 from .conftest import ARTIFACTS
 
 Z_STATUS = [
-    "step 0 / 4 — AddBackward0",
-    "step 1 / 4 — AccumulateGrad (y)",
-    "step 2 / 4 — PowBackward0",
-    "step 3 / 4 — AccumulateGrad (x)",
-    "step 4 / 4 — done",
+    "step 0 / 4 → next AddBackward0",
+    "ran AddBackward0 (step 1 / 4) → next AccumulateGrad (y)",
+    "ran AccumulateGrad (y) (step 2 / 4) → next PowBackward0",
+    "ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)",
+    "ran AccumulateGrad (x) (step 4 / 4) — done",
 ]
 ALLOWED = ("file:", "blob:", "data:", "about:")
 

@@ -51,13 +51,13 @@ loss = F.cross_entropy(model(inputs), target)
 w = aw.explore(loss, model=model, height=560)
 w"""
 
-# The engine's order for z = x**2 + y (API.md): the status line names the node about to run.
+# The engine's order for z = x**2 + y (API.md): the status line says what ran and what runs next.
 Z_STATUS = [
-    "step 0 / 4 — AddBackward0",
-    "step 1 / 4 — AccumulateGrad (y)",
-    "step 2 / 4 — PowBackward0",
-    "step 3 / 4 — AccumulateGrad (x)",
-    "step 4 / 4 — done",
+    "step 0 / 4 → next AddBackward0",
+    "ran AddBackward0 (step 1 / 4) → next AccumulateGrad (y)",
+    "ran AccumulateGrad (y) (step 2 / 4) → next PowBackward0",
+    "ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)",
+    "ran AccumulateGrad (x) (step 4 / 4) — done",
 ]
 
 
@@ -181,7 +181,7 @@ def test_play_pause_and_keyboard(page, lab_server):
     expect(button(root, "Play")).to_be_visible()
     # Run to end goes in chunks and finishes.
     button(root, "Run to end").click()
-    expect(status(root)).to_have_text(f"step {total} / {total} — done")
+    expect(status(root)).to_have_text(re.compile(rf"\(step {total} / {total}\) — done$"))
     expect(button(root, "Play")).to_be_disabled()
     page.page_log.assert_clean()
 
