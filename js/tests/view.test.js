@@ -198,7 +198,7 @@ describe('a new _state', () => {
     model.push('_state', freed.state(0, { seq: 10 }));
     expect(status.classList.contains('agw-status-failed')).toBe(false);
     expect(status.querySelector('.agw-status-hint').hidden).toBe(true);
-    expect(status.textContent).toBe('step 0 / 4 — AddBackward0');
+    expect(status.textContent).toBe('step 0 / 4 → next AddBackward0');
     cleanup();
   });
 
