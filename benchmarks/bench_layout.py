@@ -39,13 +39,13 @@ import torch
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.view import layout as layout_mod
 from autograd_widget.view.drawn import drawn_crossings
 from autograd_widget.view.placement import item_sizes, module_titles
 from autograd_widget.view.scene import Scene, compute_layout
 from autograd_widget.view.visible import visible_graph
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _drawing import bezier_polyline, flat_layout
 from _results import RESULTS, commit, machine, write_section
 
 SECTION = "layout"
@@ -192,20 +192,6 @@ def polyline_quality(ex: np.ndarray, ey: np.ndarray, ptr: np.ndarray, n: int,
     return Quality(crossings, length, w * h / max(n, 1) / unit**2, w / h if h else float("inf"))
 
 
-def flat_layout(graph: aw.BackwardGraph, vis, w: np.ndarray, h: np.ndarray):
-    """Today's layered core before issue 16: every long edge through a dummy per layer."""
-    old = layout_mod.MAX_DUMMY_SPAN
-    layout_mod.MAX_DUMMY_SPAN = 1 << 30
-    try:
-        ids = list(graph.nodes)
-        roots = sorted({int(vis.real_item[ids.index(r)]) for r, _ in graph.roots} - {-1})
-        return layout_mod.layered_layout(vis.n_items, vis.edge_src, vis.edge_dst, roots=roots,
-                                         breadth=w, depth=h, node_gap=1.0, layer_gap=1.4,
-                                         dummy_gap=0.6)
-    finally:
-        layout_mod.MAX_DUMMY_SPAN = old
-
-
 def dot_quality(vis, w: np.ndarray, h: np.ndarray, unit: float,
                 timeout: float) -> tuple[Quality | None, str]:
     """Graphviz dot on the same visible graph, boxes of the same sizes, gaps alike."""
@@ -237,26 +223,13 @@ def dot_quality(vis, w: np.ndarray, h: np.ndarray, unit: float,
         elif tok and tok[0] == "edge":
             k = int(tok[3])
             pts = np.asarray(tok[4 : 4 + 2 * k], dtype=np.float64).reshape(k, 2)
-            poly = _bezier(pts)
+            poly = bezier_polyline(pts, samples=8)
             xs += [*poly[:, 0].tolist(), np.nan]
             ys += [*poly[:, 1].tolist(), np.nan]
             ptr.append(len(xs))
     q = polyline_quality(np.asarray(xs), np.asarray(ys), np.asarray(ptr), vis.n_items,
                          bounds, unit)
     return q, f"{secs:.1f} s"
-
-
-def _bezier(pts: np.ndarray, samples: int = 8) -> np.ndarray:
-    k = (len(pts) - 1) // 3
-    if k < 1:
-        return pts
-    t = np.linspace(0.0, 1.0, samples)[:, None]
-    parts = []
-    for s in range(k):
-        p0, p1, p2, p3 = pts[3 * s : 3 * s + 4]
-        u = 1.0 - t
-        parts.append(u**3 * p0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t**3 * p3)
-    return np.concatenate(parts)
 
 
 def _median_s(fn: Callable[[], object], repeats: int) -> float:
@@ -307,7 +280,8 @@ def measure(case: Case, repeats: int, timeout: float, quality: bool) -> Row:
     w_, h_, _ = item_sizes(graph, vis, module_titles(graph, set()))
     unit = float(np.median(h_)) if len(h_) else 1.0
     ours = polyline_quality(lay.edge_x, lay.edge_y, lay.edge_ptr, vis.n_items, lay.bounds, unit)
-    flat = flat_layout(graph, vis, w_, h_)
+    flat = flat_layout(graph, vis, breadth=w_, depth=h_, node_gap=1.0, layer_gap=1.4,
+                       dummy_gap=0.6)
     flat_q = polyline_quality(flat.edge_x, flat.edge_y, flat.edge_ptr, vis.n_items,
                               flat.bounds, unit)
     dq, dot_text = (dot_quality(vis, w_, h_, unit, timeout) if quality

@@ -15,7 +15,8 @@ fans of 10k and 50k nodes). For each, in ONE process, medians over repeats:
 - `Stepper.run()` against `torch.autograd.grad` (ratio; `reset()` untimed);
 - the same graph through torchviz `make_dot` + Graphviz `dot -Tsvg` (a subprocess with a
   timeout; timeouts, crashes and RecursionErrors are results);
-- layout quality: crossings between adjacent layers and mean edge length, ours against `dot`
+- layout quality: crossings between adjacent layers and mean edge length, the layered core
+  with every long edge through dummies (`_drawing.flat_layout`) against `dot`
   laying out the very same visible graph (`-Tplain`; its ranks give the layers, its splines the
   bends of long edges, and crossings are counted with our own `layout.count_crossings`).
 
@@ -28,7 +29,6 @@ sections from several scripts: this one writes only between `<!-- scale:start --
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import gc
 import importlib.util
@@ -43,7 +43,7 @@ import sys
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
+from _drawing import bezier_polyline, flat_layout
 from _results import RESULTS, commit, machine, write_section
 
 SECTION = "scale"
@@ -319,27 +320,6 @@ def _mean_length(
     return float(np.sqrt(dx * dx + dy * dy).sum() / max(n_edges, 1))
 
 
-@contextlib.contextmanager
-def all_dummies() -> Iterator[None]:
-    """Every long edge through one dummy per layer, as the layered core did before lanes
-    (issue 16): the rank-by-rank comparison with dot below needs every edge between adjacent
-    layers. `bench_layout.py` compares the drawings users see, lanes and frames included."""
-    old = layout.MAX_DUMMY_SPAN
-    layout.MAX_DUMMY_SPAN = 1 << 30
-    try:
-        yield
-    finally:
-        layout.MAX_DUMMY_SPAN = old
-
-
-def flat_layout(graph: Any, vis: Any) -> layout.Layout:
-    """The flat layered layout of `vis` with dummies on every long edge (`all_dummies`)."""
-    index = {nid: i for i, nid in enumerate(graph.nodes)}
-    roots = sorted({int(vis.real_item[index[r]]) for r, _ in graph.roots} - {-1})
-    with all_dummies():
-        return layout.layered_layout(vis.n_items, vis.edge_src, vis.edge_dst, roots=roots)
-
-
 def our_quality(lay: layout.Layout) -> Quality:
     n_unique = int(lay.seg_src.shape[0]) - lay.n_dummies
     # TB: y = -layer (pitch 1), x within the layer.
@@ -376,20 +356,6 @@ def visible_dot(payload: dict[str, Any]) -> tuple[str, list[tuple[int, int]]]:
     lines += [f"  n{a} -> n{b};" for a, b in unique]
     lines.append("}")
     return "\n".join(lines) + "\n", unique
-
-
-def _bezier_polyline(pts: np.ndarray, samples: int = 12) -> np.ndarray:
-    """Sample a piecewise cubic Bezier (dot's 3k + 1 control points) into a polyline."""
-    k = (len(pts) - 1) // 3
-    if k < 1:
-        return pts
-    t = np.linspace(0.0, 1.0, samples)[:, None]
-    parts = []
-    for s in range(k):
-        p0, p1, p2, p3 = pts[3 * s : 3 * s + 4]
-        u = 1.0 - t
-        parts.append(u**3 * p0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t**3 * p3)
-    return np.concatenate(parts)
 
 
 def _x_at(poly: np.ndarray, y: float) -> float:
@@ -440,7 +406,7 @@ def dot_quality(plain: str, n_nodes: int, unique: list[tuple[int, int]]) -> Qual
             raise ValueError(f"dot drew edge n{a} -> n{b} upward or flat (ranks {ra}, {rb})")
         prev = a
         if rb - ra > 1:
-            poly = _bezier_polyline(splines[(a, b)])
+            poly = bezier_polyline(splines[(a, b)])
             for r in range(ra + 1, rb):
                 d = len(ext_layer)
                 ext_layer.append(r)

@@ -420,3 +420,13 @@ def test_random_dag_invariants(dag, orientation, sweeps):
     assert_same_layout(
         lay, layered_layout(n, src, dst, roots=roots, orientation=orientation, sweeps=sweeps)
     )
+
+
+def test_max_dummy_span_chooses_between_dummies_and_a_lane():
+    # 0 -> 1 -> 2 -> 3 -> 4 and the skip 0 -> 4 (spans 4 layers)
+    src, dst = [0, 1, 2, 3, 0], [1, 2, 3, 4, 4]
+    through = layered_layout(5, src, dst, max_dummy_span=4)
+    beside = layered_layout(5, src, dst, max_dummy_span=3)
+    assert (through.n_dummies, through.n_lanes) == (3, 0)
+    assert (beside.n_dummies, beside.n_lanes) == (0, 1)
+    assert_layout_invariants(through, 5, src, dst)

@@ -326,9 +326,12 @@ def arrange(
     *,
     top: ArrayLike | None = None,
     bottom: ArrayLike | None = None,
+    max_dummy_span: int = MAX_DUMMY_SPAN,
 ) -> Arrangement:
     """Steps 1-3 of `layered_layout`: layers, dummies on short edges, lanes for long ones, and
-    the order within each layer. Arguments as `layered_layout`'s.
+    the order within each layer. Arguments as `layered_layout`'s; ``max_dummy_span``: the longest
+    span routed through dummies (a huge value gives the classic all-dummies layout, the baseline
+    the benchmarks compare with).
 
     Example:
         >>> arr = arrange(6, [0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 5, 5])  # 0 -> 5 spans 5 layers
@@ -348,7 +351,7 @@ def arrange(
     n_layers = int(layer.max()) + 1 if n else 0
 
     span = layer[ud] - layer[us]
-    lane = span > MAX_DUMMY_SPAN
+    lane = span > max_dummy_span
     n_dum_e = np.where(lane, 0, span - 1)
     n_dummies = int(n_dum_e.sum())
     dum_start = n + np.concatenate(([0], np.cumsum(n_dum_e)[:-1])).astype(np.int64)
@@ -505,14 +508,17 @@ def place(
     sx = np.repeat(coord[nodes] if rep.size else np.zeros(0), 2)
     sd = np.stack([first_d, second_d], 1).reshape(-1)
     s_edge = np.repeat(rep, 2)
+    # The layer-edge points of a route's two ends (not its dummies): straight below the source,
+    # straight above the target; redundant when the route is straight there.
+    s_help = np.stack([(j == last_j) & (j > 0), (j == 0) & (j < last_j)], 1).reshape(-1)
     keep = np.ones(sx.shape[0], dtype=bool)
     keep[1:] = (s_edge[1:] != s_edge[:-1]) | (sx[1:] != sx[:-1]) | (sd[1:] != sd[:-1])
-    sx, sd, s_edge = sx[keep], sd[keep], s_edge[keep]
-    # ...and interior points on a straight vertical run (an edge between aligned boxes).
+    sx, sd, s_edge, s_help = sx[keep], sd[keep], s_edge[keep], s_help[keep]
+    # ...and such an end point on a straight vertical run (an edge between aligned boxes).
     if sx.size > 2:
         inner = np.zeros(sx.shape[0], dtype=bool)
         inner[1:-1] = (s_edge[1:-1] == s_edge[:-2]) & (s_edge[1:-1] == s_edge[2:])
-        inner[1:-1] &= (sx[1:-1] == sx[:-2]) & (sx[1:-1] == sx[2:])
+        inner[1:-1] &= (sx[1:-1] == sx[:-2]) & (sx[1:-1] == sx[2:]) & s_help[1:-1]
         sx, sd, s_edge = sx[~inner], sd[~inner], s_edge[~inner]
     npts = np.where(lane, 6, 0)
     npts[short_e] = np.bincount(s_edge, minlength=us.shape[0])[short_e] if s_edge.size else 0
@@ -632,6 +638,7 @@ def layered_layout(
     node_gap: float = NODE_GAP,
     dummy_gap: float = DUMMY_GAP,
     layer_gap: float = LAYER_GAP,
+    max_dummy_span: int = MAX_DUMMY_SPAN,
 ) -> Layout:
     """Lay out a DAG of ``n`` nodes with edges ``src[i] -> dst[i]`` in layers.
 
@@ -649,7 +656,8 @@ def layered_layout(
     early once a pass fails to improve it. ``sweeps=0`` keeps the discovery order (real nodes by
     index, roots first; each dummy sorted as its edge's source index), the unreduced baseline
     for ``initial_crossings``. Sizes and gaps: see `place`. No edge costs work proportional to
-    the number of layers it spans beyond `MAX_DUMMY_SPAN`: longer ones run in lanes.
+    the number of layers it spans beyond ``max_dummy_span`` (`MAX_DUMMY_SPAN`): longer ones run
+    in lanes.
 
     Example:
         >>> lay = layered_layout(4, [0, 0, 1], [1, 2, 3])
@@ -658,6 +666,7 @@ def layered_layout(
     """
     if orientation not in ("TB", "LR"):
         raise ValueError(f"orientation must be 'TB' or 'LR', not {orientation!r}")
-    arr = arrange(n, src, dst, roots, sweeps, top=top, bottom=bottom)
+    arr = arrange(n, src, dst, roots, sweeps, top=top, bottom=bottom,
+                  max_dummy_span=max_dummy_span)
     return place(arr, orientation, breadth=breadth, depth=depth, node_gap=node_gap,
                  dummy_gap=dummy_gap, layer_gap=layer_gap)
