@@ -40,7 +40,6 @@ from torch import nn
 
 import autograd_widget as aw
 from autograd_widget.view.drawn import drawn_crossings
-from autograd_widget.view.placement import item_sizes, module_titles
 from autograd_widget.view.scene import Scene, compute_layout
 from autograd_widget.view.visible import visible_graph
 
@@ -277,7 +276,7 @@ def measure(case: Case, repeats: int, timeout: float, quality: bool) -> Row:
         w.close()
     vis = visible_graph(graph)
     lay = compute_layout(graph, "TB", vis)
-    w_, h_, _ = item_sizes(graph, vis, module_titles(graph, set()))
+    w_, h_ = lay.width.astype(np.float64), lay.height.astype(np.float64)
     unit = float(np.median(h_)) if len(h_) else 1.0
     ours = polyline_quality(lay.edge_x, lay.edge_y, lay.edge_ptr, vis.n_items, lay.bounds, unit)
     flat = flat_layout(graph, vis, breadth=w_, depth=h_, node_gap=1.0, layer_gap=1.4,

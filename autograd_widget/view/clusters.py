@@ -200,18 +200,6 @@ def _cyclic_children(c: _Cluster, src: NDArray[np.int64], dst: NDArray[np.int64]
     return out
 
 
-class _LocalIndex:
-    """Layout node -> its index in its own cluster (one array shared by every cluster)."""
-
-    __slots__ = ("_a",)
-
-    def __init__(self, a: NDArray[np.int64]) -> None:
-        self._a = a
-
-    def __getitem__(self, v: int) -> int:
-        return int(self._a[v])
-
-
 @dataclass
 class _Cluster:
     """One cluster's local graph, being built."""
@@ -225,7 +213,6 @@ class _Cluster:
     dst: list[int] = field(default_factory=list)
     ports: dict[tuple[int, int], int] = field(default_factory=dict)
     children: list[int] = field(default_factory=list)
-    local_of: _LocalIndex | dict[int, int] = field(default_factory=dict)  # node -> local
     child_local: dict[int, int] = field(default_factory=dict)  # child cluster -> local index
 
     def add(self, key: str, kind: int, ref: int) -> int:
@@ -445,7 +432,6 @@ class ClusterLayouter:
                 names[q] = "m:" + order[k]
                 c.child_local[k] = q
             c.keys, c.kind, c.ref = names, kind.tolist(), ref.tolist()
-            c.local_of = _LocalIndex(local_idx)
 
         # Edges: local in one cluster, or split at every frame they cross.
         pieces: dict[int, list[tuple[int, int, bool, bool]]] = {}  # edges crossing frames
@@ -465,7 +451,7 @@ class ClusterLayouter:
                 piece_c[ks] = i
                 piece_e[ks] = np.arange(ks.size)
         for k in np.flatnonzero(cu != cv).tolist():
-            pieces[k] = self._split(clusters, cparent, int(s[k]), int(edge_to[k]),
+            pieces[k] = self._split(clusters, cparent, local_idx, int(s[k]), int(edge_to[k]),
                                     int(cu[k]), int(cv[k]))
 
         # Bottom-up: each cluster's layout, and its frame size for its parent.
@@ -579,7 +565,13 @@ class ClusterLayouter:
 
     @staticmethod
     def _split(
-        clusters: list[_Cluster], cparent: list[int], u: int, v: int, cu: int, cv: int
+        clusters: list[_Cluster],
+        cparent: list[int],
+        local_idx: NDArray[np.int64],
+        u: int,
+        v: int,
+        cu: int,
+        cv: int,
     ) -> list[tuple[int, int, bool, bool]]:
         """The pieces of an edge between clusters: up from u's cluster through exit ports,
         across at the lowest common cluster, down through entry ports to v. Each piece is
@@ -593,7 +585,7 @@ class ClusterLayouter:
         common = set(up) & set(down)
         lca = next(c for c in up if c in common)
         out: list[tuple[int, int, bool, bool]] = []
-        end = clusters[cu].local_of[u]
+        end = int(local_idx[u])  # (each layout node's index in its own cluster)
         for c in up[: up.index(lca)]:
             cl = clusters[c]
             port = cl.ports.get((3, end))
@@ -603,11 +595,11 @@ class ClusterLayouter:
             end = clusters[cparent[c]].child_local[c]
         chain = down[: down.index(lca)]
         lca_c = clusters[lca]
-        target = lca_c.child_local[chain[-1]] if chain else lca_c.local_of[v]
+        target = lca_c.child_local[chain[-1]] if chain else int(local_idx[v])
         out.append((lca, lca_c.edge(end, target), lca != cu, bool(chain)))
         for c in reversed(chain):
             cl = clusters[c]
-            inner = cl.local_of[v] if c == cv else cl.child_local[
+            inner = int(local_idx[v]) if c == cv else cl.child_local[
                 next(x for x in chain if cparent[x] == c)]
             port = cl.ports.get((2, inner))
             if port is None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .repeats import Repeat
     from .visible import VisibleGraph
 
-__all__ = ["CHAR_W", "item_sizes", "module_titles", "scene_layout"]
+__all__ = ["CHAR_W", "item_sizes", "scene_layout"]
 
 #: Width of one label character, in layout units (one unit = one line of label text).
 CHAR_W = 0.62
@@ -38,35 +38,23 @@ def _box(lines: list[str]) -> tuple[float, float]:
     return chars * CHAR_W + _PAD_W, len(lines) * _LINE_H + _PAD_H
 
 
-def module_titles(graph: BackwardGraph, paths: list[str] | set[str]) -> dict[str, str]:
-    """Frame and box title per module path (`labels.module_title`):
-    ``"layers.3 · TransformerEncoderLayer"`` when the module's class is known, else the path.
-
-    Example:
-        >>> module_titles(g, ["a.b"])
-        {'a.b': 'a.b'}
-    """
-    return {p: module_title(graph, p) for p in paths}
-
-
 def item_sizes(
     graph: BackwardGraph, vis: VisibleGraph, titles: Mapping[str, str]
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Box size (width, height) of every item, and its label: a node's short op name (a
+) -> tuple[np.ndarray, np.ndarray]:
+    """Box size (width, height) of every item, to hold its text: a node's short op name (a
     leaf's name and shape), a box's title and its op count.
 
     Example:
         >>> from autograd_widget.view.visible import visible_graph
-        >>> w, h, labels = item_sizes(g, visible_graph(g), {}); labels
-        ['Add', 'Pow', 'y', 'x']
+        >>> w, h = item_sizes(g, visible_graph(g), {}); h.tolist()  # ops one line, leaves two
+        [1.5, 1.5, 2.5, 2.5]
     """
     nodes = list(graph.nodes.values())
     n = vis.n_items
     w = np.zeros(n)
     h = np.zeros(n)
-    labels: list[str] = []
-    # One label per distinct (op, kind, leaf name, leaf shape): a 100k-node chain has three.
-    by_key: dict[tuple, tuple[str, float, float]] = {}
+    # One size per distinct (op, kind, leaf name, leaf shape): a 100k-node chain has three.
+    by_key: dict[tuple, tuple[float, float]] = {}
     for j, r in enumerate(vis.item_real.tolist()):
         if r >= 0:
             node = nodes[r]
@@ -78,15 +66,14 @@ def item_sizes(
                 lines = [short_label(node)]
                 if key[3] is not None:
                     lines.append(str(list(key[3])))
-                hit = by_key[key] = (lines[0], *_box(lines))
+                hit = by_key[key] = _box(lines)
         else:
             group = vis.item_group[j] or ""
             members = vis.item_members[j]
             lines = [titles.get(group, group), f"{0 if members is None else len(members)} ops"]
-            hit = (lines[0], *_box(lines))
-        labels.append(hit[0])
-        w[j], h[j] = hit[1], hit[2]
-    return w, h, labels
+            hit = _box(lines)
+        w[j], h[j] = hit
+    return w, h
 
 
 def _common_module(nodes: list, members: np.ndarray | None) -> str:
@@ -175,11 +162,11 @@ def _scene_layout(
             p = parent_path(p)
             paths.add(p)
     boxes = {vis.item_group[j] or "" for j, r in enumerate(item_real) if r < 0}
-    titles = module_titles(graph, paths | boxes)
+    titles = {p: module_title(graph, p) for p in paths | boxes}
     for key, run in folds.items():
         if key in boxes:
             titles[key] = run_title(graph, run)
-    w, h, _ = item_sizes(graph, vis, titles)
+    w, h = item_sizes(graph, vis, titles)
     ids = list(graph.nodes)  # (ids may be renamed: not always "n<index>")
     roots = sorted({int(vis.real_item[ids.index(r)]) for r, _ in graph.roots} - {-1})
     return (layouter or ClusterLayouter()).layout(

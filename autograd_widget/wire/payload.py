@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..util.gcpause import gc_paused
+from ..view.clusters import ClusterLayout
 from ..view.labels import display_kind, group_label, module_title, run_title, short_label
-from ..view.layout import Layout
 from ..view.modules import module_paths
 from ..view.state import as_buffer
 from ..view.visible import VisibleGraph, edge_arrays, visible_graph
@@ -103,7 +103,7 @@ def _canonical_ids(graph: BackwardGraph) -> bool:
 
 def graph_payload(
     graph: BackwardGraph,
-    layout: Layout,
+    layout: ClusterLayout,
     visible: VisibleGraph | None = None,
     validity: dict[str, str] | None = None,
     *,
@@ -148,7 +148,7 @@ def graph_payload(
 
 def _graph_payload(
     graph: BackwardGraph,
-    layout: Layout,
+    layout: ClusterLayout,
     vis: VisibleGraph,
     validity: dict[str, str],
     folds: Mapping[str, Repeat] | None,
@@ -157,11 +157,8 @@ def _graph_payload(
     n_items = vis.n_items
     item_real = vis.item_real
     x, y = np.asarray(layout.x, np.float32), np.asarray(layout.y, np.float32)
-    bounds = [0.0, 0.0, 0.0, 0.0]
-    if n_items:
-        bounds = [float(x.min()), float(x.max()), float(y.min()), float(y.max())]
-        if getattr(layout, "bounds", None) is not None:  # boxes, lanes and frames included
-            bounds = [float(v) for v in layout.bounds]
+    # boxes, lanes and frames included
+    bounds = [float(v) for v in layout.bounds] if n_items else [0.0, 0.0, 0.0, 0.0]
     identity = vis.is_identity
     strings, kinds, sigs = _Table(), _Table(), _Table()
     label = np.zeros(n_items, np.int64)
@@ -315,23 +312,22 @@ def _graph_payload(
         put("edges", "bend_x", np.asarray(layout.edge_x, np.float32)[pick])
         put("edges", "bend_y", np.asarray(layout.edge_y, np.float32)[pick])
     # Leaf copies (a parameter drawn beside each consumer) and module frames.
-    copy_item = getattr(layout, "copy_item", None)
-    if copy_item is not None and len(copy_item):
-        out["copies"] = {"count": len(copy_item)}
-        put("copies", "item", np.asarray(copy_item, np.int32))
+    if len(layout.copy_item):
+        out["copies"] = {"count": len(layout.copy_item)}
+        put("copies", "item", np.asarray(layout.copy_item, np.int32))
         put("copies", "x", np.asarray(layout.copy_x, np.float32))
         put("copies", "y", np.asarray(layout.copy_y, np.float32))
         put("edges", "copy", np.asarray(layout.edge_copy, np.int32))
     out["frames"] = [
         {"path": f.path, "title": f.title, "depth": f.depth,
          "x0": f.x0, "x1": f.x1, "y0": f.y0, "y1": f.y1}
-        for f in getattr(layout, "frames", ())
+        for f in layout.frames
     ]
-    size_w = getattr(layout, "width", None)
-    if size_w is not None and n_items:
+    if n_items:
         # Box sizes: a handful of distinct ones (they follow the label's length): a table and
         # a one-byte index per item.
-        wh = np.stack([np.asarray(size_w, np.float32), np.asarray(layout.height, np.float32)], 1)
+        wh = np.stack([np.asarray(layout.width, np.float32),
+                       np.asarray(layout.height, np.float32)], 1)
         table, which = np.unique(wh, axis=0, return_inverse=True)
         nodes_out["sizes"] = [[float(a), float(b)] for a, b in table.tolist()]
         put("nodes", "size", _small_uint(which.reshape(-1).astype(np.int64)))

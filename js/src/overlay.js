@@ -333,22 +333,7 @@ export function createOverlay(doc) {
       const x = px(nodes.x[i]);
       const y = py(nodes.y[i]);
       if (x < area.l - pad || x > area.l + area.w + pad || y < area.t - pad || y > area.t + area.h + pad) continue;
-      const sym = String(nodes.symbol[i]);
-      ctx.beginPath();
-      tracePath(ctx, sym, x, y, nodes.size[i]);
-      ctx.globalAlpha = nodes.opacity[i];
-      if (!sym.endsWith('-open')) {
-        ctx.fillStyle = nodes.color[i];
-        ctx.fill();
-        ctx.strokeStyle = nodes.lineColor[i];
-      } else {
-        ctx.strokeStyle = nodes.color[i];
-      }
-      const lw = nodes.lineWidth[i];
-      if (lw > 0) {
-        ctx.lineWidth = lw;
-        ctx.stroke();
-      }
+      paintMarker(ctx, nodes, i, x, y, false);
     }
     // Leaf copies: the parameter again beside another consumer, styled as the item itself.
     const cp = scene.copies;
@@ -359,17 +344,7 @@ export function createOverlay(doc) {
         const x = px(cp.x[k]);
         const y = py(cp.y[k]);
         if (x < area.l - pad || x > area.l + area.w + pad || y < area.t - pad || y > area.t + area.h + pad) continue;
-        const sym = String(nodes.symbol[i]);
-        ctx.beginPath();
-        tracePath(ctx, sym, x, y, nodes.size[i]);
-        ctx.globalAlpha = nodes.opacity[i];
-        ctx.fillStyle = nodes.color[i];
-        if (!sym.endsWith('-open')) ctx.fill();
-        ctx.strokeStyle = sym.endsWith('-open') ? nodes.color[i] : nodes.lineColor[i];
-        ctx.lineWidth = Math.max(1, nodes.lineWidth[i]);
-        ctx.setLineDash([3, 2]);
-        ctx.stroke();
-        ctx.setLineDash([]);
+        paintMarker(ctx, nodes, i, x, y, true);
       }
     }
     ctx.globalAlpha = 1;
@@ -437,6 +412,32 @@ function paintArrows(ctx, scene, px, py, area) {
       prev = -1;
     }
     ctx.fill();
+  }
+}
+
+/**
+ * Node `i`'s marker at pixel (x, y), in its step-state style; `copy`: a leaf copy beside another
+ * consumer, outlined dashed (and always outlined) so it reads as the same parameter again.
+ * @param {CanvasRenderingContext2D} ctx @param {any} nodes the scene's node arrays
+ * @param {number} i @param {number} x @param {number} y @param {boolean} copy
+ */
+function paintMarker(ctx, nodes, i, x, y, copy) {
+  const sym = String(nodes.symbol[i]);
+  const open = sym.endsWith('-open');
+  ctx.beginPath();
+  tracePath(ctx, sym, x, y, nodes.size[i]);
+  ctx.globalAlpha = nodes.opacity[i];
+  if (!open) {
+    ctx.fillStyle = nodes.color[i];
+    ctx.fill();
+  }
+  ctx.strokeStyle = open ? nodes.color[i] : nodes.lineColor[i];
+  const lw = copy ? Math.max(1, nodes.lineWidth[i]) : nodes.lineWidth[i];
+  if (lw > 0) {
+    ctx.lineWidth = lw;
+    if (copy) ctx.setLineDash([3, 2]);
+    ctx.stroke();
+    if (copy) ctx.setLineDash([]);
   }
 }
 
