@@ -198,6 +198,7 @@ def _graph_payload(
     fold_item: dict[str, int] = {}
     labels: list[str] = []
     names: list[str] = []
+    titles: list[str] = []
     box_j = np.flatnonzero(item_real < 0).tolist()
     for j in box_j:
         path = vis.item_group[j] or ""
@@ -207,10 +208,12 @@ def _graph_payload(
         if run is not None:
             fold_item[path] = j
             labels.append(run.label)
+            titles.append(run_title(graph, run))
             names.append(f"{run_title(graph, run)}: {run.count} blocks × "
                          f"{run.nodes_per_unit} nodes ({members[j]} nodes)")
         else:
             labels.append(group_label(path, graph.model_name))
+            titles.append(module_title(graph, path))
             names.append(f"{module_title(graph, path)} ({members[j]} nodes)")
         module[j] = strings.add(path)
     if box_j:
@@ -265,6 +268,8 @@ def _graph_payload(
              "item": fold_item.get(key, -1)}
             for key, run in (folds or {}).items() if key in vis.folds
         ],
+        # What each box says on its first line (its width was laid out for it), in item order.
+        "box_titles": titles,
         "dtypes": dtypes,
         "nodes": {
             "count": n_items,

@@ -20,6 +20,7 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
  * @property {[number, number, number, number]} bounds xmin, xmax, ymin, ymax
  * @property {Frame[]} frames titled frames around unfolded modules, outermost first
  * @property {{ item: Int32Array, x: Float32Array, y: Float32Array }} copies leaf copies
+ * @property {string[]} titles each box's title ("layers.3 · TransformerEncoderLayer"), "" for a node
  * @property {Float32Array | null} boxW each item's box width as laid out (layout units)
  * @property {Float32Array | null} boxH each item's box height as laid out
  * @property {number} n
@@ -185,6 +186,7 @@ export function decodeGraph(raw) {
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
     bounds: graphBounds(g.bounds),
     frames: decodeFrames(g.frames),
+    titles: boxTitles(g.box_titles, n, boxes),
     boxW,
     boxH,
     copies,
@@ -487,6 +489,21 @@ export function decodeFrames(raw) {
     if (!nums.every(Number.isFinite)) continue;
     out.push({ path: String(v.path ?? ''), title: String(v.title ?? v.path ?? ''), depth: Number(v.depth) || 1, x0: nums[0], x1: nums[1], y0: nums[2], y1: nums[3] });
   }
+  return out;
+}
+
+/**
+ * Each item's box title (`box_titles`: one per box, in item order); a box without one reads ""
+ * (the caller falls back to its label).
+ * @param {unknown} raw @param {number} n @param {number[]} boxes
+ * @returns {string[]}
+ */
+export function boxTitles(raw, n, boxes) {
+  const out = new Array(n).fill('');
+  if (!Array.isArray(raw)) return out;
+  boxes.forEach((i, k) => {
+    if (k < raw.length && raw[k] != null) out[i] = String(raw[k]);
+  });
   return out;
 }
 

@@ -210,6 +210,17 @@ export function tracePath(ctx, symbol, x, y, d) {
     ctx.lineTo(x, y + q);
     ctx.lineTo(x - q, y);
     ctx.closePath();
+  } else if (base === 'triangle-up') {
+    ctx.moveTo(x, y - r * 1.1);
+    ctx.lineTo(x + r, y + r * 0.75);
+    ctx.lineTo(x - r, y + r * 0.75);
+    ctx.closePath();
+  } else if (base === 'x') {
+    // a thick cross, as one closed outline (filled like the other symbols)
+    const t = r * 0.32;
+    const pts = [[-r, -r + t], [-r + t, -r], [0, -t], [r - t, -r], [r, -r + t], [t, 0], [r, r - t], [r - t, r], [0, t], [-r + t, r], [-r, r - t], [-t, 0]];
+    pts.forEach(([dx, dy], k) => (k ? ctx.lineTo(x + dx, y + dy) : ctx.moveTo(x + dx, y + dy)));
+    ctx.closePath();
   } else if (base === 'hexagon' || base === 'pentagon') {
     const k = base === 'hexagon' ? 6 : 5;
     const q = r * 1.1;

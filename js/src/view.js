@@ -1,28 +1,18 @@
 /**
- * One view of an AutogradWidget: toolbars, status line, the plotly drawing, the "waiting" panel,
+ * One view of an AutogradWidget: toolbars, status line, the canvas drawing, the "waiting" panel,
  * the hover card, the side panels (inspector, memory list) and the legend. Reads the synced
  * traits, sends commands through a backend, and never computes an autograd fact itself.
  */
-import Plotly from './plotly.js';
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import {
-  T,
-  buildFigure,
-  changedPatches,
-  combine,
-  fitRange,
-  overlayScene,
-  plotArea,
-  pxPerUnit,
-  viewPatches,
-} from './figure.js';
-import { BOX_HIT_POINTS, boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
+import { cameraOf, fitView, rangeAt } from './camera.js';
+import { buildDrawing } from './drawing.js';
+import { createCanvas } from './canvas.js';
+import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
 import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
 import { MEMORY_COLORS, decodeMemory, memoryLegend } from './memory.js';
 import { createInspector, createMemoryPanel, createSensitivityPanel } from './panel.js';
 import { PROBE_SAMPLES, SENSITIVITY_COLORS, decodeLeafDiff, decodeProbe, normText, sensitivityLegend } from './sensitivity.js';
-import { createOverlay, neutralScene, rangeFromEvent } from './overlay.js';
 import { createHelp, shortcutFor } from './help.js';
 import { createMinimap } from './minimap.js';
 import { createSearch } from './search.js';
@@ -137,8 +127,8 @@ export function createView({ model, el, backend, options = {} }) {
   const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
   const inspector = createInspector(doc, {
     close: () => clearSelection(),
-    collapse: (group) => send({ type: MSG.COLLAPSE, group }),
-    expand: (group) => send({ type: MSG.EXPAND, group }),
+    collapse: (group) => refold(MSG.COLLAPSE, group),
+    expand: (group) => refold(MSG.EXPAND, group),
     runTo: (target) => {
       if (mode !== 'idle' || refuseAfterFailure('run to a node')) return;
       const i = 'item' in target ? target.item : graph.indexOf.get(target.id) ?? -1;
@@ -172,7 +162,7 @@ export function createView({ model, el, backend, options = {} }) {
   let state = decodeState(model.get('_state'), graph);
   let theme = readTheme(root);
   let size = { width: 0, height: 0 };
-  let range = fitRange(graph, plotSize());
+  let range = fitNow();
   /** True while the view is the fitted one: a resize then refits instead of keeping the zoom. */
   let fitted = true;
   /** @type {Focus | null} */
@@ -213,12 +203,17 @@ export function createView({ model, el, backend, options = {} }) {
   let mode = 'idle';
   let plotted = false;
   let destroyed = false;
-  let drawPending = false;
   let patchPending = false;
-  /** What plotly shows, per trace and attribute: patches equal to it are not sent. */
-  /** @type {Map<number, Record<string, unknown>>} */
-  let shown = new Map();
-  const overlay = createOverlay(doc);
+  /** Set when we asked Python to fold or unfold: the new graph keeps the view (the module
+   * opens where its box was) instead of fitting again. */
+  let keepView = false;
+  const canvas = createCanvas(doc, {
+    view: () => ({ range, size: plotSize() }),
+    move: (next) => moveView(next),
+    hover: (hit, ev) => (hit ? onHover(hit, ev) : hideCard()),
+    click: (hit, ev) => onClick(hit, ev),
+    fit: () => fitView_(),
+  });
   /** @type {any} */
   let playTimer = null;
   let playSentAt = 0;
@@ -285,69 +280,56 @@ export function createView({ model, el, backend, options = {} }) {
   }
 
   // ---- drawing ---------------------------------------------------------------------------------
+  /** The Fit range for this graph and plot: everything when legible, else the smallest legible
+   * scale centred on the next node (the minimap shows where that is). */
+  function fitNow() {
+    return fitView(graph.bounds, plotSize(), { focus: focusPoint(), orientation: graph.orientation }).range;
+  }
+
+  /** Where the stepping is: the next node, else the first root. */
+  function focusPoint() {
+    const i = state.next >= 0 ? state.next : graph.root.indexOf(1);
+    return i >= 0 && i < graph.n ? { x: graph.x[i], y: graph.y[i] } : null;
+  }
+
   /** Full draw: creation, a new `_graph`, a theme change. */
   function draw() {
     if (destroyed) return;
     empty.hidden = graph.n > 0;
-    const view = currentView();
-    const fig = buildFigure(graph, state, theme, view);
-    shown = new Map();
-    changedPatches(viewPatches(graph, state, theme, view), shown); // what the figure holds
-    const p = plotted ? Plotly.react(plot, fig.data, fig.layout, fig.config) : Plotly.newPlot(plot, fig.data, fig.layout, fig.config);
-    const first = !plotted;
+    if (canvas.el.parentNode !== plot) plot.append(canvas.el);
     plotted = true;
-    Promise.resolve(p).then(() => {
-      if (destroyed) return;
-      if (first) bindPlotEvents();
-      overlay.attach(plot);
-      paintOverlay();
-    });
+    paint();
   }
 
-  /** Repaint the canvas under the plot (edges, node states, colour bar) for `at` (default: the view range). */
-  function paintOverlay(at = range) {
+  /** Repaint the canvas for `at` (default: the view range): edges, boxes, marks, labels. */
+  function paint(at = range) {
     if (!plotted || destroyed) return;
-    overlay.attach(plot);
-    const scene = overlayScene(graph, state, theme, { ...currentView(), range: at });
-    // memory / sensitivity shade the nodes: edges go neutral there (their legends say so)
-    overlay.paint(colorBy === 'gradient' ? scene : neutralScene(scene, graph, theme), at, plotSize());
+    const view = { ...currentView(), range: at };
+    canvas.paint(graph, state, buildDrawing(graph, state, theme, view), at, plotSize());
     minimap.update(graph, at, { edge: theme.idleEdge, node: theme.fontMuted, frame: theme.pending, bg: '' });
   }
 
   let movePending = false;
-  /** Show `next` (the minimap's click or drag): the canvas follows at once, plotly once per frame. @param {{ x: [number, number], y: [number, number] }} next */
+  /** Show `next` (a drag, the wheel, the minimap): painted once per animation frame. @param {{ x: [number, number], y: [number, number] }} next */
   function moveView(next) {
     range = next;
     fitted = false;
-    if (!plotted || destroyed) return;
-    paintOverlay(next);
-    if (movePending) return;
+    if (!plotted || destroyed || movePending) return;
     movePending = true;
     schedule(() => {
       movePending = false;
-      if (destroyed) return;
-      Promise.resolve(Plotly.relayout(plot, { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] })).then(() => patchView());
+      paint();
     });
   }
 
-  /** Send plotly the patches that change what it shows (none, for most steps). */
-  function restyle(/** @type {[number, Record<string, unknown>][]} */ patches) {
-    const changed = changedPatches(patches, shown);
-    if (!changed.length) return;
-    const [update, traces] = combine(changed);
-    Plotly.restyle(plot, update, traces);
-  }
-
-  /** A new state, patched once per animation frame at most (a run sends many). */
+  /** A new state, painted once per animation frame at most (a run sends many). */
   function patchState() {
     patchPending = false;
     patchView();
   }
 
   function patchView() {
-    if (!plotted || destroyed) return;
-    paintOverlay();
-    restyle(viewPatches(graph, state, theme, currentView()));
+    paint();
   }
 
   function requestPatch() {
@@ -357,41 +339,8 @@ export function createView({ model, el, backend, options = {} }) {
   }
 
   function ensurePlot() {
-    if (plotted || destroyed || drawPending) return;
+    if (plotted || destroyed) return;
     draw();
-  }
-
-  /** @type {Record<string, (ev: any) => void>} */
-  let plotHandlers = {};
-  function bindPlotEvents() {
-    const gd = /** @type {any} */ (plot);
-    if (typeof gd.on !== 'function') return;
-    plotHandlers = {
-      plotly_relayout: () => {
-        const xr = gd.layout?.xaxis?.range;
-        const yr = gd.layout?.yaxis?.range;
-        if (Array.isArray(xr) && Array.isArray(yr)) {
-          const next = { x: /** @type {[number, number]} */ ([+xr[0], +xr[1]]), y: /** @type {[number, number]} */ ([+yr[0], +yr[1]]) };
-          if (next.x.every(Number.isFinite) && next.y.every(Number.isFinite)) {
-            const changed = next.x[0] !== range.x[0] || next.x[1] !== range.x[1] || next.y[0] !== range.y[0] || next.y[1] !== range.y[1];
-            range = next;
-            if (changed) {
-              fitted = false;
-              patchView();
-            }
-          }
-        }
-      },
-      // While the user drags, plotly moves its own layers: the canvas follows at each move.
-      plotly_relayouting: (ev) => {
-        const next = rangeFromEvent(ev, range);
-        if (next) paintOverlay(next);
-      },
-      plotly_hover: (ev) => onHover(ev),
-      plotly_unhover: () => hideCard(),
-      plotly_click: (ev) => onClick(ev),
-    };
-    for (const [name, cb] of Object.entries(plotHandlers)) gd.on(name, cb);
   }
 
   // ---- toolbar / panels ------------------------------------------------------------------------
@@ -637,7 +586,7 @@ export function createView({ model, el, backend, options = {} }) {
   btn.runEnd.addEventListener('click', runToEnd);
   btn.reset.addEventListener('click', reset);
   btn.play.addEventListener('click', togglePlay);
-  fit.addEventListener('click', fitView);
+  fit.addEventListener('click', fitView_);
   direction.addEventListener('change', () => {
     model.set('orientation', direction.value);
     model.save_changes();
@@ -649,24 +598,18 @@ export function createView({ model, el, backend, options = {} }) {
   colorMode.addEventListener('change', () => setColorMode(colorMode.value === 'memory' || colorMode.value === 'sensitivity' ? colorMode.value : 'gradient'));
   nanBtn.addEventListener('click', firstNonfinite);
 
-  function fitView() {
-    range = fitRange(graph, plotSize());
+  function fitView_() {
+    range = fitNow();
     fitted = true;
-    if (!plotted) return;
-    Promise.resolve(Plotly.relayout(plot, { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] })).then(() => patchView());
+    paint();
   }
 
   /** Centre the view on (x, y), zoomed in to at least JUMP_PX_PER_UNIT. @param {number} x @param {number} y */
   function zoomTo(x, y) {
     const sz = plotSize();
-    const area = plotArea(sz);
-    const k = Math.max(pxPerUnit(range, sz), JUMP_PX_PER_UNIT);
-    const hw = area.width / k / 2;
-    const hh = area.height / k / 2;
-    range = { x: [x - hw, x + hw], y: [y - hh, y + hh] };
+    range = rangeAt(x, y, Math.max(cameraOf(range, sz).ppu, JUMP_PX_PER_UNIT), sz);
     fitted = false;
-    if (!plotted) return;
-    Promise.resolve(Plotly.relayout(plot, { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] })).then(() => patchView());
+    paint();
   }
 
   /** Zoom to the pending jump target when it is shown; true when done. */
@@ -909,6 +852,12 @@ export function createView({ model, el, backend, options = {} }) {
     refreshSelection();
   }
 
+  /** Fold or unfold a module: the new graph keeps the view. @param {string} type @param {string} group */
+  function refold(type, group) {
+    keepView = true;
+    send({ type, group });
+  }
+
   /** @param {number} i */
   function onBoxClick(i, /** @type {any} */ mouse) {
     const path = graph.modules[i] ?? '';
@@ -918,26 +867,26 @@ export function createView({ model, el, backend, options = {} }) {
       return;
     }
     hideCard();
-    send({ type: MSG.EXPAND, group: path });
+    refold(MSG.EXPAND, path);
   }
 
-  /** @param {any} ev */
-  function onClick(ev) {
-    const pt = ev?.points?.[0];
-    if (!pt) return;
-    const i = pt.pointNumber ?? pt.pointIndex;
-    if (pt.curveNumber === T.nodes) {
-      if (i === undefined || i < 0 || i >= graph.n) return;
-      if (graph.isBox[i]) return onBoxClick(i, ev.event);
+  /**
+   * A click on the drawing: a node selects it, a folded box unfolds (shift+click inspects it),
+   * an edge selects the edge.
+   * @param {import('./canvas.js').Hit | null} hit @param {MouseEvent} ev
+   */
+  function onClick(hit, ev) {
+    if (!hit) return;
+    const i = hit.index;
+    if (hit.kind === 'node') {
+      if (i < 0 || i >= graph.n) return;
+      if (graph.isBox[i]) return onBoxClick(i, ev);
       model.set('selected', graph.ids[i]);
       if (model.get('selected_edge') !== null && model.get('selected_edge') !== undefined) model.set('selected_edge', null);
       model.save_changes();
       setFocus({ kind: 'node', id: graph.ids[i] });
-    } else if (pt.curveNumber === T.boxHit) {
-      const b = graph.boxes[Math.floor(i / BOX_HIT_POINTS)];
-      if (b !== undefined) onBoxClick(b, ev.event);
-    } else if (pt.curveNumber === T.edgeHit) {
-      if (i === undefined || i < 0 || i >= graph.m) return;
+    } else {
+      if (i < 0 || i >= graph.m) return;
       model.set('selected_edge', graph.edgeIds[i]);
       model.save_changes();
       setFocus({ kind: 'edge', id: graph.edgeIds[i] });
@@ -1071,22 +1020,14 @@ export function createView({ model, el, backend, options = {} }) {
     return out;
   }
 
-  /** @param {any} ev */
-  function onHover(ev) {
-    const pt = ev?.points?.[0];
-    if (!pt) return;
-    const i = pt.pointNumber ?? pt.pointIndex;
-    /** @type {{ kind: 'node' | 'edge', index: number } | null} */
-    let target = null;
-    if (pt.curveNumber === T.nodes && i >= 0 && i < graph.n) target = { kind: 'node', index: i };
-    else if (pt.curveNumber === T.boxHit && i >= 0) {
-      const b = graph.boxes[Math.floor(i / BOX_HIT_POINTS)];
-      if (b !== undefined) target = { kind: 'node', index: b };
-    } else if (pt.curveNumber === T.edgeHit && i >= 0 && i < graph.m) target = { kind: 'edge', index: i };
-    if (!target) return;
-    hovered = target;
-    const mouse = ev.event;
-    showCard(target, mouse ? { x: mouse.clientX, y: mouse.clientY } : null);
+  /** @param {import('./canvas.js').Hit} hit @param {MouseEvent} mouse */
+  function onHover(hit, mouse) {
+    const n = hit.kind === 'node' ? graph.n : graph.m;
+    if (hit.index < 0 || hit.index >= n) return;
+    const same = hovered && hovered.kind === hit.kind && hovered.index === hit.index && !card.hidden;
+    hovered = { kind: hit.kind, index: hit.index };
+    if (same) return placeCard({ x: mouse.clientX, y: mouse.clientY });
+    showCard(hovered, mouse ? { x: mouse.clientX, y: mouse.clientY } : null);
   }
 
   /**
@@ -1159,8 +1100,14 @@ export function createView({ model, el, backend, options = {} }) {
   const onGraph = () => {
     graph = decodeGraph(model.get('_graph'));
     state = decodeState(model.get('_state'), graph);
-    range = fitRange(graph, plotSize());
-    fitted = true;
+    const refit = fitView(graph.bounds, plotSize(), { focus: focusPoint(), orientation: graph.orientation });
+    if (keepView && !(fitted && refit.whole)) {
+      fitted = false; // a fold or unfold we asked for: the module opens where its box was
+    } else {
+      range = refit.range;
+      fitted = true;
+    }
+    keepView = false;
     replies.clear();
     hideCard();
     if (focus?.kind === 'box' && !graph.indexOf.has(`group:${focus.path}`)) focus = null;
@@ -1265,13 +1212,12 @@ export function createView({ model, el, backend, options = {} }) {
       if (w <= 0 || hgt <= 0) return;
       if (w === size.width && hgt === size.height) return;
       size = { width: w, height: hgt };
-      if (fitted) range = fitRange(graph, size);
+      if (fitted) range = fitNow();
       if (!plotted) {
         theme = readTheme(root); // now attached: the host's variables are visible
         ensurePlot();
       } else {
-        const update = { width: w, height: hgt, ...(fitted ? { 'xaxis.range': [...range.x], 'yaxis.range': [...range.y] } : {}) };
-        Promise.resolve(Plotly.relayout(plot, update)).then(() => patchView());
+        paint();
       }
     });
     /** @type {ResizeObserver} */ (resizer).observe(plot);
@@ -1302,12 +1248,7 @@ export function createView({ model, el, backend, options = {} }) {
     resizer?.disconnect();
     root.removeEventListener('keydown', onKey);
     root.removeEventListener('mousedown', focusOnPress);
-    const gd = /** @type {any} */ (plot);
-    if (typeof gd.removeListener === 'function') {
-      for (const [name, cb] of Object.entries(plotHandlers)) gd.removeListener(name, cb);
-    }
-    if (plotted) Plotly.purge(plot);
-    overlay.destroy();
+    canvas.destroy();
     root.remove();
   };
 
