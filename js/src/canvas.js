@@ -8,7 +8,7 @@
  * label boxes in CSS px of the canvas): the browser tests read it back to check that every
  * visible item is labelled, legibly, without overlaps.
  */
-import { cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
+import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
 import { arrowHead, tracePath } from './overlay.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
@@ -155,6 +155,7 @@ export function createCanvas(doc, on) {
       cx - w / 2 >= area.l - 0.5 && cx + w / 2 <= area.l + area.w + 0.5 && cy - h / 2 >= area.t - 0.5 && cy + h / 2 <= area.t + area.h + 0.5;
     /** @type {Painted['items']} */
     const items = [];
+    const labelling = fontPx(ppu) >= LEGIBLE_PX - 1e-9; // else no item is labelled: skip the text
     const addItem = (/** @type {'node' | 'box' | 'copy'} */ kind, /** @type {number} */ i, /** @type {number} */ x, /** @type {number} */ y) => {
       const cx = px(x);
       const cy = py(y);
@@ -162,17 +163,17 @@ export function createCanvas(doc, on) {
       const h = S.h[i] * ppu;
       if (!vis(cx, cy, w, h)) return;
       items.push({ kind, index: i, x: cx - w / 2, y: cy - h / 2, w, h });
-      if (fullyIn(cx, cy, w, h)) {
-        const t = itemText(graph, state, i);
-        inView.push({ kind, index: i, cx, cy, w, h, name: t.name, sub: t.sub, cuttable: t.cuttable });
-      }
+      if (!labelling) return;
+      const t = itemText(graph, state, i);
+      inView.push({ kind, index: i, cx, cy, w, h, name: t.name, sub: t.sub, cuttable: t.cuttable });
     };
     for (let i = 0; i < graph.n; i++) addItem(graph.isBox?.[i] ? 'box' : 'node', i, graph.x[i], graph.y[i]);
     const cp = graph.copies;
     if (cp) for (let k = 0; k < cp.item.length; k++) if (cp.item[k] >= 0) addItem('copy', cp.item[k], cp.x[k], cp.y[k]);
 
     // Labels: items and frames first (they never overlap), then edge values where free.
-    const labels = itemLabels(inView, ppu, measure);
+    // an item cut by the view's edge keeps its label when the label itself is in view
+    const labels = itemLabels(inView, ppu, measure).filter((l) => fullyIn(l.x + l.w / 2, l.y + l.h / 2, l.w, l.h));
     const frames = graph.frames ?? [];
     const titles = frameLabels(
       frames.map((f, k) => ({ index: k, title: f.title, x0: px(f.x0), x1: px(f.x1), top: py(f.y1), band: FRAME_TITLE * ppu })).filter((f) => f.x1 > area.l && f.x0 < area.l + area.w && f.top >= area.t - 1 && f.top < area.t + area.h),

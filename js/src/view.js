@@ -5,7 +5,7 @@
  */
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import { cameraOf, fitView, rangeAt } from './camera.js';
+import { cameraOf, fitView, rangeAt, zoomAt } from './camera.js';
 import { buildDrawing } from './drawing.js';
 import { createCanvas } from './canvas.js';
 import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -301,11 +301,20 @@ export function createView({ model, el, backend, options = {} }) {
     paint();
   }
 
+  /** The last drawing and what it was built from: panning and zooming reuse it. */
+  /** @type {{ key: unknown[], drawing: import('./drawing.js').Drawing } | null} */
+  let built = null;
+  function drawingNow() {
+    const view = currentView();
+    const key = [graph, state, theme, view.selected, view.selectedEdge, view.colorMode, view.memory, view.sensitivity, ...(view.highlight ?? [])];
+    if (!built || built.key.length !== key.length || built.key.some((k, j) => k !== key[j])) built = { key, drawing: buildDrawing(graph, state, theme, view) };
+    return built.drawing;
+  }
+
   /** Repaint the canvas for `at` (default: the view range): edges, boxes, marks, labels. */
   function paint(at = range) {
     if (!plotted || destroyed) return;
-    const view = { ...currentView(), range: at };
-    canvas.paint(graph, state, buildDrawing(graph, state, theme, view), at, plotSize());
+    canvas.paint(graph, state, drawingNow(), at, plotSize());
     minimap.update(graph, at, { edge: theme.idleEdge, node: theme.fontMuted, frame: theme.pending, bg: '' });
   }
 
@@ -604,6 +613,13 @@ export function createView({ model, el, backend, options = {} }) {
     paint();
   }
 
+  /** Zoom about the centre of the view. @param {number} k */
+  function zoomBy(k) {
+    const sz = plotSize();
+    const cam = cameraOf(range, sz);
+    moveView(zoomAt(range, sz, cam.area.l + cam.area.w / 2, cam.area.t + cam.area.h / 2, k));
+  }
+
   /** Centre the view on (x, y), zoomed in to at least JUMP_PX_PER_UNIT. @param {number} x @param {number} y */
   function zoomTo(x, y) {
     const sz = plotSize();
@@ -795,6 +811,16 @@ export function createView({ model, el, backend, options = {} }) {
       togglePlay();
     },
     search: () => search.input.focus(),
+    zoomIn: () => zoomBy(1.25),
+    zoomOut: () => zoomBy(0.8),
+    fit: () => fitView_(),
+    follow: () => {
+      const p = focusPoint();
+      if (!p) return false;
+      range = rangeAt(p.x, p.y, cameraOf(range, plotSize()).ppu, plotSize());
+      fitted = false;
+      paint();
+    },
     help: () => help.toggle(),
     escape: () => {
       if (help.isOpen()) help.close();
