@@ -10,7 +10,7 @@
  */
 import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
-import { arrowHead, tracePath } from './overlay.js';
+import { arrowIntoBox, tracePath } from './overlay.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
 import { itemText } from './drawing.js';
 
@@ -403,25 +403,33 @@ function paintEdges(c, graph, d, S, px, py, ppu, area) {
   c.setLineDash([]);
   if (thin) return;
   const pad = 20;
+  /** @type {number[]} */
+  const X = [];
+  /** @type {number[]} */
+  const Y = [];
   for (const layer of d.edges) {
     const dst = layer.dst;
     if (!dst || !dst.length || !layer.x.length || layer.width > 6) continue; // the glow has no head
     c.fillStyle = layer.color;
     c.beginPath();
     let line = 0;
-    let prev = -1;
+    X.length = 0;
+    Y.length = 0;
     for (let k = 0; k <= layer.x.length; k++) {
       const gap = k === layer.x.length || Number.isNaN(layer.x[k]) || Number.isNaN(layer.y[k]);
       if (!gap) {
-        prev = k;
+        X.push(px(layer.x[k]));
+        Y.push(py(layer.y[k]));
         continue;
       }
-      if (prev >= 1 && !Number.isNaN(layer.x[prev - 1])) {
+      const n = X.length;
+      if (n >= 2) {
         const i = dst[line];
-        const x1 = px(layer.x[prev]);
-        const y1 = py(layer.y[prev]);
+        const x1 = X[n - 1];
+        const y1 = Y[n - 1];
+        // the route ends at its target's centre (an item, or a leaf copy's point)
         if (x1 > area.l - pad && x1 < area.l + area.w + pad && y1 > area.t - pad && y1 < area.t + area.h + pad) {
-          const head = arrowHead(px(layer.x[prev - 1]), py(layer.y[prev - 1]), x1, y1, { hw: (S.w[i] * ppu) / 2 + 1, hh: (S.h[i] * ppu) / 2 + 1, width: layer.width });
+          const head = arrowIntoBox(X, Y, 0, n - 1, x1, y1, (S.w[i] * ppu) / 2 + 1, (S.h[i] * ppu) / 2 + 1, layer.width);
           if (head) {
             c.moveTo(head.tip[0], head.tip[1]);
             c.lineTo(head.left[0], head.left[1]);
@@ -431,7 +439,8 @@ function paintEdges(c, graph, d, S, px, py, ppu, area) {
         }
       }
       if (k < layer.x.length) line++;
-      prev = -1;
+      X.length = 0;
+      Y.length = 0;
     }
     c.fill();
   }

@@ -31,7 +31,8 @@ export const ARROW_MIN_EDGE_PX = 14;
  * huge) and is skipped (null) when what is left of the segment is shorter than
  * `ARROW_MIN_EDGE_PX` or twice the head.
  * @param {number} x0 @param {number} y0 @param {number} x1 @param {number} y1
- * @param {{ r?: number, hw?: number, hh?: number, width?: number }} [o]
+ * @param {{ r?: number, hw?: number, hh?: number, width?: number, short?: boolean }} [o] `short`: the
+ *   segment is the end of a longer route, so a head that just fits on it is drawn
  * @returns {{ tip: [number, number], left: [number, number], right: [number, number], len: number } | null}
  */
 export function arrowHead(x0, y0, x1, y1, o = {}) {
@@ -48,13 +49,40 @@ export function arrowHead(x0, y0, x1, y1, o = {}) {
   }
   const left = d - cut; // what is visible of the segment
   const len = Math.min(12, Math.max(7, 3 * (o.width ?? 1.5)));
-  if (!(left >= ARROW_MIN_EDGE_PX) || left < 2 * len) return null;
+  if (o.short ? !(left >= len + 1) : !(left >= ARROW_MIN_EDGE_PX) || left < 2 * len) return null;
   const tx = x0 + ux * left;
   const ty = y0 + uy * left;
   const half = len * 0.45;
   const bx = tx - ux * len;
   const by = ty - uy * len;
   return { tip: [tx, ty], left: [bx - uy * half, by + ux * half], right: [bx + uy * half, by - ux * half], len };
+}
+
+/**
+ * The arrowhead of a polyline entering a box centred at (cx, cy) with half sizes hw x hh (px):
+ * the tip where the route enters the box (the route may end at the box's centre or on its
+ * border), pointing along the segment that enters it. `X`, `Y` are the polyline's points in px,
+ * `end` the index of its last point; null when no part of it lies outside the box or what lies
+ * outside is too short for a head (see {@link arrowHead}).
+ * @param {ArrayLike<number>} X @param {ArrayLike<number>} Y @param {number} start @param {number} end
+ * @param {number} cx @param {number} cy @param {number} hw @param {number} hh @param {number} [width]
+ * @example arrowIntoBox([0, 0], [0, 100], 0, 1, 0, 100, 20, 10, 2).tip // [0, 90]
+ */
+export function arrowIntoBox(X, Y, start, end, cx, cy, hw, hh, width = 1.5) {
+  const inside = (/** @type {number} */ k) => Math.abs(X[k] - cx) <= hw + 1e-6 && Math.abs(Y[k] - cy) <= hh + 1e-6;
+  let k = end;
+  while (k > start && inside(k)) k--;
+  if (k === end || inside(k)) return null; // ends outside the box, or never leaves it
+  const x0 = X[k];
+  const y0 = Y[k];
+  const dx = X[k + 1] - x0;
+  const dy = Y[k + 1] - y0;
+  // entry parameter: the largest of the per-axis entry times into the slab [c - h, c + h]
+  let t = 0;
+  if (Math.abs(dx) > 1e-9) t = Math.max(t, Math.min((cx - hw - x0) / dx, (cx + hw - x0) / dx));
+  if (Math.abs(dy) > 1e-9) t = Math.max(t, Math.min((cy - hh - y0) / dy, (cy + hh - y0) / dy));
+  t = Math.min(1, Math.max(0, t));
+  return arrowHead(x0, y0, x0 + t * dx, y0 + t * dy, { width, short: k > start });
 }
 
 /**
