@@ -581,6 +581,6 @@ function paintColorbar(c, cb, area) {
   c.font = `11px ${cb.fontFamily}`;
   c.fillStyle = cb.font;
   c.textBaseline = 'bottom';
-  c.fillText(cb.title, x - 2, top - 4);
+  c.fillText(cb.title, x - 2, top - 9);
 }
 
