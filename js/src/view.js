@@ -1292,7 +1292,7 @@ export function createView({ model, el, backend, options = {} }) {
     if (colorBy === 'memory') items.push(...memoryKey());
     else if (colorBy === 'sensitivity') items.push(...sensitivityKey());
     else {
-      for (const ks of Object.values(KIND_STYLE)) items.push(legendItem(`agw-swatch agw-sym-${ks.symbol}`, `background:${ks.color}`, ks.label));
+      for (const ks of Object.values(KIND_STYLE)) items.push(legendItem('agw-swatch', `background:${ks.color}`, ks.label));
     }
     if (graph.boxes.length) items.push(legendItem('agw-box-swatch', `background:linear-gradient(90deg, ${GROUP_COLOR} 45%, ${theme.boxBody} 45%)`, 'folded module (progress)'));
     const states = new Set(graph.savedState);
@@ -1322,9 +1322,9 @@ export function createView({ model, el, backend, options = {} }) {
       const note = scaleNote(state);
       if (note) items.push(h('span', { class: 'agw-legend-item agw-scale-note' }, note));
     }
-    items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'));
+    items.push(legendItem('agw-swatch agw-sym-ring', `border-color:${SELECT_COLOR}`, 'selected'));
     if (state.edits?.size) items.push(legendItem('agw-line agw-line-edit', `border-color:${EDIT_COLOR}`, '✎ edited gradient'));
-    if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
+    if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-ring', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
     legend.replaceChildren(...items);
     legend.dataset.mode = colorBy;
   }
