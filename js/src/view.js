@@ -30,8 +30,8 @@ export const INSPECT_THROTTLE_MS = 300;
 /** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
  * unfold modules to reveal the target, which replaces `_graph` after the reply. */
 export const JUMP_FOLLOW_MS = 4000;
-/** Zooming to a node or edge shows it at least this many pixels per layout unit. */
-export const JUMP_PX_PER_UNIT = 90;
+/** Zooming to a node or edge shows it at least this many pixels per layout unit (labels ~15 px). */
+export const JUMP_PX_PER_UNIT = 24;
 
 /**
  * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
@@ -613,6 +613,17 @@ export function createView({ model, el, backend, options = {} }) {
     paint();
   }
 
+  /** Is item `i`'s box inside the view? @param {number} i */
+  function itemInView(i) {
+    if (!(i >= 0 && i < graph.n)) return false;
+    const cam = cameraOf(range, plotSize());
+    const hw = ((graph.boxW?.[i] || 2) / 2) * cam.ppu;
+    const hh = ((graph.boxH?.[i] || 1.5) / 2) * cam.ppu;
+    const x = cam.area.l + (graph.x[i] - cam.x0) * cam.ppu;
+    const y = cam.area.t + (cam.y1 - graph.y[i]) * cam.ppu;
+    return x - hw >= cam.area.l && x + hw <= cam.area.l + cam.area.w && y - hh >= cam.area.t && y + hh <= cam.area.t + cam.area.h;
+  }
+
   /** Zoom about the centre of the view. @param {number} k */
   function zoomBy(k) {
     const sz = plotSize();
@@ -1154,7 +1165,14 @@ export function createView({ model, el, backend, options = {} }) {
   const onState = () => {
     const hadEdits = state.edits.size > 0;
     const hadScale = scaleNote(state);
+    const watching = plotted && itemInView(state.next);
     state = decodeState(model.get('_state'), graph);
+    // Stepping you can follow: when the node that was next was in view and the new next one is
+    // not, the view moves (same scale) to keep it there.
+    if (watching && state.next >= 0 && !itemInView(state.next)) {
+      range = rangeAt(graph.x[state.next], graph.y[state.next], cameraOf(range, plotSize()).ppu, plotSize());
+      fitted = false;
+    }
     if (hadEdits !== state.edits.size > 0 || hadScale !== scaleNote(state)) buildLegend();
     if (editPending) {
       editPending = null; // the edit went through
