@@ -6,7 +6,11 @@
 import { afterEach, beforeEach, expect, vi } from 'vitest';
 
 import widget from '../src/index.js';
+import { decodeGraph } from '../src/model.js';
 import { FakeModel, boxGraph, boxState } from './fixtures.js';
+
+/** The model each mounted element shows (for helpers that need the graph). */
+const modelOf = new WeakMap();
 
 /**
  * The hooks every view test file needs: a clean document before each test, synchronous drawing
@@ -37,6 +41,7 @@ export function mountView(values) {
   const el = document.createElement('div');
   document.body.append(el);
   const cleanup = widget.render({ model, el });
+  modelOf.set(el, model);
   const q = (sel) => el.querySelector(sel);
   const button = (name) => [...el.querySelectorAll('button')].find((b) => b.textContent === name || b.getAttribute('aria-label') === name);
   const gd = () => q('.agw-plot');
@@ -102,9 +107,27 @@ export function itemCentre(el, index) {
   return [b.x + b.w / 2, b.y + b.h / 2];
 }
 
-/** A point (canvas px) on edge `e`'s polyline: its label anchor (the middle of the path). */
+/**
+ * A point (canvas px) on edge `e`'s polyline, clear of every painted box (3 px around it): the
+ * label anchor (the middle of the path) when it is clear, else the clear point of the path
+ * nearest to it. The graph is the mounted model's `_graph`.
+ */
 export function edgePoint(el, e) {
-  return painted(el).edgeMid(e);
+  const p = painted(el);
+  const g = decodeGraph(modelOf.get(el).get('_graph'));
+  const clear = ([x, y]) => !p.items.some((b) => x >= b.x - 3 && x <= b.x + b.w + 3 && y >= b.y - 3 && y <= b.y + b.h + 3);
+  const mid = p.edgeMid(e);
+  if (clear(mid)) return mid;
+  const pts = [];
+  for (let k = g.pathPtr[e]; k + 1 < g.pathPtr[e + 1]; k++) {
+    if (Number.isNaN(g.pathX[k]) || Number.isNaN(g.pathX[k + 1])) continue;
+    const [x0, y0] = p.toPx(g.pathX[k], g.pathY[k]);
+    const [x1, y1] = p.toPx(g.pathX[k + 1], g.pathY[k + 1]);
+    for (let t = 0; t <= 1; t += 1 / 64) pts.push([x0 + t * (x1 - x0), y0 + t * (y1 - y0)]);
+  }
+  const free = pts.filter(clear).sort((a, b) => Math.hypot(a[0] - mid[0], a[1] - mid[1]) - Math.hypot(b[0] - mid[0], b[1] - mid[1]));
+  expect(free.length, `edge ${e} runs inside boxes only`).toBeGreaterThan(0);
+  return free[0];
 }
 
 /** Pointer event of `type` at canvas px (x, y). jsdom has no PointerEvent: a MouseEvent named so. */
