@@ -9,7 +9,7 @@ import { buildDrawing } from '../src/drawing.js';
 import { estimateWidth, overlappingLabels } from '../src/labelplace.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { BADGE_MIN_PX, makeTheme } from '../src/style.js';
-import { boxes, broken, nonfinite, zGraph, zState } from './fixtures.js';
+import { boxes, broken, dataView, nonfinite, zGraph, zState } from './fixtures.js';
 
 const SIZE = { width: 800, height: 400 };
 const theme = makeTheme();
@@ -192,6 +192,43 @@ describe('createCanvas', () => {
       const b = p.items.find((it) => it.index === bd.item);
       expect(bd.size).toBeGreaterThanOrEqual(BADGE_MIN_PX);
       expect([bd.x, bd.y]).toEqual([b.x + b.w, b.y]);
+    }
+  });
+
+  it('strokes edges in batches of polylines (one path of thousands of lines is quadratic)', () => {
+    // 200 parallel edges between two nodes far apart; the view shows their middle only
+    const m = 200;
+    const g = decodeGraph({
+      version: 1, orientation: 'TB', bounds: [-1, 1, -101, 1],
+      nodes: { count: 2, id: ['n0', 'n1'], x: dataView(Float32Array.from([0, 0]), 1), y: dataView(Float32Array.from([0, -100]), 3) },
+      edges: { count: m, src: dataView(new Int32Array(m), 1), dst: dataView(Int32Array.from({ length: m }, () => 1), 3) },
+    });
+    paint(g, decodeState({ seq: 1 }, g), { x: [-5, 5], y: [-55, -45] });
+    const ops = c.el.__ctx.ops;
+    expect(c.el.agwPainted.items).toEqual([]); // both nodes are off screen
+    expect(ops.filter(([op]) => op === 'moveTo').length).toBe(m);
+    expect(ops.filter(([op]) => op === 'stroke').length).toBe(1 + Math.floor(m / 64));
+    expect(ops.filter(([op]) => op === 'closePath')).toHaveLength(0); // the ends are off screen: no heads
+  });
+
+  it('an arrowhead at the end of every edge, its tip on the target box\'s border, in the layer colour', () => {
+    const g = decodeGraph(zGraph());
+    const p = paint(g, decodeState(zState(4), g));
+    const ops = c.el.__ctx.ops;
+    /** the triangles: moveTo(tip), lineTo, lineTo, closePath */
+    const heads = [];
+    let fill = '';
+    ops.forEach((o, k) => {
+      if (o[0] === 'set' && o[1] === 'fillStyle') fill = o[2];
+      if (o[0] === 'closePath' && ops[k - 3]?.[0] === 'moveTo' && ops[k - 2]?.[0] === 'lineTo' && ops[k - 1]?.[0] === 'lineTo') heads.push({ tip: [ops[k - 3][1], ops[k - 3][2]], fill });
+    });
+    expect(heads).toHaveLength(g.m);
+    for (let e = 0; e < g.m; e++) {
+      const b = p.items.find((it) => it.index === g.dst[e]);
+      // the edge enters its target from above (a top-to-bottom drawing): the tip is 1 px above the box
+      const head = heads.find((hd) => Math.abs(hd.tip[1] - (b.y - 1)) < 0.5 && hd.tip[0] >= b.x && hd.tip[0] <= b.x + b.w);
+      expect(head, `edge ${e}`).toBeTruthy();
+      expect(theme.bins).toContain(head.fill); // every edge flowed: heads in bin colours
     }
   });
 
