@@ -149,7 +149,7 @@ describe('createCanvas', () => {
     }
   });
 
-  it('only what is in view: items off screen are not recorded, partly visible ones are but get no label', () => {
+  it('only what is in view: items off screen are not recorded; an item cut by the view\'s edge keeps its label only when the label is in view', () => {
     const g = decodeGraph(boxes.graph());
     const st = decodeState(boxes.state(0), g);
     // the view's bottom edge cuts LogSoftmax (item 1) through its middle: NllLoss above in full,
@@ -161,7 +161,16 @@ describe('createCanvas', () => {
     expect(p.items.some((b) => b.index === 4)).toBe(false);
     const partly = p.items.filter((b) => b.y < p.area.t || b.y + b.h > p.area.t + p.area.h || b.x < p.area.l || b.x + b.w > p.area.l + p.area.w);
     expect(partly.map((b) => b.index)).toEqual([1]);
-    for (const b of partly) expect(p.labels.some((l) => l.kind === b.kind && l.index === b.index)).toBe(false);
+    expect(p.labels.some((l) => l.index === 1)).toBe(false); // cut through its label
+    // now the edge cuts LogSoftmax's box below its label: the label stays
+    const b1 = p.items.find((b) => b.index === 1);
+    const lab = decodeGraph(boxes.graph()); // (same layout)
+    const q = paint(g, st, rangeAt(lab.x[1], g.y[1] + half - (0.3 * b1.h) / ppu, ppu, SIZE));
+    const cut = q.items.find((b) => b.index === 1);
+    expect(cut.y + cut.h).toBeGreaterThan(q.area.t + q.area.h); // still cut by the view's edge
+    const kept = q.labels.find((l) => l.index === 1 && l.line === 0);
+    expect(kept?.text).toBe('LogSoftmax');
+    expect(kept.y + kept.h).toBeLessThanOrEqual(q.area.t + q.area.h + 0.5);
     for (const l of p.labels) {
       expect(l.x).toBeGreaterThanOrEqual(p.area.l - 1);
       expect(l.y).toBeGreaterThanOrEqual(p.area.t - 1);

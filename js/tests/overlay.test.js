@@ -1,6 +1,6 @@
 // Edge styles, arrowheads and marker symbols (overlay.js) that the canvas paints with.
 import { describe, expect, it } from 'vitest';
-import { ARROW_MIN_EDGE_PX, arrowHead, colorbar, edgeLayers, edgeStyles, tracePath } from '../src/overlay.js';
+import { ARROW_MIN_EDGE_PX, arrowHead, arrowIntoBox, colorbar, edgeLayers, edgeStyles, tracePath } from '../src/overlay.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { fakeContext, zGraph, zState } from './fixtures.js';
 import { makeTheme, N_BINS } from '../src/style.js';
@@ -84,5 +84,29 @@ describe('arrowheads', () => {
     expect(arrowHead(0, 0, ARROW_MIN_EDGE_PX - 1, 0)).toBeNull();
     expect(arrowHead(0, 0, 30, 0, { r: 20 })).toBeNull(); // 10 px left outside the marker
     expect(arrowHead(5, 5, 5, 5)).toBeNull();
+  });
+
+  it('into a box: the tip where the route enters it, whether it ends at the centre or on the border', () => {
+    // a straight route into the centre of a box 40 x 20 (half sizes 20 x 10)
+    expect(arrowIntoBox([0, 0], [0, 100], 0, 1, 0, 100, 20, 10, 2).tip).toEqual([0, 90]);
+    // a route that ends on the border (the layout's port): the same tip
+    const onBorder = arrowIntoBox([0, 0], [0, 90], 0, 1, 0, 100, 20, 10, 2);
+    expect(onBorder.tip[0]).toBeCloseTo(0);
+    expect(onBorder.tip[1]).toBeCloseTo(90);
+    // a bend 10 px above the border, then a short stub to the centre (the layout's port): a head
+    // that just fits on the stub is drawn (the route is longer), its tip on the border
+    const bent = arrowIntoBox([-60, 0, 0], [0, 80, 100], 0, 2, 0, 100, 20, 10, 2);
+    expect(bent.tip[0]).toBeCloseTo(0);
+    expect(bent.tip[1]).toBeCloseTo(90);
+    expect(bent.left[1]).toBeLessThan(90); // pointing down, along the stub
+    // a stub too short for even a small head: none
+    expect(arrowIntoBox([-60, 0, 0], [0, 88, 100], 0, 2, 0, 100, 20, 10, 2)).toBeNull();
+    // entering through a side: the tip on that side
+    const side = arrowIntoBox([-100, 0], [100, 100], 0, 1, 0, 100, 20, 10, 2);
+    expect(side.tip[0]).toBeCloseTo(-20);
+    expect(side.tip[1]).toBeCloseTo(100);
+    // a route that never leaves the box, or ends outside it: no head
+    expect(arrowIntoBox([0, 5], [100, 102], 0, 1, 0, 100, 20, 10)).toBeNull();
+    expect(arrowIntoBox([0, 0], [0, 50], 0, 1, 0, 100, 20, 10)).toBeNull();
   });
 });

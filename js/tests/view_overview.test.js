@@ -29,7 +29,7 @@ describe('keyboard help', () => {
     key(root, '?', { shiftKey: true });
     expect(help.hidden).toBe(false);
     const rows = [...help.querySelectorAll('.agw-help-keys kbd')].map((k) => k.textContent);
-    expect(rows).toEqual(SHORTCUTS.map((s) => s.label));
+    expect(rows).toEqual(SHORTCUTS.filter((s) => s.label).map((s) => s.label)); // unlabelled: listed with its pair
     expect(help.textContent).toContain('Step: run the next node');
     key(root, 'Escape');
     expect(help.hidden).toBe(true);
@@ -51,6 +51,28 @@ describe('keyboard help', () => {
     expect(sent('back')).toHaveLength(1);
     key(root, '/');
     expect(document.activeElement).toBe(el.querySelector('input[aria-label="Search nodes"]'));
+    // + and − zoom about the centre, F fits, N centres on the next node
+    const width = () => painted(el).range.x[1] - painted(el).range.x[0];
+    const fit = width();
+    const centre = rangeCentre(el);
+    key(root, '+', { shiftKey: true });
+    expect(width()).toBeLessThan(fit);
+    rangeCentre(el).forEach((c, k) => expect(c).toBeCloseTo(centre[k], 6));
+    const zoomed = width();
+    key(root, '-');
+    expect(width()).toBeGreaterThan(zoomed);
+    key(root, '+');
+    key(root, '+');
+    drag(el, 300, 150, 200, 0); // away from the next node
+    key(root, 'n');
+    const g = decodeGraph(boxGraph());
+    const next = painted(el).marks.next;
+    expect(next).toBeGreaterThanOrEqual(0);
+    const [nx, ny] = rangeCentre(el);
+    expect(nx).toBeCloseTo(g.x[next], 3);
+    expect(ny).toBeCloseTo(g.y[next], 3);
+    key(root, 'f');
+    expect(width()).toBeCloseTo(fit, 6);
     cleanup();
   });
 });
