@@ -157,6 +157,77 @@ describe('render', () => {
     cleanup();
   });
 
+  it('follows the host theme: a dark JupyterLab repaints on a dark background, and back', async () => {
+    const { el, cleanup } = mount(3);
+    await flush();
+    const background = () => {
+      // every paint starts by filling the whole canvas with the background
+      const ops = canvasOf(el).__ctx.ops;
+      let from = 0;
+      ops.forEach((o, k) => {
+        if (o[0] === 'setTransform') from = k;
+      });
+      return ops.slice(from).find((o) => o[0] === 'set' && o[1] === 'fillStyle')[2];
+    };
+    expect(background()).toBe(makeTheme().background);
+    expect(lastStrokes(el).has(makeTheme().bins[0])).toBe(true);
+    const before = paints(el);
+    document.body.dataset.jpThemeLight = 'false';
+    await flush(); // MutationObserver
+    expect(paints(el)).toBe(before + 1);
+    expect(background()).toBe(makeTheme({ dark: true }).background);
+    expect(lastStrokes(el).has(makeTheme({ dark: true }).bins[0])).toBe(true); // the dark bins
+    document.body.dataset.jpThemeLight = 'true';
+    await flush();
+    expect(background()).toBe(makeTheme().background);
+    delete document.body.dataset.jpThemeLight;
+    cleanup();
+  });
+
+  it('follows the plot\'s size: the first paint waits for a size; at Fit a resize refits, else the view keeps its centre', async () => {
+    let observed = null;
+    window.ResizeObserver = class {
+      constructor(cb) {
+        observed = cb;
+      }
+      observe() {}
+      disconnect() {}
+    };
+    try {
+      const { el, cleanup } = mount(0);
+      const plot = el.querySelector('.agw-plot');
+      expect(el.querySelector('.agw-canvas')).toBeNull(); // no size yet: nothing painted
+      const resize = (w, h) => {
+        Object.defineProperty(plot, 'clientWidth', { configurable: true, value: w });
+        Object.defineProperty(plot, 'clientHeight', { configurable: true, value: h });
+        observed([]);
+      };
+      resize(600, 300);
+      expect(canvasOf(el).style.width).toBe('600px');
+      expect(canvasOf(el).style.height).toBe('300px');
+      const fitAt = (size) => {
+        const g = decodeGraph(zGraph());
+        return fitView(g.bounds, size, { focus: { x: g.x[0], y: g.y[0] }, orientation: g.orientation }).range;
+      };
+      expectRange(painted(el).range, fitAt({ width: 600, height: 300 }));
+      const before = paints(el);
+      resize(600, 300); // the same size: nothing to do
+      expect(paints(el)).toBe(before);
+      resize(900, 420);
+      expect(paints(el)).toBe(before + 1);
+      expect(canvasOf(el).style.width).toBe('900px');
+      expectRange(painted(el).range, fitAt({ width: 900, height: 420 }));
+      // zoomed in: a resize keeps the view's centre
+      wheel(el, 200, 100, -300);
+      const centre = rangeCentre(el);
+      resize(700, 380);
+      rangeCentre(el).forEach((c, k) => expect(c).toBeCloseTo(centre[k], 6));
+      cleanup();
+    } finally {
+      delete window.ResizeObserver;
+    }
+  });
+
   it('sets the height from the trait and follows changes', () => {
     const { model, el, cleanup } = mount(0, { height: 420 });
     const root = el.querySelector('.agw-root');
