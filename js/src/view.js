@@ -268,7 +268,7 @@ export function createView({ model, el, backend, options = {} }) {
     return out;
   }
 
-  /** @returns {import('./figure.js').ViewSpec} */
+  /** @returns {import('./drawing.js').ViewSpec} */
   function currentView() {
     return { range, size: plotSize(), selected, selectedEdge, highlight: highlightItems(), colorMode: colorBy, memory: colorBy === 'memory' ? memory : null, sensitivity: colorBy === 'sensitivity' ? sensitivity : null };
   }
