@@ -30,8 +30,10 @@ export const INSPECT_THROTTLE_MS = 300;
 /** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
  * unfold modules to reveal the target, which replaces `_graph` after the reply. */
 export const JUMP_FOLLOW_MS = 4000;
-/** Zooming to a node or edge shows it at least this many pixels per layout unit. */
-export const JUMP_PX_PER_UNIT = 90;
+/** Zooming to a node or edge shows it at least this many pixels per layout unit: where labels
+ * reach their largest font (camera.js MAX_FONT_PX / FONT_PER_UNIT = 19.2); further in only
+ * grows the boxes past the view, which leaves them unlabelled. */
+export const JUMP_PX_PER_UNIT = 20;
 
 /**
  * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
