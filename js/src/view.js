@@ -5,7 +5,7 @@
  */
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import { cameraOf, fitView, rangeAt } from './camera.js';
+import { cameraOf, fitView, rangeAt, rangeOf } from './camera.js';
 import { buildDrawing } from './drawing.js';
 import { createCanvas } from './canvas.js';
 import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -1213,8 +1213,16 @@ export function createView({ model, el, backend, options = {} }) {
       const hgt = Math.floor(plot.clientHeight);
       if (w <= 0 || hgt <= 0) return;
       if (w === size.width && hgt === size.height) return;
+      const was = size;
       size = { width: w, height: hgt };
       if (fitted) range = fitNow();
+      else if (was.width > 0 && was.height > 0) {
+        // keep the scale (and the centre), not the range: the side panel opening must not
+        // shrink a zoomed view below the legible scale, where labels disappear
+        const cam = cameraOf(range, was);
+        const r = rangeOf(cam);
+        range = rangeAt((r.x[0] + r.x[1]) / 2, (r.y[0] + r.y[1]) / 2, cam.ppu, size);
+      }
       if (!plotted) {
         theme = readTheme(root); // now attached: the host's variables are visible
         ensurePlot();
