@@ -32,11 +32,20 @@ def test_bench_browser_tiny_writes_section(tmp_path: Path) -> None:
     assert text.count(start) == 1 and text.count(end) == 1
     body = text[text.index(start) : text.index(end)]
     rows = [ln for ln in body.splitlines() if re.match(r"\| (TransformerEncoder|chain) ", ln)]
-    assert len(rows) == 2, body
+    measures = set()
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        nodes, painted, step = int(cells[1]), float(cells[2]), float(cells[3])
-        assert nodes > 50 and painted > 0 and step > 0, row
+        nodes, collapse, measure, median = int(cells[1]), cells[2], cells[3], float(cells[4])
+        repeats = [float(x) for x in cells[5].split(",")]
+        assert nodes > 50 and collapse in ("none", "auto") and median > 0, row
+        assert len(repeats) == 2 and min(repeats) <= median <= max(repeats), row
+        measures.add((cells[0].split()[0], measure))
+    assert measures == {
+        ("TransformerEncoder", "explore -> painted"),
+        ("TransformerEncoder", "step round trip"),
+        ("TransformerEncoder", "unfold round trip"),
+        ("chain", "explore -> painted"),
+    }, body
     # the other sections are kept as they were
     for name in ("stepper", "scale"):
         marker = f"<!-- {name}:start -->"

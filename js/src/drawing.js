@@ -206,7 +206,8 @@ export function buildDrawing(graph, state, theme, view) {
   const selectedEdge = gatherPaths(graph, se >= 0 && se < graph.m ? [se] : []);
   const inRange = (/** @type {number} */ i) => (i >= 0 && i < graph.n ? i : -1);
   const next = !state.done ? inRange(state.next) : -1;
-  const ran = state.last !== state.next ? inRange(state.last) : -1;
+  // a folded box can hold both the node that just ran and the next one: it gets both marks
+  const ran = inRange(state.last);
   const badges = [];
   const saved = graph.savedState ?? new Uint8Array(0);
   for (let i = 0; i < graph.n; i++) {

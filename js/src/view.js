@@ -5,7 +5,7 @@
  */
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import { cameraOf, fitView, rangeAt, zoomAt } from './camera.js';
+import { cameraOf, fitView, rangeAt, rangeOf, zoomAt } from './camera.js';
 import { buildDrawing } from './drawing.js';
 import { createCanvas } from './canvas.js';
 import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -30,8 +30,10 @@ export const INSPECT_THROTTLE_MS = 300;
 /** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
  * unfold modules to reveal the target, which replaces `_graph` after the reply. */
 export const JUMP_FOLLOW_MS = 4000;
-/** Zooming to a node or edge shows it at least this many pixels per layout unit (labels ~15 px). */
-export const JUMP_PX_PER_UNIT = 24;
+/** Zooming to a node or edge shows it at least this many pixels per layout unit: where labels
+ * reach their largest font (camera.js MAX_FONT_PX / FONT_PER_UNIT = 19.2); further in only
+ * grows the boxes past the view, which leaves them unlabelled. */
+export const JUMP_PX_PER_UNIT = 20;
 
 /**
  * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
@@ -1255,8 +1257,16 @@ export function createView({ model, el, backend, options = {} }) {
       const hgt = Math.floor(plot.clientHeight);
       if (w <= 0 || hgt <= 0) return;
       if (w === size.width && hgt === size.height) return;
+      const was = size;
       size = { width: w, height: hgt };
       if (fitted) range = fitNow();
+      else if (was.width > 0 && was.height > 0) {
+        // keep the scale (and the centre), not the range: the side panel opening must not
+        // shrink a zoomed view below the legible scale, where labels disappear
+        const cam = cameraOf(range, was);
+        const r = rangeOf(cam);
+        range = rangeAt((r.x[0] + r.x[1]) / 2, (r.y[0] + r.y[1]) / 2, cam.ppu, size);
+      }
       if (!plotted) {
         theme = readTheme(root); // now attached: the host's variables are visible
         ensurePlot();
