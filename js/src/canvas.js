@@ -165,7 +165,12 @@ export function createCanvas(doc, on) {
       items.push({ kind, index: i, x: cx - w / 2, y: cy - h / 2, w, h });
       if (!labelling) return;
       const t = itemText(graph, state, i);
-      inView.push({ kind, index: i, cx, cy, w, h, name: t.name, sub: t.sub, cuttable: t.cuttable });
+      // a box cut by the view's edge is labelled in its visible part
+      const x0 = Math.max(cx - w / 2, area.l);
+      const x1 = Math.min(cx + w / 2, area.l + area.w);
+      const y0 = Math.max(cy - h / 2, area.t);
+      const y1 = Math.min(cy + h / 2, area.t + area.h);
+      inView.push({ kind, index: i, cx: (x0 + x1) / 2, cy: (y0 + y1) / 2, w: x1 - x0, h: y1 - y0, name: t.name, sub: t.sub, cuttable: t.cuttable });
     };
     for (let i = 0; i < graph.n; i++) addItem(graph.isBox?.[i] ? 'box' : 'node', i, graph.x[i], graph.y[i]);
     const cp = graph.copies;
@@ -581,6 +586,9 @@ function paintColorbar(c, cb, area) {
   c.font = `11px ${cb.fontFamily}`;
   c.fillStyle = cb.font;
   c.textBaseline = 'bottom';
-  c.fillText(cb.title, x - 2, top - 9);
+  // one word a line ("‖grad‖" / "so far"): the margin is narrow and the title never runs off it
+  const words = cb.title.split(' ');
+  const lines = words.length > 1 ? [words[0], words.slice(1).join(' ')] : words;
+  lines.forEach((t, k) => c.fillText(t, x - 2, top - 9 - (lines.length - 1 - k) * 13));
 }
 

@@ -468,7 +468,9 @@ export function createView({ model, el, backend, options = {} }) {
     }
     waiting.hidden = false;
     const rows = state.waiting.length ? waitingRows(state.waiting) : [['', 'no input slots']];
-    const name = i >= 0 && !graph.isBox[i] ? graph.names[i] || graph.labels[i] : nextName();
+    // a leaf reads "AccumulateGrad (7.bias)", as in the status line
+    const leaf = i >= 0 && graph.names[i] && graph.labels[i] && graph.names[i].startsWith('AccumulateGrad') && graph.labels[i] !== graph.names[i];
+    const name = i >= 0 && !graph.isBox[i] ? (leaf ? `${graph.names[i]} (${graph.labels[i]})` : graph.names[i] || graph.labels[i]) : nextName();
     waiting.replaceChildren(
       h('span', { class: 'agw-dot', style: `background:${NEXT_COLOR}` }),
       h('span', { class: 'agw-waiting-title' }, `Next: ${name}`),
