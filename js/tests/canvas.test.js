@@ -149,7 +149,7 @@ describe('createCanvas', () => {
     }
   });
 
-  it('only what is in view: items off screen are not recorded; an item cut by the view\'s edge keeps its label only when the label is in view', () => {
+  it('only what is in view: items off screen are not recorded; an item cut by the view\'s edge is labelled in its visible part', () => {
     const g = decodeGraph(boxes.graph());
     const st = decodeState(boxes.state(0), g);
     // the view's bottom edge cuts LogSoftmax (item 1) through its middle: NllLoss above in full,
@@ -161,7 +161,10 @@ describe('createCanvas', () => {
     expect(p.items.some((b) => b.index === 4)).toBe(false);
     const partly = p.items.filter((b) => b.y < p.area.t || b.y + b.h > p.area.t + p.area.h || b.x < p.area.l || b.x + b.w > p.area.l + p.area.w);
     expect(partly.map((b) => b.index)).toEqual([1]);
-    expect(p.labels.some((l) => l.index === 1)).toBe(false); // cut through its label
+    // cut through the middle: the name moves into the part in view
+    const moved = p.labels.find((l) => l.index === 1 && l.line === 0);
+    expect(moved?.text).toBe('LogSoftmax');
+    expect(moved.y + moved.h).toBeLessThanOrEqual(p.area.t + p.area.h + 0.5);
     // now the edge cuts LogSoftmax's box below its label: the label stays
     const b1 = p.items.find((b) => b.index === 1);
     const lab = decodeGraph(boxes.graph()); // (same layout)
