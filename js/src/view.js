@@ -5,7 +5,7 @@
  */
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import { cameraOf, fitView, rangeAt } from './camera.js';
+import { MAX_FIT_PPU, cameraOf, fitView, rangeAt } from './camera.js';
 import { buildDrawing } from './drawing.js';
 import { createCanvas } from './canvas.js';
 import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -30,8 +30,10 @@ export const INSPECT_THROTTLE_MS = 300;
 /** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
  * unfold modules to reveal the target, which replaces `_graph` after the reply. */
 export const JUMP_FOLLOW_MS = 4000;
-/** Zooming to a node or edge shows it at least this many pixels per layout unit. */
-export const JUMP_PX_PER_UNIT = 90;
+/** Zooming to a node or edge shows it at least this many pixels per layout unit: Fit's scale
+ * for a small graph (a layout unit is one line of label text, so labels read at ~15 px and the
+ * target's neighbours stay in view; a plotly-era 90 filled the view with one box, unlabelled). */
+export const JUMP_PX_PER_UNIT = MAX_FIT_PPU;
 
 /**
  * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
