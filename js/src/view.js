@@ -1213,8 +1213,12 @@ export function createView({ model, el, backend, options = {} }) {
       const hgt = Math.floor(plot.clientHeight);
       if (w <= 0 || hgt <= 0) return;
       if (w === size.width && hgt === size.height) return;
+      const before = size.width > 0 ? cameraOf(range, size).ppu : 0;
       size = { width: w, height: hgt };
       if (fitted) range = fitNow();
+      // A zoomed or panned view keeps its scale and centre: keeping the range instead shrank
+      // the drawing (below legible: no labels) when the inspector opened and narrowed the plot.
+      else if (before > 0) range = rangeAt((range.x[0] + range.x[1]) / 2, (range.y[0] + range.y[1]) / 2, before, size);
       if (!plotted) {
         theme = readTheme(root); // now attached: the host's variables are visible
         ensurePlot();
