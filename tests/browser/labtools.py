@@ -177,6 +177,26 @@ def wait_label(root, pattern: str) -> None:
     root.page.wait_for_function(LABEL_MATCHES, arg=[root.element_handle(), pattern])
 
 
+# Are the items labelled with these names painted left to right, in this order (box centres)?
+LEFT_TO_RIGHT = f"""([root, names]) => {{
+  const p = ({CANVAS})(root)?.agwPainted;
+  if (!p) return false;
+  const cx = (t) => {{
+    const l = p.labels.find((l) => l.kind !== 'edge' && l.line === 0 && l.text === t);
+    const b = l && p.items.find((b) => b.index === l.index && b.kind !== 'copy');
+    return b ? b.x + b.w / 2 : NaN;
+  }};
+  const xs = names.map(cx);
+  return xs.every((x, k) => k === 0 || x > xs[k - 1] + 1);
+}}"""
+
+
+def wait_left_to_right(root, names: Sequence[str]) -> None:
+    """Wait until the items labelled `names` are painted left to right in that order (e.g.
+    after switching the layout to "LR")."""
+    root.page.wait_for_function(LEFT_TO_RIGHT, arg=[root.element_handle(), list(names)])
+
+
 def label_problems(p: dict) -> list[str]:
     """What breaks "every item labelled, legibly" in painted `p` (issue 17): items fully in
     the plotting area without a name label, labels under 11 px, overlapping labels."""
@@ -233,6 +253,55 @@ def point(page, root, text: str, nth: int = 0) -> dict:
     p = painted(page, root)
     b = item_box(p, item_index(p, text, nth))
     return to_page(p, b["x"] + b["w"] / 2, b["y"] + b["h"] / 2)
+
+
+def drag(page, root, dx: float, dy: float) -> None:
+    """Drag the drawing by (dx, dy) px with the mouse, from a spot near the plotting area's left
+    edge (a press that moves is a pan, never a click), and wait until it is painted there."""
+    root.locator("canvas.agw-canvas").scroll_into_view_if_needed()
+    p = painted(page, root)
+    a = p["area"]
+    x = p["left"] + a["l"] + 0.1 * a["w"]
+    y = p["top"] + a["t"] + (0.85 if dy < 0 else 0.15) * a["h"]
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y + dy / 2, steps=4)
+    page.mouse.move(x + dx, y + dy, steps=4)
+    page.mouse.up()
+    page.wait_for_function(
+        f"([root, n]) => Number(({CANVAS})(root).dataset.painted) > n",
+        arg=[root.element_handle(), p["count"]],
+    )
+
+
+def reveal(
+    page, root, text: str | None = None, count: int = 1, index: int | None = None,
+    down: bool = True, tries: int = 12,
+) -> dict:
+    """Pan the drawing as a user does (drags of 40 % of the view, the drawing moving up: in
+    "TB" backward runs down the page; `down=False`: left, for "LR") until `count` items labelled
+    `text` (or item `index`, brought to the centre once partly in view) are in view and
+    labelled; returns what was then painted."""
+    for _ in range(tries):
+        p = painted(page, root)
+        labelled = item_labels(p)
+        if index is not None:
+            named = [index] if index in labelled else []
+        else:
+            named = [i for i, t in labelled.items() if t[0] == text or t[0].split()[0] == text]
+        if len(named) >= count:
+            return p
+        a = p["area"]
+        part = [b for b in p["items"] if b["index"] == index and b["kind"] != "copy"]
+        if part:  # partly in view: bring its centre to the view's centre
+            b = part[0]
+            cx, cy = a["l"] + a["w"] / 2, a["t"] + a["h"] / 2
+            drag(page, root, cx - b["x"] - b["w"] / 2, cy - b["y"] - b["h"] / 2)
+        elif down:
+            drag(page, root, 0, -0.4 * a["h"])
+        else:
+            drag(page, root, -0.4 * a["w"], 0)
+    raise AssertionError(f"{count} x {text or index!r} not found by panning: {item_labels(p)}")
 
 
 def click_item(page, root, text: str, nth: int = 0, shift: bool = False) -> None:
@@ -308,6 +377,14 @@ def wait_edge_labels(root, count: int) -> None:
         f".filter((l) => l.kind === 'edge').length === {count}",
         arg=root.element_handle(),
     )
+
+
+def shown_count(root) -> int:
+    """How many items (nodes and folded boxes) the drawing has, in or out of view: the
+    "N shown" of the counts line."""
+    m = re.search(r"(\d+) shown", root.locator(".agw-counts").inner_text())
+    assert m, root.locator(".agw-counts").inner_text()
+    return int(m.group(1))
 
 
 def position_of(root) -> int:

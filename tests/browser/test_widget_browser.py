@@ -32,6 +32,7 @@ from .labtools import (
     save,
     status,
     wait_edge_labels,
+    wait_left_to_right,
     widget_in,
 )
 
@@ -196,19 +197,6 @@ def test_play_pause_and_keyboard(page, lab_server):
     page.page_log.assert_clean()
 
 
-# Are the items labelled with these names painted left to right, in this order (box centres)?
-LEFT_TO_RIGHT = """(root, names) => {
-  const p = root.querySelector('.agw-plot canvas.agw-canvas').agwPainted;
-  const cx = (t) => {
-    const l = p.labels.find((l) => l.kind === 'node' && l.line === 0 && l.text === t);
-    const b = l && p.items.find((b) => b.index === l.index && b.kind !== 'copy');
-    return b ? b.x + b.w / 2 : NaN;
-  };
-  const xs = names.map(cx);
-  return xs.every((x, k) => k === 0 || x > xs[k - 1] + 1);
-}"""
-
-
 def test_zoom_fit_hover_select(page, lab_server):
     open_notebook(page, lab_server, "z_view.ipynb", [Z_CELL, "print('selected', w.selected)"])
     run_cell(page, 0)
@@ -306,8 +294,7 @@ def test_zoom_fit_hover_select(page, lab_server):
 
     # Left to right: Python lays the graph out again, the step stays.
     root.get_by_label("Layout direction").select_option("LR")
-    page.wait_for_function(f"root => ({LEFT_TO_RIGHT})(root, ['Add', 'Pow', 'x'])",
-                           arg=root.element_handle())
+    wait_left_to_right(root, ["Add", "Pow", "x"])
     expect(status(root)).to_have_text(Z_STATUS[4])
     assert edge_labels(root) == ["1", "1", "4"]
     save(root, "widget_lr.png")
