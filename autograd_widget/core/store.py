@@ -50,6 +50,9 @@ _NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 #: Queued small tensors are summarised once they hold this many elements together (the memory a
 #: `keep="summaries"` run holds past the gradients' last consumers stays about 1 MiB of float32).
 MAX_PENDING_NUMEL = 1 << 18
+#: How many recently normed large gradients are remembered (weakly) to recognise a view of one.
+_MAX_SEEN = 64
+_weakref = weakref.ref
 
 _FIELDS = tuple(f.name for f in fields(Summary))
 
@@ -132,6 +135,9 @@ class SummaryStore:
         #: norms and replayed rest (see the class docstring).
         self.resolver: Callable[[], Callable[[set[int]], None] | None] | None = None
         self._eager: dict[int, tuple] = {}  # key -> (shape, dtype, norm, nan, inf, numel)
+        # (data_ptr, numel, dtype) of a contiguous large gradient normed eagerly ->
+        # (weak reference to it, its version, (norm, nan, inf)): views of it reuse the norm
+        self._seen: dict[tuple, tuple] = {}
         self._rest: dict[int, Raw] = {}  # key -> the full raw summary, filled by the resolver
         self._lazies: weakref.WeakValueDictionary[int, _Lazy] = weakref.WeakValueDictionary()
         self._n_lazy = 0
@@ -147,22 +153,37 @@ class SummaryStore:
         dtype = t.dtype
         n = t.numel()
         if (
-            self.resolver is not None
+            n > SMALL_NUMEL
             and dtype in _EAGER_DTYPES
-            and n > SMALL_NUMEL
+            and self.resolver is not None
             and t.layout is _STRIDED
             and not (t.is_meta or t._is_zerotensor())
         ):
-            if t.requires_grad:
-                t = t.detach()
+            contiguous = t.is_contiguous()
+            if contiguous:
+                # The same memory as a gradient normed just before (what view/t/reshape and
+                # pass-through nodes return): the same elements in the same order, so the same
+                # norm, as long as that tensor is alive (its memory not reused) and neither was
+                # modified in place since (the version counter views share).
+                rkey = (t.data_ptr(), n, dtype)
+                hit = self._seen.get(rkey)
+                if hit is not None:
+                    prev = hit[0]()
+                    if prev is not None and prev._version == hit[1] == t._version:
+                        self._eager[key] = (t.shape, dtype, *hit[2], n)
+                        return
+            src = t.detach() if t.requires_grad else t
             cast = _NORM_DTYPE.get(dtype)  # as large_norm() (no keyword when None: cheaper)
-            norm = (_vector_norm(t) if cast is None else _vector_norm(t, dtype=cast)).item()
+            norm = (_vector_norm(src) if cast is None else _vector_norm(src, dtype=cast)).item()
+            # finite: inf - inf and nan - nan are nan
+            stats = (norm, 0, 0) if norm - norm == 0.0 else large_norm(src)
             # shape and dtype as torch gives them: converted when the summary is built
-            self._eager[key] = (
-                (t.shape, dtype, norm, 0, 0, n)
-                if norm - norm == 0.0  # finite (inf - inf and nan - nan are nan)
-                else (t.shape, dtype, *large_norm(t), n)
-            )
+            self._eager[key] = (t.shape, dtype, *stats, n)
+            if contiguous:
+                seen = self._seen
+                if len(seen) >= _MAX_SEEN:
+                    seen.clear()
+                seen[rkey] = (_weakref(t), t._version, stats)
             return
         if is_special(t):  # sparse or meta: no data pointer to match views on, no batching
             self._raw[key] = summarize_special(t)
@@ -353,6 +374,7 @@ class SummaryStore:
             >>> store = SummaryStore(); store.add(1, torch.ones(2)); store.release_recent()
         """
         self._recent.clear()
+        self._seen.clear()
 
     def clear(self) -> None:
         """Forget everything, pending and done.
@@ -368,3 +390,4 @@ class SummaryStore:
         self._keys, self._tensors = [], []
         self._pending_numel = 0
         self._recent.clear()
+        self._seen.clear()

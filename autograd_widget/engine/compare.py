@@ -2,11 +2,17 @@
 
 `compare_with_engine` is the test oracle of the whole package. The engine side
 (`run_engine`) is one `torch.autograd.grad(roots, leaves, grad_outputs, retain_graph=True)` with a
-temporary pre-hook on every node recording what it receives per input slot (the sum per slot,
-after tensor hooks), removed afterwards, also on error. The manual side is a separate full pass
-(a fresh stepper, made by the caller), so the stepper being compared keeps its position (and its
-what-if edits play no part: the comparison is always of the faithful run). `differences` then pairs
-them slot by slot and leaf by leaf with torch.testing's tolerances for the dtype.
+temporary pre-hook on every node seeing what it receives per input slot (the sum per slot, after
+tensor hooks), removed afterwards, also on error. The manual side is a separate full pass
+(`manual_pass`: a state of its own), so the stepper being compared keeps its position (and its
+what-if edits play no part: the comparison is always of the faithful run). Slots and leaves are
+paired with torch.testing's tolerances for the dtype.
+
+`compare` (what the stepper calls) runs the manual pass FIRST and checks each node's inputs inside
+its engine pre-hook, as the engine reaches it: the engine's gradients are never held (the engine
+reuses their memory as it does without us), and equal slots are recognised by one `memcmp`
+(bitequal.py) instead of `torch.equal`'s element-wise kernel. `run_engine` + `differences` (engine
+first, every input held) give the same list and stay for callers that want the engine's tensors.
 
 Hooks that change gradients (a x10 tensor hook on a non-leaf shows in that slot and downstream; one
 on a leaf shows in the leaf's gradient) are exactly what this finds. `.grad` of leaves is never
@@ -26,6 +32,7 @@ import torch
 from ..core.graph import BackwardGraph
 from ..core.summary import Summary
 from ..util.gcpause import gc_paused
+from .bitequal import same_bits
 from .calls import IN_STEP_CODES
 from .edits import Edits
 from .guard import Guard
@@ -33,7 +40,7 @@ from .plan import ACCUMULATE, CUSTOM, Plan
 from .records import Difference, StepRecord
 from .state import ADVANCE_CODE, StepState
 
-__all__ = ["EngineRun", "differences", "manual_pass", "run_engine", "tolerances"]
+__all__ = ["EngineRun", "compare", "differences", "manual_pass", "run_engine", "tolerances"]
 
 
 class EngineRun(NamedTuple):
@@ -51,8 +58,28 @@ class EngineRun(NamedTuple):
     leaf_grads: tuple
 
 
+def check_comparable(plan: Plan) -> None:
+    """Raise RuntimeError when running the real engine over this plan is refused (a reentrant
+    checkpoint: the engine would run through it).
+
+    Args:
+        plan: a stepper's plan.
+
+    Example:
+        >>> check_comparable(st.plan)  # nothing refused: no error
+    """
+    for info in plan.custom.values():
+        if info.refuse is not None:
+            raise RuntimeError(
+                f"compare_with_engine() would run the real engine through it: {info.refuse}"
+            )
+
+
 def run_engine(
-    graph: BackwardGraph, plan: Plan, tensors: Sequence[torch.Tensor] = ()
+    graph: BackwardGraph,
+    plan: Plan,
+    tensors: Sequence[torch.Tensor] = (),
+    check: Callable[[int, tuple], None] | None = None,
 ) -> EngineRun:
     """Run the real engine once over `graph`, recording every node's incoming gradients.
 
@@ -60,6 +87,8 @@ def run_engine(
         graph: a live captured graph.
         plan: its plan (which nodes are AccumulateGrad; custom Functions' refusals).
         tensors: extra non-leaf tensors whose `.grad` (retain_grad) must be restored.
+        check: if given, called as `check(i, grads)` in node `n<i>`'s pre-hook (before the node
+            runs) INSTEAD of recording: `inputs` is then empty and no gradient is held.
 
     Guarantees: every hook is removed and every watched `.grad` restored, also on error; a
     reentrant checkpoint raises RuntimeError before the engine runs.
@@ -73,15 +102,14 @@ def run_engine(
     """
     live = graph.require_live("compare with the engine")
     fns = live.fns
-    for info in plan.custom.values():
-        if info.refuse is not None:
-            raise RuntimeError(
-                f"compare_with_engine() would run the real engine through it: {info.refuse}"
-            )
+    check_comparable(plan)
     got: dict[int, tuple] = {}
     handles = []
 
     def hook_for(i: int) -> Callable:
+        if check is not None:  # before the node runs: a custom backward has not modified them
+            return lambda grads: check(i, grads)
+
         def hook(grads: tuple) -> None:
             got[i] = grads  # held: the engine then never accumulates into them in place
 
@@ -145,45 +173,107 @@ def differences(
         >>> [(d.kind, d.node, d.max_abs_diff) for d in diffs]  # the engine gave x 4.0
         [('leaf', 'n3', 1.0)]
     """
-    diffs: list[Difference] = []
-    if failed is not None and failed.error:
-        nid = failed.node.id
-        diffs.append(
-            Difference("manual_error", nid, failed.node.name, None, None, None, None, failed.error)
-        )
-    got = engine.inputs
-    for k in range(position):
-        i = plan.node_of[k]
-        nid = plan.order[k]
-        if plan.kind[k] == ACCUMULATE or i not in got:
-            continue
-        a = plan.start[k]
-        for slot, ev in enumerate(got[i]):
-            d = _differ(ev, manual_slots[a + slot], rtol, atol)
+    check = _SlotCheck(graph, plan, manual_slots, position, rtol, atol)
+    for i, grads in engine.inputs.items():
+        check(i, grads)
+    return check.finish(engine.leaf_ids, engine.leaf_grads, failed)
+
+
+class _SlotCheck:
+    """Compares the engine's inputs of node `n<i>` with the manual pass's slots as they come
+    (`__call__`, also from inside an engine pre-hook), then the leaves (`finish`)."""
+
+    def __init__(
+        self,
+        graph: BackwardGraph,
+        plan: Plan,
+        slots: Sequence[torch.Tensor | None],
+        position: int,
+        rtol: float | None,
+        atol: float | None,
+    ) -> None:
+        self.graph, self.plan, self.slots, self.position = graph, plan, slots, position
+        self.rtol, self.atol = rtol, atol
+        self.diffs: list[Difference] = []
+        step = [0] * len(plan.node_of)
+        for k, i in enumerate(plan.node_of):
+            step[i] = k
+        self.step = step
+
+    def __call__(self, i: int, grads: tuple) -> None:
+        k = self.step[i]
+        plan = self.plan
+        if k >= self.position or plan.kind[k] == ACCUMULATE:
+            return
+        a, slots = plan.start[k], self.slots
+        for slot, ev in enumerate(grads):
+            m = slots[a + slot]
+            if ev is m or (ev is not None and m is not None and same_bits(ev, m)):
+                continue
+            d = _differ(ev, m, self.rtol, self.atol)
             if d is not None:
-                diffs.append(
-                    Difference("slot", nid, graph.nodes[nid].name, slot, d[0], d[1], d[2], d[3])
+                nid = plan.order[k]
+                self.diffs.append(
+                    Difference("slot", nid, self.graph.nodes[nid].name, slot, *d)
                 )
-    for nid, ev in zip(engine.leaf_ids, engine.leaf_grads):
-        k = plan.step_of[nid]
-        if k >= position:
-            continue
-        d = _differ(ev, manual_slots[plan.start[k]], rtol, atol)
-        if d is not None:
-            diffs.append(
+
+    def finish(
+        self, leaf_ids: list[str], leaf_grads: tuple, failed: StepRecord | None
+    ) -> list[Difference]:
+        plan, diffs = self.plan, self.diffs
+        if failed is not None and failed.error:
+            nid = failed.node.id
+            diffs.insert(
+                0,
                 Difference(
-                    "leaf",
-                    nid,
-                    graph.nodes[nid].leaf_name or "leaf",
-                    0,
-                    d[0],
-                    d[1],
-                    d[2],
-                    d[3],
-                )
+                    "manual_error", nid, failed.node.name, None, None, None, None, failed.error
+                ),
             )
-    diffs.sort(key=lambda d: plan.step_of[d.node])
-    return diffs
+        for nid, ev in zip(leaf_ids, leaf_grads):
+            k = plan.step_of[nid]
+            if k >= self.position:
+                continue
+            m = self.slots[plan.start[k]]
+            if ev is not None and m is not None and same_bits(ev, m):
+                continue
+            d = _differ(ev, m, self.rtol, self.atol)
+            if d is not None:
+                name = self.graph.nodes[nid].leaf_name or "leaf"
+                diffs.append(Difference("leaf", nid, name, 0, *d))
+        diffs.sort(key=lambda d: plan.step_of[d.node])  # stable: slot order within a node
+        return diffs
+
+
+def compare(
+    graph: BackwardGraph,
+    plan: Plan,
+    seeds: list[tuple[int, torch.Tensor]],
+    tensors: Sequence[torch.Tensor] = (),
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[Difference]:
+    """Where manual stepping and the real engine disagree: the manual pass first, then the
+    engine, each node's inputs checked in its pre-hook as the engine reaches it (module doc).
+
+    Args:
+        graph, plan: the graph and the plan of the stepper being compared.
+        seeds: its root gradients.
+        tensors: non-leaf tensors whose `.grad` (retain_grad) must be restored.
+        rtol, atol: tolerances; default torch.testing's for the dtype (`tolerances`).
+
+    Guarantees: the list `differences(run_engine(...), *manual_pass(...))` gives, sorted by
+    step; no engine gradient held past its node's pre-hook; hooks removed, also on error; a
+    refused plan raises before anything runs, the engine's own error propagates.
+
+    Example:
+        >>> compare(g, st.plan, st._state.seeds)
+        []
+    """
+    check_comparable(plan)
+    slots, position, failed = manual_pass(graph, plan, seeds)
+    check = _SlotCheck(graph, plan, slots, position, rtol, atol)
+    engine = run_engine(graph, plan, tensors, check=check)
+    return check.finish(engine.leaf_ids, engine.leaf_grads, failed)
 
 
 def manual_pass(

@@ -21,10 +21,41 @@ import torch
 
 from .plan import Plan
 
-__all__ = ["ADDED", "FanIn"]
+__all__ = ["ADDED", "FanIn", "stealable"]
 
 #: Undo-log marker: the step added into this slot's partial sum in place (rebuilt on undo).
 ADDED = object()
+
+_storage_use_count = torch._C._storage_Use_Count
+_STRIDED = torch.strided
+
+
+def stealable(t: torch.Tensor) -> bool:
+    """The engine's test before it adds a fan-in contribution INTO the first gradient a slot
+    received (InputBuffer's in-place accumulate), for a tensor the caller holds only once:
+    no other holder of it in C++ (a view's base, `.grad`), its storage shared with no other
+    tensor (a view, a saved output), dense and contiguous, plain (no conjugate/negative bit,
+    not a ZeroTensor), needing no gradient itself.
+
+    Args:
+        t: the gradient a slot holds (the caller checked its Python reference count).
+
+    Guarantees: True only when `t.add_(g)` changes no value any other tensor can see.
+
+    Example:
+        >>> t = torch.ones(3); stealable(t)
+        True
+        >>> v = t[1:]; stealable(t)  # a view shares its storage
+        False
+    """
+    return (
+        t._use_count() == 1
+        and t.layout is _STRIDED
+        and not t.requires_grad
+        and t.is_contiguous()
+        and not (t.is_conj() or t.is_neg() or t._is_zerotensor())
+        and _storage_use_count(t.untyped_storage()._cdata) == 2  # t's and this wrapper's
+    )
 
 
 class FanIn:

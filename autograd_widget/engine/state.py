@@ -33,7 +33,7 @@ from ..util.gcpause import gc_paused
 from .calls import apply_custom, call_empty, validate
 from .checkpoint import RunGroups
 from .edits import Edits
-from .fanin import ADDED, FanIn
+from .fanin import ADDED, FanIn, stealable
 from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
 from .records import EditInfo, GradView, StepRecord, captured_record, failure_record
@@ -261,15 +261,23 @@ class StepState:
                                         and refcount(old) == 4
                                         and (not kept or old.layout is strided)
                                     ):
-                                        # Our own partial sum that nobody else references
-                                        # (refs: slots, owned, `old`, getrefcount's argument),
-                                        # and the step's last write (nothing after it can fail
-                                        # and need a rollback): add in place like the engine
-                                        # does (same bits as old + g). Kept: undo rebuilds it.
+                                        # Our unshared partial sum (refs: slots, owned, old, arg),
+                                        # the step's last write (nothing after it can fail): in
+                                        # place as the engine does. Kept: undo rebuilds it.
                                         old.add_(g)
                                         if kept:
                                             u_slot.append(s)
                                             u_old.append(added)
+                                    elif (
+                                        r is last
+                                        and inplace
+                                        and not kept
+                                        and refcount(old) == 3
+                                        and stealable(old)
+                                    ):
+                                        # its unshared first gradient: in place, as the engine
+                                        old.add_(g)
+                                        owned[s] = old
                                     else:
                                         u_slot.append(s)
                                         u_old.append(old)

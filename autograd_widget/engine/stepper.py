@@ -41,7 +41,7 @@ from ..util.gcpause import gc_paused
 from . import records
 from .breakpoints import Breakpoints
 from .calls import IN_STEP_CODES
-from .compare import differences, manual_pass, run_engine
+from .compare import compare
 from .edits import EditKind, Edits
 from .guard import Guard, GuardScope
 from .listeners import ListenerHandle, Listeners
@@ -513,10 +513,7 @@ class Stepper:
             ([], 1)
         """
         self._check_open()
-        graph, plan = self.graph, self._plan
-        engine = run_engine(graph, plan, tensors)
-        slots, position, failed = manual_pass(graph, plan, self._state.seeds)
-        return differences(graph, plan, engine, slots, position, failed, rtol, atol)
+        return compare(self.graph, self._plan, self._state.seeds, tensors, rtol, atol)
 
     # ----------------------------------------------------------------- probes
     def jacobian_norms(

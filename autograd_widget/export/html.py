@@ -74,7 +74,10 @@ def _typed_graph(payload: dict[str, Any]) -> dict[str, Any]:
     from the payload's own `dtypes` ("nodes.label" -> "uint16")."""
     named = payload["dtypes"]
     out = dict(payload)
-    for part in ("nodes", "edges"):
+    # every section a buffer is named in: nodes, edges, copies (leaf copies)
+    for part in sorted({key.partition(".")[0] for key in named}):
+        if not isinstance(payload.get(part), dict):
+            continue
         sec = dict(payload[part])
         for name, value in sec.items():
             dtype = named.get(f"{part}.{name}")

@@ -8,9 +8,9 @@
  * label boxes in CSS px of the canvas): the browser tests read it back to check that every
  * visible item is labelled, legibly, without overlaps.
  */
-import { cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
+import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
-import { arrowHead, tracePath } from './overlay.js';
+import { arrowIntoBox, tracePath } from './overlay.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
 import { itemText } from './drawing.js';
 
@@ -155,6 +155,7 @@ export function createCanvas(doc, on) {
       cx - w / 2 >= area.l - 0.5 && cx + w / 2 <= area.l + area.w + 0.5 && cy - h / 2 >= area.t - 0.5 && cy + h / 2 <= area.t + area.h + 0.5;
     /** @type {Painted['items']} */
     const items = [];
+    const labelling = fontPx(ppu) >= LEGIBLE_PX - 1e-9; // else no item is labelled: skip the text
     const addItem = (/** @type {'node' | 'box' | 'copy'} */ kind, /** @type {number} */ i, /** @type {number} */ x, /** @type {number} */ y) => {
       const cx = px(x);
       const cy = py(y);
@@ -162,17 +163,17 @@ export function createCanvas(doc, on) {
       const h = S.h[i] * ppu;
       if (!vis(cx, cy, w, h)) return;
       items.push({ kind, index: i, x: cx - w / 2, y: cy - h / 2, w, h });
-      if (fullyIn(cx, cy, w, h)) {
-        const t = itemText(graph, state, i);
-        inView.push({ kind, index: i, cx, cy, w, h, name: t.name, sub: t.sub, cuttable: t.cuttable });
-      }
+      if (!labelling) return;
+      const t = itemText(graph, state, i);
+      inView.push({ kind, index: i, cx, cy, w, h, name: t.name, sub: t.sub, cuttable: t.cuttable });
     };
     for (let i = 0; i < graph.n; i++) addItem(graph.isBox?.[i] ? 'box' : 'node', i, graph.x[i], graph.y[i]);
     const cp = graph.copies;
     if (cp) for (let k = 0; k < cp.item.length; k++) if (cp.item[k] >= 0) addItem('copy', cp.item[k], cp.x[k], cp.y[k]);
 
     // Labels: items and frames first (they never overlap), then edge values where free.
-    const labels = itemLabels(inView, ppu, measure);
+    // an item cut by the view's edge keeps its label when the label itself is in view
+    const labels = itemLabels(inView, ppu, measure).filter((l) => fullyIn(l.x + l.w / 2, l.y + l.h / 2, l.w, l.h));
     const frames = graph.frames ?? [];
     const titles = frameLabels(
       frames.map((f, k) => ({ index: k, title: f.title, x0: px(f.x0), x1: px(f.x1), top: py(f.y1), band: FRAME_TITLE * ppu })).filter((f) => f.x1 > area.l && f.x0 < area.l + area.w && f.top >= area.t - 1 && f.top < area.t + area.h),
@@ -402,25 +403,33 @@ function paintEdges(c, graph, d, S, px, py, ppu, area) {
   c.setLineDash([]);
   if (thin) return;
   const pad = 20;
+  /** @type {number[]} */
+  const X = [];
+  /** @type {number[]} */
+  const Y = [];
   for (const layer of d.edges) {
     const dst = layer.dst;
     if (!dst || !dst.length || !layer.x.length || layer.width > 6) continue; // the glow has no head
     c.fillStyle = layer.color;
     c.beginPath();
     let line = 0;
-    let prev = -1;
+    X.length = 0;
+    Y.length = 0;
     for (let k = 0; k <= layer.x.length; k++) {
       const gap = k === layer.x.length || Number.isNaN(layer.x[k]) || Number.isNaN(layer.y[k]);
       if (!gap) {
-        prev = k;
+        X.push(px(layer.x[k]));
+        Y.push(py(layer.y[k]));
         continue;
       }
-      if (prev >= 1 && !Number.isNaN(layer.x[prev - 1])) {
+      const n = X.length;
+      if (n >= 2) {
         const i = dst[line];
-        const x1 = px(layer.x[prev]);
-        const y1 = py(layer.y[prev]);
+        const x1 = X[n - 1];
+        const y1 = Y[n - 1];
+        // the route ends at its target's centre (an item, or a leaf copy's point)
         if (x1 > area.l - pad && x1 < area.l + area.w + pad && y1 > area.t - pad && y1 < area.t + area.h + pad) {
-          const head = arrowHead(px(layer.x[prev - 1]), py(layer.y[prev - 1]), x1, y1, { hw: (S.w[i] * ppu) / 2 + 1, hh: (S.h[i] * ppu) / 2 + 1, width: layer.width });
+          const head = arrowIntoBox(X, Y, 0, n - 1, x1, y1, (S.w[i] * ppu) / 2 + 1, (S.h[i] * ppu) / 2 + 1, layer.width);
           if (head) {
             c.moveTo(head.tip[0], head.tip[1]);
             c.lineTo(head.left[0], head.left[1]);
@@ -430,7 +439,8 @@ function paintEdges(c, graph, d, S, px, py, ppu, area) {
         }
       }
       if (k < layer.x.length) line++;
-      prev = -1;
+      X.length = 0;
+      Y.length = 0;
     }
     c.fill();
   }
@@ -576,6 +586,6 @@ function paintColorbar(c, cb, area, right) {
   // (the quantity alone on the first line, its qualifier under it)
   const [head, ...rest] = cb.title.split(' ');
   const lines = c.measureText(cb.title).width <= room || !rest.length ? [cb.title] : [head, rest.join(' ')];
-  lines.forEach((line, k) => c.fillText(line, x - 2, top - 7 - (lines.length - 1 - k) * 13));
+  lines.forEach((line, k) => c.fillText(line, x - 2, top - 9 - (lines.length - 1 - k) * 13));
 }
 

@@ -186,9 +186,12 @@ export function buildDrawing(graph, state, theme, view) {
   if (mode === 'memory' && view.memory) shade = memoryColors(view.memory.items, graph.n, theme.noMemory);
   else if (mode === 'sensitivity' && view.sensitivity) shade = sensitivityColors(view.sensitivity, graph.n, theme.noMemory);
   const items = itemStyles(graph, state, theme, shade);
+  // memory / sensitivity mode: edges neutral from the moment the mode is chosen (while its data
+  // is on its way too: the legend already is that mode's)
+  const neutral = mode !== 'gradient';
   /** @type {import('./overlay.js').EdgeLayer[]} */
   let edges;
-  if (shade) {
+  if (neutral) {
     // memory / sensitivity shade the nodes: every edge neutral grey, no gradient colour bar
     const all = new Int32Array(graph.m);
     for (let e = 0; e < graph.m; e++) all[e] = e;
@@ -211,7 +214,7 @@ export function buildDrawing(graph, state, theme, view) {
     if (b) badges.push({ item: i, symbol: b.symbol, color: b.color });
   }
   const edgeTexts = [];
-  if (!shade) {
+  if (!neutral) {
     for (let e = 0; e < graph.m; e++) {
       const t0 = edgeLabel(state, e);
       const edited = state.edits?.has(e);
@@ -228,7 +231,7 @@ export function buildDrawing(graph, state, theme, view) {
     badges,
     edgeTexts,
     progress: graph.boxes?.length ? state.progress : null,
-    colorbar: shade ? null : colorbar(state, theme),
+    colorbar: neutral ? null : colorbar(state, theme),
     look: {
       background: theme.background,
       frame: theme.pending,

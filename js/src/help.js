@@ -20,6 +20,10 @@ export const SHORTCUTS = Object.freeze([
   { keys: ['ArrowLeft'], label: '←', action: 'back', text: 'Back: undo the last step' },
   { keys: [' ', 'Spacebar'], label: 'Space', action: 'play', text: 'Play / pause stepping' },
   { keys: ['/'], label: '/', action: 'search', text: 'Search nodes' },
+  { keys: ['+', '='], label: '+ / −', action: 'zoomIn', text: 'Zoom in / out (about the centre)', shift: true },
+  { keys: ['-', '_'], label: '', action: 'zoomOut', text: '', shift: true },
+  { keys: ['f'], label: 'F', action: 'fit', text: 'Fit: the whole graph, or the smallest legible scale at the next node' },
+  { keys: ['n'], label: 'N', action: 'follow', text: 'Centre the view on the next node' },
   { keys: ['?'], label: '?', action: 'help', text: 'Show / hide this help', shift: true },
   { keys: ['Escape'], label: 'Esc', action: 'escape', text: 'Close this help, the hover card, or the selection' },
 ].map((s) => Object.freeze(s)));
@@ -30,7 +34,7 @@ export const GESTURES = Object.freeze([
   ['click a folded module', 'unfold it (shift+click: inspect)'],
   ['wheel / drag', 'zoom / pan'],
   ['click / drag the overview', 'move the view there'],
-  ['Fit', 'show the whole graph'],
+  ['double-click / Fit', 'the whole graph when it is legible, else the next node at the smallest legible size'],
 ]);
 
 /**
@@ -83,6 +87,7 @@ export function createHelp(doc, { shortcuts = SHORTCUTS, onClose } = {}) {
   const keys = doc.createElement('table');
   keys.className = 'agw-help-keys';
   for (const s of shortcuts) {
+    if (!s.label) continue; // listed with its pair ("+ / −")
     const tr = doc.createElement('tr');
     const k = doc.createElement('td');
     const kbd = doc.createElement('kbd');

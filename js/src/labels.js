@@ -1,6 +1,5 @@
 /**
- * Text: edge value labels, node labels, shapes, tensor summaries, the hover card's rows, and which
- * labels fit on screen. Pure.
+ * Text: edge value labels, shapes, tensor summaries and the hover card's rows. Pure.
  */
 import { formatNumber } from './format.js';
 import { EDGE_FLAG } from './model.js';
@@ -35,23 +34,6 @@ export function edgeLabel(state, e) {
 export function shapeText(shape) {
   if (!shape) return '';
   return `[${Array.from(shape).join(', ')}]`;
-}
-
-/** Escape text for plotly's HTML-ish text rendering and for innerHTML-free DOM. @param {string} s */
-export function escapeHtml(s) {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-/**
- * The text drawn next to node `i`: its short label; leaves add their shape on a second line.
- * @param {import('./model.js').Graph} graph @param {number} i
- */
-export function nodeLabel(graph, i) {
-  const raw = graph.labels[i] || graph.names[i] || graph.ids[i];
-  const shape = graph.shapes[i];
-  // Unnamed leaves are already called e.g. "input 0 [3, 4]": do not repeat the shape.
-  if (!shape || raw.endsWith(shape)) return escapeHtml(raw);
-  return `${escapeHtml(raw)}<br><span style="font-size:0.85em">${escapeHtml(shape)}</span>`;
 }
 
 /** @param {unknown} v */
@@ -220,28 +202,4 @@ export function waitingRows(waiting) {
     if (w.values && w.values.length) parts.push(`= ${valuesText(w.values.slice(0, 8))}${w.values.length > 8 ? '…' : ''}`);
     return [`slot ${w.slot}`, parts.filter(Boolean).join(' · ')];
   });
-}
-
-/**
- * Indices (from `candidates`) whose point lies inside the view, or none when more than `max` do:
- * labels are drawn only where they fit.
- * @param {ArrayLike<number>} xs @param {ArrayLike<number>} ys
- * @param {Iterable<number>} candidates
- * @param {[number, number, number, number]} view x0, x1, y0, y1
- * @param {number} max
- * @returns {number[]}
- */
-export function visibleIndices(xs, ys, candidates, view, max) {
-  const [x0, x1, y0, y1] = view;
-  const xa = Math.min(x0, x1), xb = Math.max(x0, x1), ya = Math.min(y0, y1), yb = Math.max(y0, y1);
-  const out = [];
-  for (const i of candidates) {
-    const x = xs[i];
-    const y = ys[i];
-    if (x >= xa && x <= xb && y >= ya && y <= yb) {
-      out.push(i);
-      if (out.length > max) return [];
-    }
-  }
-  return out;
 }

@@ -261,7 +261,7 @@ export function createMinimap(doc, { jump }) {
   el.addEventListener('pointermove', move);
   el.addEventListener('pointerup', up);
   el.addEventListener('pointercancel', up);
-  // plotly must not see the press (it would start a pan under the minimap)
+  // the drawing must not see the press (it would start a pan under the minimap)
   el.addEventListener('mousedown', (ev) => ev.stopPropagation());
 
   return {

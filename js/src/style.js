@@ -4,7 +4,7 @@
  */
 import { EDGE_FLAG, NODE_STATE, SAVED_STATE } from './model.js';
 
-/** Number of colour bins of the gradient-norm scale (one line trace per bin). */
+/** Number of colour bins of the gradient-norm scale (one edge layer per bin). */
 export const N_BINS = 8;
 
 /** Plasma, sampled; light themes skip its near-white yellow end, dark ones its near-black start. */
@@ -37,8 +37,6 @@ export const FREED_COLOR = '#8c8c8c';
 
 /** Smallest on-screen size (CSS px) of a stale/freed badge: visible at Fit whatever the zoom. */
 export const BADGE_MIN_PX = 18;
-/** Width (CSS px) of the badge's outline, in the theme's outline colour (dark on light). */
-export const BADGE_OUTLINE_PX = 2;
 
 /** The badge drawn on a node whose saved tensors are stale or freed (`nodes.saved_state`). */
 export const SAVED_BADGE = Object.freeze({
@@ -95,76 +93,6 @@ export function kindKey(graph, i) {
   const kind = graph.kinds[i];
   if (graph.root[i] && (kind === 'function' || !(kind in KIND_STYLE))) return 'root';
   return kind in KIND_STYLE ? kind : 'function';
-}
-
-/**
- * Per-node marker arrays for the current step state.
- *
- * pending: faded; next: gold outline, bigger; done: solid; failed: red fill, dark red outline;
- * no gradient: hollow symbol (the node was never called).
- *
- * @param {import('./model.js').Graph} graph
- * @param {import('./model.js').State} state
- * @param {Theme} theme
- */
-export function nodeStyles(graph, state, theme) {
-  const { n } = graph;
-  const color = new Array(n);
-  const symbol = new Array(n);
-  const lineColor = new Array(n);
-  const lineWidth = new Float32Array(n);
-  const opacity = new Float32Array(n);
-  const sizeScale = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    if (graph.isBox?.[i]) {
-      // Drawn by the box traces (figure.js); the marker only catches hover and clicks.
-      color[i] = GROUP_COLOR;
-      symbol[i] = 'square';
-      lineColor[i] = theme.outline;
-      lineWidth[i] = 0;
-      opacity[i] = 0;
-      sizeScale[i] = 1.2;
-      continue;
-    }
-    const ks = KIND_STYLE[/** @type {keyof typeof KIND_STYLE} */ (kindKey(graph, i))];
-    let c = ks.color;
-    let sym = ks.symbol;
-    let lc = theme.outline;
-    let lw = 1.5;
-    let op = 1;
-    let sc = graph.root[i] ? 1.15 : 1;
-    switch (state.nodeState[i]) {
-      case NODE_STATE.next:
-        lc = NEXT_COLOR;
-        lw = 3.5;
-        sc *= 1.3;
-        break;
-      case NODE_STATE.done:
-        break;
-      case NODE_STATE.failed:
-        c = FAILED_COLOR;
-        lc = '#7a0000';
-        lw = 3;
-        sc *= 1.2;
-        break;
-      case NODE_STATE.no_gradient:
-        sym = `${sym}-open`;
-        lw = 2;
-        op = 0.75;
-        break;
-      default: // pending: washed out, but opaque so edges do not show through
-        c = mixColor(c, theme.background, 0.55);
-        lc = theme.pending;
-        lw = 1;
-    }
-    color[i] = c;
-    symbol[i] = sym;
-    lineColor[i] = lc;
-    lineWidth[i] = lw;
-    opacity[i] = op;
-    sizeScale[i] = sc;
-  }
-  return { color, symbol, lineColor, lineWidth, opacity, sizeScale };
 }
 
 /**
@@ -255,7 +183,7 @@ export function binOf(norm, range) {
 }
 
 /**
- * Which edges go in which line trace.
+ * Which edges go in which edge layer.
  * @param {import('./model.js').Graph} graph
  * @param {import('./model.js').State} state
  * @returns {{ bins: number[][], idle: number[], nonfinite: number[], noGrad: number[], fresh: number[] }}
@@ -286,7 +214,7 @@ export function bucketEdges(graph, state) {
 }
 
 /**
- * The polylines of `edges` concatenated (each ends in its NaN gap), ready for one line trace.
+ * The polylines of `edges` concatenated (each ends in its NaN gap), ready for one edge layer.
  * @param {import('./model.js').Graph} graph @param {ArrayLike<number>} edges
  * @returns {{ x: Float32Array, y: Float32Array }}
  */
@@ -310,20 +238,6 @@ export function gatherPaths(graph, edges) {
 /** Line width of colour bin `b`: bigger gradients draw thicker. @param {number} b */
 export function binWidth(b) {
   return 1.6 + (2.2 * b) / (N_BINS - 1);
-}
-
-/**
- * A stepwise plotly colorscale made of the bin colours, so the colorbar shows the bins exactly.
- * @param {string[]} colors
- * @returns {[number, string][]}
- */
-export function discreteColorscale(colors) {
-  /** @type {[number, string][]} */
-  const out = [];
-  colors.forEach((c, b) => {
-    out.push([b / colors.length, c], [(b + 1) / colors.length, c]);
-  });
-  return out;
 }
 
 /**

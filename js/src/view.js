@@ -5,7 +5,7 @@
  */
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import { MAX_FIT_PPU, cameraOf, fitView, rangeAt } from './camera.js';
+import { cameraOf, fitView, rangeAt, zoomAt } from './camera.js';
 import { buildDrawing } from './drawing.js';
 import { createCanvas } from './canvas.js';
 import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -30,10 +30,8 @@ export const INSPECT_THROTTLE_MS = 300;
 /** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
  * unfold modules to reveal the target, which replaces `_graph` after the reply. */
 export const JUMP_FOLLOW_MS = 4000;
-/** Zooming to a node or edge shows it at least this many pixels per layout unit: Fit's scale
- * for a small graph (a layout unit is one line of label text, so labels read at ~15 px and the
- * target's neighbours stay in view; a plotly-era 90 filled the view with one box, unlabelled). */
-export const JUMP_PX_PER_UNIT = MAX_FIT_PPU;
+/** Zooming to a node or edge shows it at least this many pixels per layout unit (labels ~15 px). */
+export const JUMP_PX_PER_UNIT = 24;
 
 /**
  * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
@@ -270,7 +268,7 @@ export function createView({ model, el, backend, options = {} }) {
     return out;
   }
 
-  /** @returns {import('./figure.js').ViewSpec} */
+  /** @returns {import('./drawing.js').ViewSpec} */
   function currentView() {
     return { range, size: plotSize(), selected, selectedEdge, highlight: highlightItems(), colorMode: colorBy, memory: colorBy === 'memory' ? memory : null, sensitivity: colorBy === 'sensitivity' ? sensitivity : null };
   }
@@ -303,11 +301,20 @@ export function createView({ model, el, backend, options = {} }) {
     paint();
   }
 
+  /** The last drawing and what it was built from: panning and zooming reuse it. */
+  /** @type {{ key: unknown[], drawing: import('./drawing.js').Drawing } | null} */
+  let built = null;
+  function drawingNow() {
+    const view = currentView();
+    const key = [graph, state, theme, view.selected, view.selectedEdge, view.colorMode, view.memory, view.sensitivity, ...(view.highlight ?? [])];
+    if (!built || built.key.length !== key.length || built.key.some((k, j) => k !== key[j])) built = { key, drawing: buildDrawing(graph, state, theme, view) };
+    return built.drawing;
+  }
+
   /** Repaint the canvas for `at` (default: the view range): edges, boxes, marks, labels. */
   function paint(at = range) {
     if (!plotted || destroyed) return;
-    const view = { ...currentView(), range: at };
-    canvas.paint(graph, state, buildDrawing(graph, state, theme, view), at, plotSize());
+    canvas.paint(graph, state, drawingNow(), at, plotSize());
     minimap.update(graph, at, { edge: theme.idleEdge, node: theme.fontMuted, frame: theme.pending, bg: '' });
   }
 
@@ -606,6 +613,24 @@ export function createView({ model, el, backend, options = {} }) {
     paint();
   }
 
+  /** Is item `i`'s box inside the view? @param {number} i */
+  function itemInView(i) {
+    if (!(i >= 0 && i < graph.n)) return false;
+    const cam = cameraOf(range, plotSize());
+    const hw = ((graph.boxW?.[i] || 2) / 2) * cam.ppu;
+    const hh = ((graph.boxH?.[i] || 1.5) / 2) * cam.ppu;
+    const x = cam.area.l + (graph.x[i] - cam.x0) * cam.ppu;
+    const y = cam.area.t + (cam.y1 - graph.y[i]) * cam.ppu;
+    return x - hw >= cam.area.l && x + hw <= cam.area.l + cam.area.w && y - hh >= cam.area.t && y + hh <= cam.area.t + cam.area.h;
+  }
+
+  /** Zoom about the centre of the view. @param {number} k */
+  function zoomBy(k) {
+    const sz = plotSize();
+    const cam = cameraOf(range, sz);
+    moveView(zoomAt(range, sz, cam.area.l + cam.area.w / 2, cam.area.t + cam.area.h / 2, k));
+  }
+
   /** Centre the view on (x, y), zoomed in to at least JUMP_PX_PER_UNIT. @param {number} x @param {number} y */
   function zoomTo(x, y) {
     const sz = plotSize();
@@ -797,6 +822,16 @@ export function createView({ model, el, backend, options = {} }) {
       togglePlay();
     },
     search: () => search.input.focus(),
+    zoomIn: () => zoomBy(1.25),
+    zoomOut: () => zoomBy(0.8),
+    fit: () => fitView_(),
+    follow: () => {
+      const p = focusPoint();
+      if (!p) return false;
+      range = rangeAt(p.x, p.y, cameraOf(range, plotSize()).ppu, plotSize());
+      fitted = false;
+      paint();
+    },
     help: () => help.toggle(),
     escape: () => {
       if (help.isOpen()) help.close();
@@ -1130,7 +1165,14 @@ export function createView({ model, el, backend, options = {} }) {
   const onState = () => {
     const hadEdits = state.edits.size > 0;
     const hadScale = scaleNote(state);
+    const watching = plotted && itemInView(state.next);
     state = decodeState(model.get('_state'), graph);
+    // Stepping you can follow: when the node that was next was in view and the new next one is
+    // not, the view moves (same scale) to keep it there.
+    if (watching && state.next >= 0 && !itemInView(state.next)) {
+      range = rangeAt(graph.x[state.next], graph.y[state.next], cameraOf(range, plotSize()).ppu, plotSize());
+      fitted = false;
+    }
     if (hadEdits !== state.edits.size > 0 || hadScale !== scaleNote(state)) buildLegend();
     if (editPending) {
       editPending = null; // the edit went through
@@ -1272,7 +1314,7 @@ export function createView({ model, el, backend, options = {} }) {
     if (colorBy === 'memory') items.push(...memoryKey());
     else if (colorBy === 'sensitivity') items.push(...sensitivityKey());
     else {
-      for (const ks of Object.values(KIND_STYLE)) items.push(legendItem(`agw-swatch agw-sym-${ks.symbol}`, `background:${ks.color}`, ks.label));
+      for (const ks of Object.values(KIND_STYLE)) items.push(legendItem('agw-swatch', `background:${ks.color}`, ks.label));
     }
     if (graph.boxes.length) items.push(legendItem('agw-box-swatch', `background:linear-gradient(90deg, ${GROUP_COLOR} 45%, ${theme.boxBody} 45%)`, 'folded module (progress)'));
     const states = new Set(graph.savedState);
@@ -1302,9 +1344,9 @@ export function createView({ model, el, backend, options = {} }) {
       const note = scaleNote(state);
       if (note) items.push(h('span', { class: 'agw-legend-item agw-scale-note' }, note));
     }
-    items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${SELECT_COLOR}`, 'selected'));
+    items.push(legendItem('agw-swatch agw-sym-ring', `border-color:${SELECT_COLOR}`, 'selected'));
     if (state.edits?.size) items.push(legendItem('agw-line agw-line-edit', `border-color:${EDIT_COLOR}`, '✎ edited gradient'));
-    if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-circle-open', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
+    if (highlightIds.length) items.push(legendItem('agw-swatch agw-sym-ring', `border-color:${HIGHLIGHT_COLOR}`, 'shares storage'));
     legend.replaceChildren(...items);
     legend.dataset.mode = colorBy;
   }

@@ -9,6 +9,7 @@ import FOLDS from './fixtures/folds.json';
 import PLUMBING from './fixtures/plumbing.json';
 import NONFINITE from './fixtures/nonfinite.json';
 import FREED from './fixtures/freed.json';
+import { estimateWidth } from '../src/labelplace.js';
 
 /** A DataView over a copy of `typed`, placed at byte offset `offset` of a bigger buffer. */
 export function dataView(typed, offset = 0) {
@@ -188,15 +189,24 @@ export function addmmReply() {
 
 /**
  * A 2D canvas context that records what is drawn (jsdom has none): `ctx.ops` lists
- * [method, ...args] and ['set', property, value] in order.
+ * [method, ...args] and ['set', property, value] in order; `measureText` answers
+ * labelplace.js's `estimateWidth` at the current `font` (so the canvas places labels as in jsdom).
  * @returns {any}
  */
 export function fakeContext() {
   const ops = [];
-  const target = { ops };
+  const target = { ops, font: '10px sans-serif' };
   return new Proxy(target, {
     get(t, k) {
       if (k in t) return t[k];
+      if (k === 'measureText') {
+        // the labelplace.js estimate at the current font, as a real canvas would measure
+        return (text) => {
+          ops.push(['measureText', text]);
+          const px = Number(/([\d.]+)px/.exec(t.font)?.[1] ?? 10);
+          return { width: estimateWidth(String(text), px, /^\s*(bold|[6-9]00)\b/.test(t.font)) };
+        };
+      }
       return (...args) => {
         ops.push([k, ...args]);
       };

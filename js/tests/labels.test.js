@@ -3,14 +3,11 @@ import { decodeGraph, decodeState } from '../src/model.js';
 import {
   edgeLabel,
   edgeRows,
-  escapeHtml,
-  nodeLabel,
   nodeRows,
   replyRows,
   shapeText,
   summaryText,
   valuesText,
-  visibleIndices,
   waitingRows,
 } from '../src/labels.js';
 import { nonfinite, zGraph, zState } from './fixtures.js';
@@ -38,13 +35,9 @@ describe('edge labels', () => {
 });
 
 describe('node labels and rows', () => {
-  it('shows leaf names with their shapes, escaped', () => {
-    expect(nodeLabel(g, 0)).toBe('Add');
-    expect(nodeLabel(g, 3)).toContain('x<br>');
-    expect(nodeLabel(g, 3)).toContain('[]');
-    expect(escapeHtml('<a&b>')).toBe('&lt;a&amp;b&gt;');
-    expect(nodeLabel(g, 2)).toBe('input 0 []'); // an unnamed input's label holds its shape
+  it('formats shapes (the drawing\'s leaf labels: drawing.test.js itemText)', () => {
     expect(shapeText([3, 4])).toBe('[3, 4]');
+    expect(shapeText([])).toBe('[]');
   });
   it('lists kind, module and slots', () => {
     const rows = nodeRows(g, 0);
@@ -98,17 +91,5 @@ describe('summaries and inspect replies', () => {
   it('turns an edge reply into a gradient row', () => {
     const rows = replyRows({ id: 'n1:0', src: { id: 'n1' }, dst: { id: 'n2' }, summary: null });
     expect(rows).toEqual([['grad', 'no gradient']]);
-  });
-});
-
-describe('visibleIndices', () => {
-  const xs = [0, 1, 2, 10];
-  const ys = [0, 0, 0, 0];
-  it('keeps the points in view', () => {
-    expect(visibleIndices(xs, ys, [0, 1, 2, 3], [-0.5, 2.5, -1, 1], 10)).toEqual([0, 1, 2]);
-    expect(visibleIndices(xs, ys, [3, 0], [2.5, -0.5, 1, -1], 10)).toEqual([0]); // reversed range
-  });
-  it('shows none when more than max are in view', () => {
-    expect(visibleIndices(xs, ys, [0, 1, 2, 3], [-1, 11, -1, 1], 3)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
-import { T, buildFigure, fitRange, overlayScene } from '../src/figure.js';
+import { fitView } from '../src/camera.js';
+import { buildDrawing } from '../src/drawing.js';
 import { MEMORY_COLORS, decodeMemory, formatBytes, memoryBin, memoryColors, memoryLegend, memoryRange } from '../src/memory.js';
 import { makeTheme } from '../src/style.js';
 import { boxGraph, boxState } from './fixtures.js';
@@ -54,23 +55,22 @@ describe('memory colouring', () => {
     expect(Array.from(short.items)).toEqual([1, 0, 0]);
     expect(decodeMemory(null, 2).total).toBe(0);
   });
-  it('recolours the node markers in memory mode, boxes included', () => {
+  it('recolours the boxes in memory mode, folded modules included; edges neutral, no colour bar', () => {
     const g = decodeGraph(boxGraph());
-    const s = decodeState(boxState(0), g);
+    const s = decodeState(boxState(3), g);
     const theme = makeTheme();
     const size = { width: 900, height: 500 };
-    const base = { range: fitRange(g, size), size, selected: -1 };
-    const grad = buildFigure(g, s, theme, base).data[T.nodes].marker;
-    const mem = buildFigure(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 5) }).data[T.nodes].marker;
-    expect(mem.color).not.toEqual(grad.color);
-    expect(mem.color[1]).toBe(theme.noMemory);
-    expect(mem.color[2]).toBe(MEMORY_COLORS[7]);
-    // Boxes: plotly's marker shows their bytes on top of the box; real nodes: the overlay's.
-    expect(mem.opacity).toEqual([0, 0, 1, 1, 1]);
-    expect(grad.opacity).toEqual([0, 0, 0, 0, 0]);
-    const scene = overlayScene(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 5) });
-    expect(scene.nodes.color[1]).toBe(theme.noMemory);
-    expect(Array.from(scene.nodes.opacity).slice(0, 2)).toEqual([1, 1]);
-    expect(scene.colorbar).toBeNull(); // the gradient colour bar is not what the colours mean
+    const base = { range: fitView(g.bounds, size).range, size, selected: -1 };
+    const grad = buildDrawing(g, s, theme, base);
+    const mem = buildDrawing(g, s, theme, { ...base, colorMode: 'memory', memory: decodeMemory(REPLY, 5) });
+    expect(mem.items.fill).not.toEqual(grad.items.fill);
+    expect(mem.items.fill[1]).toBe(theme.noMemory);
+    expect(mem.items.fill[2]).toBe(MEMORY_COLORS[7]); // box "1.1" holds the most
+    expect(g.isBox[2]).toBe(1);
+    // the outline still tells the step state: box 1.1 holds the next node
+    expect(mem.items.stroke[2]).toBe(grad.items.stroke[2]);
+    expect(grad.colorbar).not.toBeNull();
+    expect(mem.colorbar).toBeNull(); // the gradient colour bar is not what the colours mean
+    expect(mem.edges.every((l) => l.color === theme.idleEdge)).toBe(true);
   });
 });

@@ -1,11 +1,10 @@
 // Issue 10: the "sensitivity" colour mode and what-if edits. Pure helpers, then the view with a
-// fake model (plotly recorded, not run: fake_plotly.js; mount.js) and a fake backend for a recording.
+// fake model (the canvas read back: mount.js) and a fake backend for a recording.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
-
 import { createView } from '../src/view.js';
-import { T, labelData } from '../src/figure.js';
+import { buildDrawing } from '../src/drawing.js';
+import { EDIT_COLOR } from '../src/style.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { readTheme } from '../src/theme.js';
 import {
@@ -21,9 +20,8 @@ import {
   sensitivityLegend,
   sensitivityRange,
 } from '../src/sensitivity.js';
-import { calls, lastRestyle } from './fake_plotly.js';
 import { FakeModel, zGraph, zState } from './fixtures.js';
-import { flush, mountView } from './mount.js';
+import { edgeLabelOf, fillOf, flush, mountView, paints } from './mount.js';
 
 // z = x**2 + y: items Add, Pow, y, x. Add's map is [1, 1] (norm² 2), Pow's is 4 (norm² 16).
 const PROBE = {
@@ -79,13 +77,15 @@ describe('sensitivity helpers', () => {
     const state = decodeState({ ...zState(3), edits: { 2: { id: 'n1:0', kind: 'zero', factor: null, before: null } } }, graph);
     expect(state.edits.get(2).kind).toBe('zero');
     const theme = readTheme(document.body);
-    // a range holding the whole graph (edge 2's label sits at its midpoint, read from the layout)
     const [x0, x1, y0, y1] = graph.bounds;
-    const labels = labelData(graph, state, { x: [x0 - 1, x1 + 1], y: [y0 - 1, y1 + 1] }, 100, theme);
-    const k = labels.edges.index.indexOf(2);
-    expect(k).toBeGreaterThanOrEqual(0);
-    expect(labels.edges.text[k]).toBe('✎ 4');
-    expect(decodeState(zState(3), graph).edits.size).toBe(0);
+    const view = { range: { x: [x0 - 1, x1 + 1], y: [y0 - 1, y1 + 1] }, size: { width: 800, height: 400 }, selected: -1 };
+    const texts = buildDrawing(graph, state, theme, view).edgeTexts;
+    const t = texts.find((x) => x.index === 2);
+    expect(t).toEqual({ index: 2, text: '✎ 4', color: EDIT_COLOR });
+    expect(texts.find((x) => x.index === 0).text).toBe('1'); // the others as they are
+    const plain = decodeState(zState(3), graph);
+    expect(plain.edits.size).toBe(0);
+    expect(buildDrawing(graph, plain, theme, view).edgeTexts.find((x) => x.index === 2).text).toBe('4');
   });
 });
 
@@ -97,14 +97,13 @@ function mount(position = 3, extra = {}) {
 }
 
 beforeEach(() => {
-  calls.length = 0;
   document.body.innerHTML = '';
   window.requestAnimationFrame = undefined;
 });
 afterEach(() => vi.useRealTimers());
 
 describe('sensitivity colour mode', () => {
-  it('asks for a probe, shades by restyle, shows the norm in the node inspector and the errors', async () => {
+  it('asks for a probe, shades the boxes in one repaint, shows the norm in the node inspector and the errors', async () => {
     const { model, el, sent, reply, inspector, cleanup } = mount(0);
     await flush();
     const select = el.querySelector('select[aria-label="Colour mode"]');
@@ -114,11 +113,14 @@ describe('sensitivity colour mode', () => {
     expect(sent('probe')).toEqual([expect.objectContaining({ type: 'probe', samples: 16, seed: 0 })]);
     const panel = el.querySelector('section[aria-label="Sensitivity"]');
     expect(panel.hidden).toBe(false);
-    const reacts = calls.filter((c) => c.name === 'react' || c.name === 'newPlot').length;
+    const canvas = el.querySelector('.agw-canvas');
+    const before = paints(el);
     reply('probe', PROBE);
     await flush();
-    expect(lastRestyle(T.nodes, 'marker.color')[1]).toBe(SENSITIVITY_COLORS[7]);
-    expect(calls.filter((c) => c.name === 'react' || c.name === 'newPlot').length).toBe(reacts); // restyle only
+    expect(fillOf(el, 1)).toBe(SENSITIVITY_COLORS[7]);
+    expect(fillOf(el, 0)).toBe(SENSITIVITY_COLORS[0]);
+    expect(paints(el)).toBe(before + 1); // one repaint of the same canvas
+    expect(el.querySelector('.agw-canvas')).toBe(canvas);
     expect(panel.textContent).toContain('2 … 16');
     expect(panel.textContent).toContain('boom');
     expect(el.querySelector('.agw-legend').textContent).toContain('‖J‖²_F');
@@ -132,7 +134,7 @@ describe('sensitivity colour mode', () => {
     select.value = 'gradient';
     select.dispatchEvent(new Event('change'));
     expect(panel.hidden).toBe(true);
-    expect(lastRestyle(T.nodes, 'marker.color')[1]).not.toBe(SENSITIVITY_COLORS[7]);
+    expect(fillOf(el, 1)).not.toBe(SENSITIVITY_COLORS[7]);
     expect(inspector().textContent).not.toContain('‖J‖²_F');
     cleanup();
   });
@@ -142,7 +144,7 @@ describe('what-if edits on an edge card', () => {
   const EDGE_REPLY = { id: 'n1:0', src: { id: 'n1', name: 'PowBackward0', output_nr: 0 }, dst: { id: 'n2', name: 'AccumulateGrad', label: 'x', input_nr: 0 }, summary: { numel: 1, norm: 4, values: [4] } };
 
   it('zero, scale, undo, the warning and the leaf diff', async () => {
-    const { model, sent, reply, inspector, button, cleanup } = mount(3);
+    const { model, el, sent, reply, inspector, button, cleanup } = mount(3);
     await flush();
     model.set('selected_edge', 'n1:0');
     reply('inspect', EDGE_REPLY);
@@ -156,7 +158,8 @@ describe('what-if edits on an edge card', () => {
     reply('inspect', EDGE_REPLY);
     await flush();
     expect(inspector().textContent).toContain('✎ edited: zeroed');
-    expect(lastRestyle(T.edgeLabels, 'text')).toContain('✎ 4');
+    expect(edgeLabelOf(el, 2).text).toBe('✎ 4'); // on the drawing, in the edit colour
+    expect(edgeLabelOf(el, 2).color).toBe(EDIT_COLOR);
     const input = inspector().querySelector('input[aria-label="Scale factor"]');
     input.value = '2';
     button('Scale by…').click();

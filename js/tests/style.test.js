@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
+import { itemStyles } from '../src/drawing.js';
 import {
   FAILED_COLOR,
   KIND_STYLE,
@@ -9,12 +10,11 @@ import {
   binWidth,
   bucketEdges,
   decadeTicks,
-  discreteColorscale,
   gatherPaths,
+  hexAlpha,
   kindKey,
   makeTheme,
   mixColor,
-  nodeStyles,
   parseColor,
   scaleNote,
   scaleRange,
@@ -43,9 +43,7 @@ describe('colour bins', () => {
   it('draws larger norms thicker', () => {
     expect(binWidth(N_BINS - 1)).toBeGreaterThan(binWidth(0));
   });
-  it('builds a stepwise colorscale of the bins', () => {
-    const cs = discreteColorscale(['#a', '#b']);
-    expect(cs).toEqual([[0, '#a'], [0.5, '#a'], [0.5, '#b'], [1, '#b']]);
+  it('has one colour per bin, light and dark', () => {
     expect(theme.bins).toHaveLength(N_BINS);
     expect(makeTheme({ dark: true }).bins).not.toEqual(theme.bins);
   });
@@ -106,31 +104,34 @@ describe('gatherPaths', () => {
   });
 });
 
-describe('nodeStyles', () => {
-  it('colours by kind and marks the root', () => {
+describe('kinds and node colours', () => {
+  it('colours by kind and marks the root (the drawing: drawing.test.js itemStyles)', () => {
     expect(kindKey(g, 0)).toBe('root');
     expect(kindKey(g, 1)).toBe('function');
     expect(kindKey(g, 2)).toBe('input');
     expect(kindKey(g, 3)).toBe('parameter');
-    const s = nodeStyles(g, decodeState(zState(4), g), theme); // all done: plain kind colours
-    expect(s.color).toEqual([KIND_STYLE.root.color, KIND_STYLE.function.color, KIND_STYLE.input.color, KIND_STYLE.parameter.color]);
-    expect(s.symbol[0]).toBe('diamond');
+    const s = itemStyles(g, decodeState(zState(4), g), theme); // all done: plain kind colours
+    expect(s.fill).toEqual([KIND_STYLE.root.color, KIND_STYLE.function.color, KIND_STYLE.input.color, KIND_STYLE.parameter.color]);
   });
-  it('shows pending faded, next outlined, done solid', () => {
-    const s = nodeStyles(g, decodeState(zState(1), g), theme);
+  it('shows pending washed out, next outlined gold and lighter, done solid', () => {
+    const s = itemStyles(g, decodeState(zState(1), g), theme);
     // done: Add; next: y (2); pending: Pow, x
-    expect(s.opacity[0]).toBe(1);
-    expect(s.lineColor[2]).toBe(NEXT_COLOR);
-    expect(s.sizeScale[2]).toBeGreaterThan(1);
-    expect(s.color[1]).toBe(mixColor(KIND_STYLE.function.color, theme.background, 0.55));
-    expect(s.color[1]).not.toBe(KIND_STYLE.function.color);
-    expect(s.color[3]).not.toBe(KIND_STYLE.parameter.color);
+    expect(s.fill[0]).toBe(KIND_STYLE.root.color);
+    expect(s.stroke[2]).toBe('#c99700');
+    expect(s.lineWidth[2]).toBeGreaterThan(s.lineWidth[1]);
+    expect(s.fill[1]).toBe(mixColor(KIND_STYLE.function.color, theme.background, 0.78));
+    expect(s.fill[3]).not.toBe(KIND_STYLE.parameter.color);
+    expect(NEXT_COLOR).toBe('#f5b700'); // the next node's halo (canvas.js)
   });
-  it('shows failed red and no-gradient hollow', () => {
+  it('shows failed red and no-gradient hollow and dashed', () => {
     const raw = zState(1, { node_state: dataView(new Uint8Array([2, 4, 0, 3]), 1) });
-    const s = nodeStyles(g, decodeState(raw, g), theme);
-    expect(s.color[3]).toBe(FAILED_COLOR);
-    expect(s.symbol[1]).toBe('circle-open');
+    const s = itemStyles(g, decodeState(raw, g), theme);
+    expect(s.fill[3]).toBe(FAILED_COLOR);
+    expect(s.fill[1]).toBe(theme.background);
+    expect(s.dashed[1]).toBe(1);
+  });
+  it('hexAlpha', () => {
+    expect(hexAlpha('#f5b700', 0.5)).toBe('rgba(245,183,0,0.5)');
   });
 });
 

@@ -1,41 +1,99 @@
 import { describe, expect, it, vi } from 'vitest';
 
-vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
-
 import widget from '../src/index.js';
 import { createView, PLAY_STALL_MS } from '../src/view.js';
-import { T, fitRange } from '../src/figure.js';
-import { decodeGraph } from '../src/model.js';
+import { LEGIBLE_PPU, LEGIBLE_PX, fitView } from '../src/camera.js';
+import { overlappingLabels } from '../src/labelplace.js';
+import { decodeGraph, decodeState } from '../src/model.js';
 import { makeTheme } from '../src/style.js';
-import { byName, calls } from './fake_plotly.js';
 import { FakeModel, freed, z, zGraph, zState } from './fixtures.js';
-import { flush, mountView, useViewTestHooks } from './mount.js';
+import {
+  canvasOf, clickAt, clickEdge, clickItem, edgeLabelOf, flush, hoverAt, hoverEdge, hoverItem, itemBox, labelOf, lastStrokes,
+  leave, mountView, painted, paints, rangeCentre, useViewTestHooks, wheel,
+} from './mount.js';
 
 /** The view of z = x**2 + y after `position` steps (traits in `extra` replace the defaults). */
 function mount(position = 0, extra = {}) {
   return mountView({ _graph: zGraph(), _state: zState(position), ...extra });
 }
 
+/** jsdom has no layout: the view assumes 800 px wide and the trait's height (500) less the chrome. */
+const SIZE = { width: 800, height: 360 };
+
+/** The Fit range of a graph payload and state payload, as the view computes it. */
+function fitOf(rawGraph, rawState) {
+  const g = decodeGraph(rawGraph);
+  const s = decodeState(rawState, g);
+  const i = s.next >= 0 ? s.next : g.root.indexOf(1);
+  const focus = i >= 0 ? { x: g.x[i], y: g.y[i] } : null;
+  return fitView(g.bounds, SIZE, { focus, orientation: g.orientation });
+}
+
+/** `r` equals the range `want` (to float32 precision: coordinates are float32). */
+function expectRange(r, want) {
+  for (const a of ['x', 'y']) for (const k of [0, 1]) expect(r[a][k]).toBeCloseTo(want[a][k], 3);
+}
+
+/**
+ * A synthetic graph of `rows` x `cols` unconnected nodes on a grid (6 units apart across, 3
+ * down: the estimated boxes, 3.7 x 1.5 units, never overlap, as the layout guarantees).
+ */
+function grid(rows, cols, orientation = 'TB') {
+  const n = rows * cols;
+  const x = Float32Array.from({ length: n }, (_, i) => 6 * (i % cols));
+  const y = Float32Array.from({ length: n }, (_, i) => -3 * Math.floor(i / cols));
+  return {
+    version: 1, orientation, bounds: [-2, 6 * (cols - 1) + 2, -3 * (rows - 1) - 1, 1],
+    nodes: { count: n, id: Array.from({ length: n }, (_, i) => `n${i}`), x, y },
+    edges: { count: 0 },
+  };
+}
+
+/** Every item box fully inside the plotting area has its name label, legible, inside its box. */
+function expectEveryVisibleItemLabelled(el) {
+  const p = painted(el);
+  const { l, t, w, h } = p.area;
+  const inside = p.items.filter((b) => b.x >= l - 0.5 && b.y >= t - 0.5 && b.x + b.w <= l + w + 0.5 && b.y + b.h <= t + h + 0.5);
+  expect(inside.length).toBeGreaterThan(0);
+  for (const b of inside) {
+    const lab = p.labels.find((x) => x.kind === b.kind && x.index === b.index && x.line === 0);
+    expect(lab, `item ${b.index} has no label`).toBeTruthy();
+    expect(lab.font).toBeGreaterThanOrEqual(LEGIBLE_PX - 1e-9);
+    expect(lab.y).toBeGreaterThanOrEqual(b.y - 0.5);
+    expect(lab.y + lab.h).toBeLessThanOrEqual(b.y + b.h + 0.5);
+  }
+  expect(overlappingLabels(p.labels)).toEqual([]);
+  return inside;
+}
+
 useViewTestHooks();
 
 describe('render', () => {
-  it('draws the graph once, with every trace, and the toolbar with the contract names', async () => {
+  it('paints the graph once, every item where the layout put it, and the toolbar with the contract names', async () => {
     const { el, cleanup } = mount();
     await flush();
-    expect(byName('newPlot')).toHaveLength(1);
-    const [data, layout, config] = byName('newPlot')[0].args;
-    expect(data).toHaveLength(T.nodeLabels + 1);
-    expect(data[T.nodes].type).toBe('scatter'); // small graph: svg
-    expect(Array.from(data[T.nodes].x)).toEqual(Array.from(Float32Array.from(z.decoded.nodes.x)));
-    expect(data[T.nodeLabels].text[0]).toBe('Add');
-    // jsdom has no layout: the view assumes 800 px wide and the trait's height less the chrome
-    expect(layout.xaxis.range).toEqual(fitRange(decodeGraph(zGraph()), { width: 800, height: 360 }).x);
-    expect(config.displaylogo).toBe(false);
-    expect(config.showSendToCloud).toBe(false); // no upload button
-    expect(config.plotlyServerURL).toBe('');
-    const uids = data.map((t) => t.uid);
-    expect(new Set(uids).size).toBe(uids.length);
-    expect(data[T.edgeLabels].uid).toBe('agw-edge-labels');
+    const canvas = canvasOf(el);
+    expect(canvas.parentNode).toBe(el.querySelector('.agw-plot'));
+    expect(el.querySelectorAll('canvas.agw-canvas')).toHaveLength(1);
+    expect(paints(el)).toBe(1);
+    const p = painted(el);
+    // one box per item, each once, centred where Python's layout put the node
+    expect(p.items.map((b) => b.index).sort()).toEqual([0, 1, 2, 3]);
+    for (const b of p.items) {
+      const [cx, cy] = p.toPx(z.decoded.nodes.x[b.index], z.decoded.nodes.y[b.index]);
+      expect(b.x + b.w / 2).toBeCloseTo(cx, 3);
+      expect(b.y + b.h / 2).toBeCloseTo(cy, 3);
+    }
+    expect(labelOf(el, 0).text).toBe('Add');
+    expect(labelOf(el, 3).text).toBe('x'); // a parameter: its name, the shape under it
+    expect(labelOf(el, 3, 1).text).toBe('[]');
+    // Fit: the whole (small) graph, at most MAX_FIT_PPU
+    expectRange(p.range, fitOf(zGraph(), zState(0)).range);
+    expect(fitOf(zGraph(), zState(0)).whole).toBe(true);
+    expectEveryVisibleItemLabelled(el);
+    // nothing is loaded from anywhere (plotly's modebar had an upload button): no script, link,
+    // image or frame in the widget
+    expect(el.querySelectorAll('script, link, img, iframe')).toHaveLength(0);
     const names = [...el.querySelectorAll('button')].map((b) => b.textContent);
     expect(names).toEqual(['Step', 'Back', 'Run to node', 'Run to end', 'Reset', 'Play', 'Fit', 'First NaN/Inf', '?', '×']); // '?': keyboard help, '×': its close button (issue 17)
     expect(el.querySelector('input[type=range]').getAttribute('aria-label')).toMatch(/Speed/);
@@ -43,46 +101,131 @@ describe('render', () => {
     expect(status.getAttribute('aria-live')).toBe('polite');
     expect(status.textContent).toBe('step 0 / 4 → next AddBackward0');
     cleanup();
-    expect(byName('purge')).toHaveLength(1);
+    expect(el.querySelector('canvas')).toBeNull();
     expect(el.children).toHaveLength(0);
   });
 
-  it('uses WebGL traces above the node threshold', async () => {
-    const n = 2500;
-    const g = {
-      version: 1, orientation: 'LR', bounds: [0, 1, -n, 0],
-      nodes: { count: n, id: Array.from({ length: n }, (_, i) => `n${i}`), x: new Float32Array(n), y: Float32Array.from({ length: n }, (_, i) => -i) },
-      edges: { count: 0 },
-    };
-    const { cleanup } = mount(0, { _graph: g, _state: { seq: 1, status: 'step 0 / 0' } });
-    const data = byName('newPlot')[0].args[0];
-    expect(data[T.nodes].type).toBe('scattergl');
-    expect(data[T.edgeSel].type).toBe('scattergl');
-    expect(data[T.edgeLabels].type).toBe('scatter'); // text needs svg
-    expect(data[T.nodeLabels].text).toEqual([]); // 2500 labels do not fit
+  it('Fit of a 2500-node graph stops at the legible scale, centres on the next node, labels never overlap', async () => {
+    const g = grid(50, 50);
+    const next = 25 * 50 + 25; // row 25, column 25: x 150, y -75
+    const { el, cleanup } = mount(0, { _graph: g, _state: { seq: 1, status: 'step 0 / 0', next } });
+    await flush();
+    const p = painted(el);
+    const fit = fitOf(g, { next });
+    expect(fit.whole).toBe(false);
+    expect(fit.legible).toBe(true);
+    expect(p.ppu).toBeCloseTo(LEGIBLE_PPU, 5); // not shrunk to dots
+    expect(p.font).toBeGreaterThanOrEqual(LEGIBLE_PX - 1e-9);
+    const [cx, cy] = rangeCentre(el);
+    expect(cx).toBeCloseTo(150, 3);
+    expect(cy).toBeCloseTo(-75, 3);
+    expect(p.marks.next).toBe(next);
+    const inside = expectEveryVisibleItemLabelled(el);
+    expect(inside.length).toBeLessThan(2500); // only what is in view is labelled
+    expect(p.labels.length).toBeLessThan(2500);
     cleanup();
   });
 
-  it('switches to WebGL when a new graph is big and back to svg when it is small again', async () => {
-    const big = (n) => ({
-      version: 1, orientation: 'TB', bounds: [0, 1, -n, 0],
-      nodes: { count: n, id: Array.from({ length: n }, (_, i) => `n${i}`), x: new Float32Array(n), y: Float32Array.from({ length: n }, (_, i) => -i) },
-      edges: { count: 0 },
-    });
-    // Unfolding a model's boxes can take the visible graph past the threshold, folding back under.
-    const { model, cleanup } = mount(0, { _graph: big(10), _state: { seq: 1, status: 'step 0 / 0' } });
-    const drawn = () => [...byName('newPlot'), ...byName('react')].at(-1).args[0];
-    await Promise.resolve();
-    expect(drawn()[T.nodes].type).toBe('scatter');
-    model.push('_graph', big(3000));
-    await new Promise((r) => setTimeout(r, 0));
-    expect(drawn()[T.nodes].type).toBe('scattergl');
-    expect(drawn()[T.edgeSel].type).toBe('scattergl');
-    model.push('_graph', big(12));
-    await new Promise((r) => setTimeout(r, 0));
-    expect(drawn()[T.nodes].type).toBe('scatter');
-    expect(drawn()[T.edgeSel].type).toBe('scatter');
+  it('a graph whose start is on screen: Fit of a big graph without a next node shows its roots (top in TB)', async () => {
+    const g = grid(60, 4);
+    const { el, cleanup } = mount(0, { _graph: g, _state: { seq: 1, status: 'step 0 / 0', done: true } });
+    await flush();
+    const p = painted(el);
+    expect(p.ppu).toBeCloseTo(LEGIBLE_PPU, 5);
+    expect(p.range.y[1]).toBeGreaterThanOrEqual(1); // the top row is in view
+    expect(itemBox(el, 0)).toBeTruthy();
+    expect(itemBox(el, 59 * 4)).toBeUndefined(); // the bottom row is not
     cleanup();
+  });
+
+  it('a new big graph refits at the legible scale, a small one again shows everything', async () => {
+    // Unfolding a model's boxes can make the visible graph too big to be legible whole, folding back small.
+    const { model, el, cleanup } = mount(0, { _graph: grid(2, 5), _state: { seq: 1, status: 'step 0 / 0' } });
+    await flush();
+    const first = paints(el);
+    expect(painted(el).items).toHaveLength(10);
+    model.push('_graph', grid(60, 50));
+    expect(paints(el)).toBe(first + 1);
+    expect(painted(el).ppu).toBeCloseTo(LEGIBLE_PPU, 5);
+    expect(painted(el).items.length).toBeLessThan(3000);
+    expectEveryVisibleItemLabelled(el);
+    model.push('_graph', grid(3, 4));
+    expect(paints(el)).toBe(first + 2);
+    expect(painted(el).items).toHaveLength(12);
+    expect(painted(el).ppu).toBeGreaterThan(LEGIBLE_PPU);
+    expect(expectEveryVisibleItemLabelled(el)).toHaveLength(12);
+    cleanup();
+  });
+
+  it('follows the host theme: a dark JupyterLab repaints on a dark background, and back', async () => {
+    const { el, cleanup } = mount(3);
+    await flush();
+    const background = () => {
+      // every paint starts by filling the whole canvas with the background
+      const ops = canvasOf(el).__ctx.ops;
+      let from = 0;
+      ops.forEach((o, k) => {
+        if (o[0] === 'setTransform') from = k;
+      });
+      return ops.slice(from).find((o) => o[0] === 'set' && o[1] === 'fillStyle')[2];
+    };
+    expect(background()).toBe(makeTheme().background);
+    expect(lastStrokes(el).has(makeTheme().bins[0])).toBe(true);
+    const before = paints(el);
+    document.body.dataset.jpThemeLight = 'false';
+    await flush(); // MutationObserver
+    expect(paints(el)).toBe(before + 1);
+    expect(background()).toBe(makeTheme({ dark: true }).background);
+    expect(lastStrokes(el).has(makeTheme({ dark: true }).bins[0])).toBe(true); // the dark bins
+    document.body.dataset.jpThemeLight = 'true';
+    await flush();
+    expect(background()).toBe(makeTheme().background);
+    delete document.body.dataset.jpThemeLight;
+    cleanup();
+  });
+
+  it('follows the plot\'s size: the first paint waits for a size; at Fit a resize refits, else the view keeps its centre', async () => {
+    let observed = null;
+    window.ResizeObserver = class {
+      constructor(cb) {
+        observed = cb;
+      }
+      observe() {}
+      disconnect() {}
+    };
+    try {
+      const { el, cleanup } = mount(0);
+      const plot = el.querySelector('.agw-plot');
+      expect(el.querySelector('.agw-canvas')).toBeNull(); // no size yet: nothing painted
+      const resize = (w, h) => {
+        Object.defineProperty(plot, 'clientWidth', { configurable: true, value: w });
+        Object.defineProperty(plot, 'clientHeight', { configurable: true, value: h });
+        observed([]);
+      };
+      resize(600, 300);
+      expect(canvasOf(el).style.width).toBe('600px');
+      expect(canvasOf(el).style.height).toBe('300px');
+      const fitAt = (size) => {
+        const g = decodeGraph(zGraph());
+        return fitView(g.bounds, size, { focus: { x: g.x[0], y: g.y[0] }, orientation: g.orientation }).range;
+      };
+      expectRange(painted(el).range, fitAt({ width: 600, height: 300 }));
+      const before = paints(el);
+      resize(600, 300); // the same size: nothing to do
+      expect(paints(el)).toBe(before);
+      resize(900, 420);
+      expect(paints(el)).toBe(before + 1);
+      expect(canvasOf(el).style.width).toBe('900px');
+      expectRange(painted(el).range, fitAt({ width: 900, height: 420 }));
+      // zoomed in: a resize keeps the view's centre
+      wheel(el, 200, 100, -300);
+      const centre = rangeCentre(el);
+      resize(700, 380);
+      rangeCentre(el).forEach((c, k) => expect(c).toBeCloseTo(centre[k], 6));
+      cleanup();
+    } finally {
+      delete window.ResizeObserver;
+    }
   });
 
   it('sets the height from the trait and follows changes', () => {
@@ -140,34 +283,50 @@ describe('buttons send commands', () => {
 });
 
 describe('a new _state', () => {
-  it('repaints the overlay, restyles only the labels that changed, status verbatim', async () => {
+  it('repaints once, the edges that flowed in the gradient colours and their values, status verbatim', async () => {
     const { model, el, cleanup } = mount(0);
     await flush();
-    const canvas = el.querySelector('canvas.agw-overlay');
-    expect(canvas).not.toBeNull();
-    const painted = Number(canvas.dataset.painted);
-    expect(painted).toBeGreaterThan(0);
-    calls.length = 0;
-    canvas.__ctx.ops.length = 0;
+    const canvas = canvasOf(el);
+    const before = paints(el);
+    expect(before).toBeGreaterThan(0);
+    expect(edgeLabelOf(el, 0)).toBeUndefined(); // nothing flowed yet
     model.push('_state', zState(3));
-    expect(byName('newPlot')).toHaveLength(0);
-    expect(byName('react')).toHaveLength(0);
-    expect(Number(canvas.dataset.painted)).toBe(painted + 1);
-    // the edges flowed: the overlay stroked them in bin colours
-    const strokes = canvas.__ctx.ops.filter(([op, k]) => op === 'set' && k === 'strokeStyle').map(([, , v]) => v);
-    expect(strokes).toContain(makeTheme().bins[0]);
-    expect(byName('restyle')).toHaveLength(1);
-    const [update, traces] = byName('restyle')[0].args;
-    expect(traces).toEqual([T.edgeLabels]); // nothing else plotly shows changed
-    expect(update.text[0]).toEqual(['1', '1', '4']);
+    expect(canvasOf(el)).toBe(canvas); // the same canvas, painted again
+    expect(paints(el)).toBe(before + 1);
+    // the edges flowed: stroked in bin colours, their values placed beside them
+    expect(lastStrokes(el).has(makeTheme().bins[0])).toBe(true);
+    expect([0, 1, 2].map((e) => edgeLabelOf(el, e)?.text)).toEqual(['1', '1', '4']);
+    // the step's marks: Pow just ran, x is next
+    expect(painted(el).marks).toMatchObject({ ran: 1, next: 3 });
     expect(el.querySelector('.agw-status').textContent).toBe('ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)');
     expect(el.querySelector('.agw-progress-bar').style.width).toBe('75%');
-    // the same state again: the overlay repaints, plotly is left alone
-    calls.length = 0;
-    model.push('_state', { ...zState(3), seq: 99 });
-    expect(byName('restyle')).toHaveLength(0);
     cleanup();
     expect(el.querySelector('canvas')).toBeNull();
+  });
+
+  it('a run repaints once per animation frame, however many states arrive', async () => {
+    const frames = [];
+    window.requestAnimationFrame = (cb) => frames.push(cb);
+    const { model, el, cleanup } = mount(0);
+    await flush();
+    const before = paints(el);
+    model.push('_state', zState(1));
+    model.push('_state', zState(2));
+    model.push('_state', zState(3));
+    expect(paints(el)).toBe(before); // nothing painted before the frame
+    expect(frames).toHaveLength(1); // one frame asked for
+    frames.shift()();
+    expect(paints(el)).toBe(before + 1);
+    expect(painted(el).marks.next).toBe(3); // the last state is the one painted
+    // the status follows every state at once (text, not paint)
+    expect(el.querySelector('.agw-status').textContent).toContain('step 3 / 4');
+    // wheel zooms and drags coalesce the same way
+    wheel(el, 300, 150, -100);
+    wheel(el, 300, 150, -100);
+    expect(frames).toHaveLength(1);
+    frames.shift()();
+    expect(paints(el)).toBe(before + 2);
+    cleanup();
   });
 
   it('shows the gradients waiting at the next node', () => {
@@ -254,15 +413,24 @@ describe('a new _state', () => {
     cleanup();
   });
 
-  it('a new _graph redraws from scratch and refits', async () => {
-    const { model, cleanup } = mount(0);
+  it('a new _graph repaints and refits; in LR every label stays inside its box', async () => {
+    const { model, el, cleanup } = mount(0);
     await flush();
-    calls.length = 0;
+    const before = paints(el);
+    // zoom away first: the new graph refits anyway
+    wheel(el, 100, 100, -400);
     const g = zGraph();
     g.orientation = 'LR';
     model.push('_graph', g);
-    expect(byName('react')).toHaveLength(1);
-    expect(byName('react')[0].args[0][T.nodeLabels].textposition).toBe('top center');
+    expect(paints(el)).toBe(before + 2);
+    expectRange(painted(el).range, fitOf(g, zState(0)).range);
+    for (let i = 0; i < 4; i++) {
+      const box = itemBox(el, i);
+      const lab = labelOf(el, i);
+      expect(lab.x).toBeGreaterThanOrEqual(box.x);
+      expect(lab.x + lab.w).toBeLessThanOrEqual(box.x + box.w);
+    }
+    expectEveryVisibleItemLabelled(el);
     cleanup();
   });
 });
@@ -286,33 +454,40 @@ describe('layout direction', () => {
 });
 
 describe('selection', () => {
-  it('a click on a node sets `selected`', async () => {
+  it('a click on a node sets `selected`; a click on an edge selects the edge, not a node', async () => {
     const { model, el, button, cleanup } = mount(0);
     await flush();
-    const gd = el.querySelector('.agw-plot');
-    gd.emit('plotly_click', { points: [{ curveNumber: T.nodes, pointNumber: 2 }] });
+    clickItem(el, 2);
     expect(model.get('selected')).toBe('n2');
     expect(model.saved).toBe(1);
     expect(button('Run to node').disabled).toBe(false);
-    // a click on an edge marker selects nothing
-    gd.emit('plotly_click', { points: [{ curveNumber: T.edgeHit, pointNumber: 0 }] });
+    expect(painted(el).marks.selected).toBe(2);
+    clickEdge(el, 0);
     expect(model.get('selected')).toBe('n2');
+    expect(model.get('selected_edge')).toBe('n0:0');
+    expect(painted(el).marks.selectedEdge).toBe(0);
+    // a click on empty canvas selects nothing
+    const saved = model.saved;
+    clickAt(el, 10, 10);
+    expect(model.saved).toBe(saved);
     cleanup();
   });
 
-  it('an external change highlights the node', async () => {
-    const { model, cleanup } = mount(0);
+  it('an external change rings the node where the layout put it', async () => {
+    const { model, el, cleanup } = mount(0);
     await flush();
-    calls.length = 0;
+    const before = paints(el);
     model.push('selected', 'n2');
-    const [update, traces] = byName('restyle')[0].args;
-    const k = traces.indexOf(T.ring);
+    expect(paints(el)).toBe(before + 1);
+    const p = painted(el);
+    expect(p.marks.selected).toBe(2);
     const g = decodeGraph(zGraph()); // the ring sits on n2 (item 2), wherever the layout put it
-    expect(update.x[k]).toEqual([g.x[2]]);
-    expect(update.y[k]).toEqual([g.y[2]]);
+    const box = itemBox(el, 2);
+    const [cx, cy] = p.toPx(g.x[2], g.y[2]);
+    expect(box.x + box.w / 2).toBeCloseTo(cx, 3);
+    expect(box.y + box.h / 2).toBeCloseTo(cy, 3);
     model.push('selected', null);
-    const [u2, t2] = byName('restyle')[1].args;
-    expect(u2.x[t2.indexOf(T.ring)]).toEqual([]);
+    expect(painted(el).marks.selected).toBe(-1);
     cleanup();
   });
 });
@@ -409,32 +584,29 @@ describe('keyboard', () => {
 });
 
 describe('zoom, fit, hover', () => {
-  it('Fit restores the whole graph', async () => {
+  it('Fit restores the whole graph after a zoom, in one paint', async () => {
     const { el, button, cleanup } = mount(0);
     await flush();
-    const gd = el.querySelector('.agw-plot');
-    gd.layout.xaxis.range = [0, 0.2];
-    gd.layout.yaxis.range = [-0.2, 0];
-    gd.emit('plotly_relayout', {});
-    calls.length = 0;
+    const fit = painted(el).range;
+    wheel(el, 200, 100, -300);
+    expect(painted(el).range.x[1] - painted(el).range.x[0]).toBeLessThan(fit.x[1] - fit.x[0]);
+    const before = paints(el);
     button('Fit').click();
-    await flush();
-    const [relayout] = byName('relayout');
-    const fit = fitRange(decodeGraph(zGraph()), { width: 800, height: 360 });
-    expect(relayout.args[0]).toEqual({ 'xaxis.range': fit.x, 'yaxis.range': fit.y });
-    expect(byName('restyle')).toHaveLength(1); // labels and sizes for the new zoom
+    expect(paints(el)).toBe(before + 1);
+    expectRange(painted(el).range, fitOf(zGraph(), zState(0)).range);
+    expectEveryVisibleItemLabelled(el);
     cleanup();
   });
 
-  it('hovering a node shows its card, then the inspect reply', async () => {
+  it('hovering a node shows its card, then the inspect reply; leaving hides it', async () => {
     const { model, el, cleanup } = mount(4);
     await flush();
-    const gd = el.querySelector('.agw-plot');
-    gd.emit('plotly_hover', { points: [{ curveNumber: T.nodes, pointNumber: 1 }], event: { clientX: 50, clientY: 60 } });
+    await hoverItem(el, 1);
     const card = el.querySelector('.agw-card');
     expect(card.hidden).toBe(false);
     expect(card.textContent).toContain('PowBackward0');
     expect(card.textContent).toContain('[] float32 cpu');
+    expect(canvasOf(el).style.cursor).toBe('pointer');
     const req = model.sent.find((m) => m.type === 'inspect');
     expect(req).toMatchObject({ node: 1 });
     model.receive({
@@ -446,7 +618,12 @@ describe('zoom, fit, hover', () => {
     await flush();
     expect(card.textContent).toContain('‖g‖ 4');
     expect(card.textContent).toContain('→ x');
-    gd.emit('plotly_unhover', {});
+    await hoverAt(el, 10, 10); // off every item and edge
+    expect(card.hidden).toBe(true);
+    expect(canvasOf(el).style.cursor).toBe('');
+    await hoverItem(el, 1);
+    expect(card.hidden).toBe(false);
+    leave(el);
     expect(card.hidden).toBe(true);
     cleanup();
   });
@@ -454,8 +631,7 @@ describe('zoom, fit, hover', () => {
   it('hovering an edge shows its card', async () => {
     const { model, el, cleanup } = mount(4);
     await flush();
-    const gd = el.querySelector('.agw-plot');
-    gd.emit('plotly_hover', { points: [{ curveNumber: T.edgeHit, pointNumber: 2 }], event: { clientX: 5, clientY: 6 } });
+    await hoverEdge(el, 2);
     const card = el.querySelector('.agw-card');
     expect(card.textContent).toContain('Pow → x');
     const req = model.sent.find((m) => m.type === 'inspect');

@@ -1,13 +1,11 @@
-// The view's inspector and selection: node and edge inspectors, `selected`/`selected_edge` both ways. plotly is recorded, not run (fake_plotly.js); the model is a fake (mount.js).
-import { describe, expect, it, vi } from 'vitest';
+// The view's inspector and selection: node and edge inspectors, `selected`/`selected_edge` both
+// ways, read back from the canvas (mount.js); the model is a fake.
+import { describe, expect, it } from 'vitest';
 
-vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
-
-import { T } from '../src/figure.js';
 import { decodeGraph } from '../src/model.js';
-import { lastRestyle } from './fake_plotly.js';
+import { SELECT_COLOR, hexAlpha } from '../src/style.js';
 import { boxState, boxes, nonfinite } from './fixtures.js';
-import { flush, mountBoxes, useViewTestHooks } from './mount.js';
+import { canvasOf, clickEdge, clickItem, flush, mountBoxes, painted, useViewTestHooks } from './mount.js';
 
 useViewTestHooks();
 
@@ -15,12 +13,30 @@ const mount = mountBoxes;
 /** The boxes fixture as the view decodes it: coordinates come from the Python layout. */
 const g = decodeGraph(boxes.graph());
 
+/** The points (canvas px) of the selected edge's glow in the last paint: the path stroked in the
+ * selection colour (recorded context ops). */
+function glowPoints(el) {
+  const ops = canvasOf(el).__ctx.ops;
+  let from = 0;
+  ops.forEach((o, k) => {
+    if (o[0] === 'setTransform') from = k;
+  });
+  const glow = hexAlpha(SELECT_COLOR, 0.45);
+  const out = [];
+  let on = false;
+  for (const o of ops.slice(from)) {
+    if (o[0] === 'set' && o[1] === 'strokeStyle') on = o[2] === glow;
+    else if (on && (o[0] === 'moveTo' || o[0] === 'lineTo')) out.push([o[1], o[2]]);
+  }
+  return out;
+}
+
 describe('inspector and selection', () => {
   it('a node click opens the inspector from an inspect by id; a step refreshes it', async () => {
-    const { model, gd, sent, reply, inspector, cleanup } = mount(0);
+    const { model, el, sent, reply, inspector, cleanup } = mount(0);
     await flush();
     expect(inspector().hidden).toBe(true);
-    gd().emit('plotly_click', { points: [{ curveNumber: T.nodes, pointNumber: 0 }], event: {} });
+    clickItem(el, 0);
     expect(sent('inspect').at(-1)).toMatchObject({ type: 'inspect', id: 'n0' });
     expect(inspector().hidden).toBe(false);
     reply('inspect', boxes.node(0));
@@ -33,16 +49,27 @@ describe('inspector and selection', () => {
   });
 
   it('mirrors `selected_edge` both ways, and the edge inspector follows it', async () => {
-    const { model, gd, sent, reply, inspector, cleanup } = mount(2);
+    const { model, el, sent, reply, inspector, cleanup } = mount(2);
     await flush();
-    gd().emit('plotly_click', { points: [{ curveNumber: T.edgeHit, pointNumber: 1 }], event: {} });
+    expect(glowPoints(el)).toEqual([]);
+    clickEdge(el, 1);
     expect(model.get('selected_edge')).toBe('n1:0');
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 1 });
+    expect(painted(el).marks.selectedEdge).toBe(1);
     // the glow follows edge 1's polyline (LogSoftmax -> box "1.1"), bends included
-    expect(Array.from(lastRestyle(T.edgeSel, 'x'))).toEqual(Array.from(g.pathX.subarray(g.pathPtr[1], g.pathPtr[2])));
-    expect(Array.from(lastRestyle(T.edgeSel, 'y'))).toEqual(Array.from(g.pathY.subarray(g.pathPtr[1], g.pathPtr[2])));
+    const { toPx } = painted(el);
+    const path = [];
+    for (let k = g.pathPtr[1]; k < g.pathPtr[2]; k++) if (!Number.isNaN(g.pathX[k])) path.push(toPx(g.pathX[k], g.pathY[k]));
+    expect(path.length).toBeGreaterThanOrEqual(2);
+    const glow = glowPoints(el);
+    expect(glow).toHaveLength(path.length);
+    glow.forEach(([x, y], k) => {
+      expect(x).toBeCloseTo(path[k][0], 3);
+      expect(y).toBeCloseTo(path[k][1], 3);
+    });
     // from Python: another edge
     model.push('selected_edge', 'n0:0');
+    expect(painted(el).marks.selectedEdge).toBe(0);
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 0 });
     reply('inspect', { ...boxes.edge(0), summary: nonfinite.edge(6).summary }); // a gradient holding a NaN
     await flush();
@@ -75,15 +102,15 @@ describe('inspector and selection', () => {
   });
 
   it('marks the aliases of a clicked saved tensor on the graph', async () => {
-    const { gd, reply, inspector, cleanup } = mount(0);
+    const { el, reply, inspector, cleanup } = mount(0);
     await flush();
-    gd().emit('plotly_click', { points: [{ curveNumber: T.nodes, pointNumber: 0 }], event: {} });
+    clickItem(el, 0);
     reply('inspect', boxes.node(0)); // NllLoss saved `self`: LogSoftmax's result
     await flush();
     [...inspector().querySelectorAll('[role=tab]')].find((b) => b.textContent.startsWith('Saved')).click();
     [...inspector().querySelectorAll('button')].find((b) => b.textContent === 'self').click();
-    expect(lastRestyle(T.highlight, 'x')).toEqual([g.x[1]]); // n1 (LogSoftmax), where it is drawn
-    expect(lastRestyle(T.highlight, 'y')).toEqual([g.y[1]]);
+    expect(painted(el).marks.highlight).toEqual([1]); // n1 (LogSoftmax) is ringed
+    expect(painted(el).marks.selected).toBe(0);
     cleanup();
   });
 });

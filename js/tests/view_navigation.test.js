@@ -1,15 +1,13 @@
-// The view's navigation: search, First NaN/Inf, the plumbing toggle, the memory colour mode. plotly is recorded, not run (fake_plotly.js); the model is a fake (mount.js).
+// The view's navigation: search, First NaN/Inf, the plumbing toggle, the memory colour mode, read
+// back from the canvas (mount.js); the model is a fake.
 import { describe, expect, it, vi } from 'vitest';
 
-vi.mock('../src/plotly.js', () => import('./fake_plotly.js'));
-
-import { T } from '../src/figure.js';
 import { MEMORY_COLORS } from '../src/memory.js';
 import { decodeGraph } from '../src/model.js';
 import { SEARCH_DEBOUNCE_MS } from '../src/search.js';
-import { byName, calls, lastRestyle } from './fake_plotly.js';
+import { JUMP_PX_PER_UNIT } from '../src/view.js';
 import { boxGraph, dataView } from './fixtures.js';
-import { flush, mountBoxes, useViewTestHooks } from './mount.js';
+import { fillOf, flush, mountBoxes, painted, paints, rangeCentre, useViewTestHooks } from './mount.js';
 
 useViewTestHooks();
 
@@ -42,13 +40,13 @@ describe('navigation', () => {
     g.nodes.real = dataView(new Int32Array([0, 1, 7, -1, -1]), 1);
     g.nodes.kind = dataView(new Uint8Array([0, 0, 0, 1, 1]), 3);
     g.nodes.x = dataView(xs, 1);
-    calls.length = 0;
     model.push('_graph', g);
     model.push('selected', 'n7');
-    const relayout = byName('relayout').at(-1).args[0];
-    const xr = relayout['xaxis.range'];
-    expect((xr[0] + xr[1]) / 2).toBeCloseTo(xs[2]);
-    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(laid.y[2]);
+    const [cx, cy] = rangeCentre(el);
+    expect(cx).toBeCloseTo(xs[2]);
+    expect(cy).toBeCloseTo(laid.y[2]);
+    expect(painted(el).ppu).toBeGreaterThanOrEqual(JUMP_PX_PER_UNIT - 1e-9); // zoomed in to it
+    expect(painted(el).marks.selected).toBe(2);
     cleanup();
   });
 
@@ -60,17 +58,19 @@ describe('navigation', () => {
     reply('first_nonfinite', { edge: null, message: 'no NaN/Inf gradient so far' });
     await flush();
     expect(el.querySelector('.agw-alert').textContent).toContain('no NaN/Inf gradient so far');
-    calls.length = 0;
+    const before = paints(el);
     button('First NaN/Inf').click();
     reply('first_nonfinite', { edge: 2, id: 'n2:1', src: 'AddmmBackward0', dst: 'TanhBackward0', summary: {} });
     await flush();
     expect(el.querySelector('.agw-alert').hidden).toBe(true);
     expect(inspector().hidden).toBe(false);
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 2 });
-    const relayout = byName('relayout').at(-1).args[0];
+    expect(paints(el)).toBeGreaterThan(before);
     // centred on edge 2 (box "1.1" -> box "1.0"): its label anchor, halfway down the edge
     const g = decodeGraph(boxGraph());
-    expect((relayout['yaxis.range'][0] + relayout['yaxis.range'][1]) / 2).toBeCloseTo(g.midY[2]);
+    const [cx, cy] = rangeCentre(el);
+    expect(cx).toBeCloseTo(g.midX[2]);
+    expect(cy).toBeCloseTo(g.midY[2]);
     expect(g.midY[2]).toBeCloseTo((g.y[2] + g.y[3]) / 2);
     cleanup();
   });
@@ -102,7 +102,8 @@ describe('navigation', () => {
     reply('memory', { total: 856, items: [104, 0, 416, 0, 80], top: [{ id: 'n6', name: 'AddmmBackward0', module: '1.1', bytes: 416, item: 2 }], by_module: {} });
     await flush();
     expect(panel.textContent).toContain('Total 856 B');
-    expect(lastRestyle(T.nodes, 'marker.color')[2]).toBe(MEMORY_COLORS[7]);
+    expect(fillOf(el, 2)).toBe(MEMORY_COLORS[7]); // the biggest holder, box 1.1, in the top bin
+    expect(fillOf(el, 1)).not.toBe(MEMORY_COLORS[7]);
     panel.querySelector('.agw-mem-top button').click();
     expect(sent('select')).toEqual([{ type: 'select', id: 'n6' }]);
     panel.querySelector('input[type=checkbox]').click();
@@ -112,7 +113,7 @@ describe('navigation', () => {
     select.value = 'gradient';
     select.dispatchEvent(new Event('change'));
     expect(panel.hidden).toBe(true);
-    expect(lastRestyle(T.nodes, 'marker.color')[2]).not.toBe(MEMORY_COLORS[7]);
+    expect(fillOf(el, 2)).not.toBe(MEMORY_COLORS[7]);
     cleanup();
   });
 
