@@ -141,7 +141,9 @@ def test_transformer_opens_collapsed_and_node_inspector_shows_shapes(page, lab_s
     title = re.compile(r"layers\.(\d+) · TransformerEncoderLayer")
     layers = sorted((int(title.fullmatch(t[0]).group(1)) for t in boxes), reverse=True)
     assert len(layers) >= 3 and layers == list(range(11, 11 - len(layers), -1)), boxes
-    assert all(re.fullmatch(r"\d+ ops · 0%", t[1]) for t in boxes), boxes
+    # (a box cut by the view's edge keeps its title; the "56 ops · 0%" line needs the room)
+    assert all(re.fullmatch(r"\d+ ops · 0%", t[1]) for t in boxes if len(t) > 1), boxes
+    assert len([t for t in boxes if len(t) > 1]) >= 3, boxes
     expect(root.locator(".agw-minimap")).to_be_visible()
     assert shown_count(root) < 30
     save(root, "inspector_transformer_collapsed.png")
