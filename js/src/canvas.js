@@ -234,7 +234,7 @@ export function createCanvas(doc, on) {
     paintItems(c, drawing, items, badges, ppu);
     paintLabels(c, labels, drawing, family);
     c.restore();
-    if (drawing.colorbar) paintColorbar(c, drawing.colorbar, area);
+    if (drawing.colorbar) paintColorbar(c, drawing.colorbar, area, size.width);
     return painted;
   }
 
@@ -563,9 +563,9 @@ function paintLabels(c, labels, d, family) {
 /**
  * The colour bar in the right margin: the bins stacked bottom (small norm) to top, decade ticks.
  * @param {CanvasRenderingContext2D} c @param {import('./overlay.js').Colorbar} cb
- * @param {{ l: number, t: number, w: number, h: number }} area
+ * @param {{ l: number, t: number, w: number, h: number }} area @param {number} right the canvas's width
  */
-function paintColorbar(c, cb, area) {
+function paintColorbar(c, cb, area, right) {
   const x = area.l + area.w + 6;
   const len = Math.max(40, area.h * 0.55);
   const top = area.t + (area.h - len) / 2;
@@ -586,9 +586,11 @@ function paintColorbar(c, cb, area) {
   c.font = `11px ${cb.fontFamily}`;
   c.fillStyle = cb.font;
   c.textBaseline = 'bottom';
-  // one word a line ("‖grad‖" / "so far"): the margin is narrow and the title never runs off it
-  const words = cb.title.split(' ');
-  const lines = words.length > 1 ? [words[0], words.slice(1).join(' ')] : words;
-  lines.forEach((t, k) => c.fillText(t, x - 2, top - 9 - (lines.length - 1 - k) * 13));
+  // the title on as many lines as the margin needs ("‖grad‖ so far" is wider than it)
+  const room = right - (x - 2) - 2;
+  // (the quantity alone on the first line, its qualifier under it)
+  const [head, ...rest] = cb.title.split(' ');
+  const lines = c.measureText(cb.title).width <= room || !rest.length ? [cb.title] : [head, rest.join(' ')];
+  lines.forEach((line, k) => c.fillText(line, x - 2, top - 9 - (lines.length - 1 - k) * 13));
 }
 

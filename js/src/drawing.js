@@ -78,7 +78,7 @@ export function itemText(graph, state, i) {
   if (graph.isBox?.[i]) {
     const members = graph.members?.[i] ?? 0;
     const p = state ? ` · ${progressText(state.progress[i])}` : '';
-    return { name: graph.titles?.[i] || graph.labels[i] || graph.modules[i] || 'module', sub: `${members} ops${p}`, cuttable: true };
+    return { name: graph.titles?.[i] || graph.labels[i] || graph.modules[i] || 'module', sub: `${members} op${members === 1 ? '' : 's'}${p}`, cuttable: true };
   }
   const name = graph.labels[i] || graph.names[i] || graph.ids[i] || '';
   const shape = graph.kinds[i] === 'accumulate_grad' || graph.kinds[i] === 'parameter' || graph.kinds[i] === 'input' ? graph.shapes[i] || '' : '';

@@ -72,56 +72,267 @@ def run_cell(page, i: int, timeout: float = CELL_TIMEOUT) -> str:
 
 
 def widget_in(page, i: int):
-    """The widget's root element in cell `i`'s output, once drawn."""
+    """The widget's root element in cell `i`'s output, once its canvas has painted."""
     root = cell(page, i).locator(".agw-root")
-    root.locator(".agw-plot .main-svg").first.wait_for(state="attached")
+    root.locator(".agw-plot canvas.agw-canvas[data-painted]").first.wait_for(state="attached")
     return root
 
 
 # ------------------------------------------------------------------------- widget helpers
-# JS run in the page: the plotly div of the widget, and trace data by uid (see js/src/figure.js).
-PLOT = "root => root.querySelector('.agw-plot')"
-RANGES = """root => {
-  const gd = root.querySelector('.agw-plot');
-  return [gd.layout.xaxis.range.map(Number), gd.layout.yaxis.range.map(Number)];
-}"""
-# Page coordinates of the point of trace `uid` whose text (or index) matches.
-POINT_AT = """([root, uid, text, index]) => {
-  const gd = root.querySelector('.agw-plot');
-  const trace = gd.data.find((t) => t.uid === uid);
-  let i = index;
-  const first = (t) => t.replace(/<[^>]*>/g, ' ').trim().split(/\\s+/)[0];
-  if (text !== null) i = Array.from(trace.text).findIndex((t) => first(t) === text);
-  if (i < 0) return null;
-  const fl = gd._fullLayout;
-  const box = gd.getBoundingClientRect();
-  return {
-    x: box.left + fl._size.l + fl.xaxis.l2p(Number(trace.x[i])),
-    y: box.top + fl._size.t + fl.yaxis.l2p(Number(trace.y[i])),
-  };
-}"""
+# JS run in the page. The drawing is one canvas (js/src/canvas.js); after every paint it keeps
+# what it painted on `canvas.agwPainted` (CSS px relative to the canvas's top-left) and counts
+# paints in `canvas.dataset.painted`. PAINTED returns a JSON copy (no functions) with the
+# canvas's page position, so a test turns canvas px into page px for the mouse.
+CANVAS = "root => root.querySelector('.agw-plot canvas.agw-canvas')"
+PAINTED = f"""root => {{
+  const c = ({CANVAS})(root);
+  const p = c && c.agwPainted;
+  if (!p) return null;
+  const r = c.getBoundingClientRect();
+  return {{
+    count: Number(c.dataset.painted), left: r.left, top: r.top, width: r.width, height: r.height,
+    ppu: p.ppu, font: p.font, range: p.range, area: p.area, labels: p.labels, items: p.items,
+    marks: p.marks,
+    selectedEdgeMid: p.marks.selectedEdge >= 0 ? p.edgeMid(p.marks.selectedEdge) : null,
+  }};
+}}"""
+# Resolves once no paint happened for `quiet` animation frames in a row (a resize, a state patch
+# or an opening inspector paints on a later frame), at most ~`max` frames.
+SETTLE = f"""async ([root, quiet, max]) => {{
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  const count = () => Number(({CANVAS})(root)?.dataset.painted ?? 0);
+  let n = count(), still = 0;
+  for (let k = 0; k < max && still < quiet; k++) {{
+    await frame();
+    const m = count();
+    still = m === n ? still + 1 : 0;
+    n = m;
+  }}
+  return n;
+}}"""
+RANGES = f"""root => {{
+  const p = ({CANVAS})(root).agwPainted;
+  return [p.range.x.map(Number), p.range.y.map(Number)];
+}}"""
+# What a pixel of the canvas shows, "rgb(r, g, b)", at canvas CSS px (x, y) (device pixels read
+# back from the 2D context, so it is what the user sees, not what a test thinks was painted).
+PIXELS = f"""([root, points]) => {{
+  const c = ({CANVAS})(root);
+  const ctx = c.getContext('2d');
+  const dpr = c.width / c.clientWidth;
+  return points.map(([x, y]) => {{
+    const d = ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;
+    return `rgb(${{d[0]}}, ${{d[1]}}, ${{d[2]}})`;
+  }});
+}}"""
 
-# The colour the overlay canvas shows at the centre of every node (edges, node markers and their
-# step state are painted there, under plotly's transparent SVG).
-NODE_PIXELS = """root => {
-  const gd = root.querySelector('.agw-plot');
-  const canvas = root.querySelector('canvas.agw-overlay');
-  const ctx = canvas.getContext('2d');
-  const trace = gd.data.find((t) => t.uid === 'agw-nodes');
-  const fl = gd._fullLayout;
-  const dpr = canvas.width / canvas.clientWidth;
-  return Array.from(trace.x, (x, i) => {
-    const px = fl._size.l + fl.xaxis.l2p(Number(x));
-    const py = fl._size.t + fl.yaxis.l2p(Number(trace.y[i]));
-    const d = ctx.getImageData(Math.round(px * dpr), Math.round(py * dpr), 1, 1).data;
-    return `rgb(${d[0]}, ${d[1]}, ${d[2]})`;
-  });
-}"""
+
+def settle(root, quiet: int = 3, max_frames: int = 240) -> None:
+    """Wait until the canvas stopped repainting (`quiet` frames without a paint)."""
+    root.page.evaluate(SETTLE, [root.element_handle(), quiet, max_frames])
 
 
-def node_pixels(page, root) -> list[str]:
-    """The colour painted at each node's centre, "rgb(r, g, b)", in node order."""
-    return page.evaluate(NODE_PIXELS, root.element_handle())
+def painted(page, root, settled: bool = True) -> dict:
+    """What the canvas painted last (see js/src/canvas.js `Painted`), plus `left`/`top` (its
+    page position) and `count` (paints so far); by default once painting has settled."""
+    if settled:
+        settle(root)
+    p = page.evaluate(PAINTED, root.element_handle())
+    assert p is not None, "the canvas has not painted"
+    return p
+
+
+def item_labels(p: dict) -> dict[int, list[str]]:
+    """Item index -> its painted label lines (name first) of the items labelled in `p`."""
+    out: dict[int, list[str]] = {}
+    for lab in sorted(p["labels"], key=lambda lab: lab["line"]):
+        if lab["kind"] in ("node", "box"):
+            out.setdefault(lab["index"], []).append(lab["text"])
+    return out
+
+
+def labels(page, root) -> list[str]:
+    """Every labelled item's text as one string: the name, then its second line when painted
+    ("Addmm", "2.weight [8, 8]", "layers.3 4 ops · 0%")."""
+    return [" ".join(t) for t in item_labels(painted(page, root)).values()]
+
+
+# Resolves once some labelled item's text ("name" or "name second-line") matches the regex.
+LABEL_MATCHES = f"""([root, pattern]) => {{
+  const p = ({CANVAS})(root)?.agwPainted;
+  if (!p) return false;
+  const rx = new RegExp(pattern);
+  const byItem = new Map();
+  for (const l of [...p.labels].sort((a, b) => a.line - b.line)) {{
+    if (l.kind !== 'node' && l.kind !== 'box') continue;
+    byItem.set(l.index, [...(byItem.get(l.index) ?? []), l.text]);
+  }}
+  return [...byItem.values()].some((t) => rx.test(t.join(' ')));
+}}"""
+
+
+def wait_label(root, pattern: str) -> None:
+    """Wait until an item's painted label ("name" or "name second-line") matches the JS regex
+    `pattern`."""
+    root.page.wait_for_function(LABEL_MATCHES, arg=[root.element_handle(), pattern])
+
+
+# Are the items labelled with these names painted left to right, in this order (box centres)?
+LEFT_TO_RIGHT = f"""([root, names]) => {{
+  const p = ({CANVAS})(root)?.agwPainted;
+  if (!p) return false;
+  const cx = (t) => {{
+    const l = p.labels.find((l) => l.kind !== 'edge' && l.line === 0 && l.text === t);
+    const b = l && p.items.find((b) => b.index === l.index && b.kind !== 'copy');
+    return b ? b.x + b.w / 2 : NaN;
+  }};
+  const xs = names.map(cx);
+  return xs.every((x, k) => k === 0 || x > xs[k - 1] + 1);
+}}"""
+
+
+def wait_left_to_right(root, names: Sequence[str]) -> None:
+    """Wait until the items labelled `names` are painted left to right in that order (e.g.
+    after switching the layout to "LR")."""
+    root.page.wait_for_function(LEFT_TO_RIGHT, arg=[root.element_handle(), list(names)])
+
+
+def label_problems(p: dict) -> list[str]:
+    """What breaks "every item labelled, legibly" in painted `p` (issue 17): items fully in
+    the plotting area without a name label, labels under 11 px, overlapping labels."""
+    a = p["area"]
+    inside = [
+        b for b in p["items"]
+        if b["x"] >= a["l"] - 0.5 and b["y"] >= a["t"] - 0.5
+        and b["x"] + b["w"] <= a["l"] + a["w"] + 0.5 and b["y"] + b["h"] <= a["t"] + a["h"] + 0.5
+    ]
+    named = {(lab["kind"], lab["index"]) for lab in p["labels"] if lab["line"] == 0}
+    out = [f"unlabelled {b['kind']} {b['index']}" for b in inside
+           if (b["kind"], b["index"]) not in named]
+    out += [f"{lab['text']!r} at {lab['font']:.1f} px" for lab in p["labels"]
+            if lab["font"] < 11 - 1e-6]
+    labs = p["labels"]
+    for i, u in enumerate(labs):
+        for v in labs[i + 1:]:
+            if (u["x"] < v["x"] + v["w"] - 0.5 and v["x"] < u["x"] + u["w"] - 0.5
+                    and u["y"] < v["y"] + v["h"] - 0.5 and v["y"] < u["y"] + u["h"] - 0.5):
+                out.append(f"{u['text']!r} overlaps {v['text']!r}")
+    return out
+
+
+def item_index(p: dict, text: str, nth: int = 0) -> int:
+    """The item whose name label reads `text` (exactly, or as its first word; the `nth` such
+    item in painting order, -1 the last)."""
+    found = [
+        lab["index"]
+        for lab in p["labels"]
+        if lab["kind"] in ("node", "box") and lab["line"] == 0
+        and (lab["text"] == text or lab["text"].split()[0] == text)
+    ]
+    assert found, f"no item labelled {text!r}: " + repr(list(item_labels(p).values()))
+    return found[nth]
+
+
+def item_box(p: dict, index: int) -> dict:
+    """The painted box (canvas px) of item `index` (the item itself, not a leaf copy)."""
+    boxes = [b for b in p["items"] if b["index"] == index and b["kind"] != "copy"]
+    assert boxes, f"item {index} is not in view"
+    return boxes[0]
+
+
+def to_page(p: dict, x: float, y: float) -> dict:
+    """Canvas px -> page px (for page.mouse)."""
+    return {"x": p["left"] + x, "y": p["top"] + y}
+
+
+def point(page, root, text: str, nth: int = 0) -> dict:
+    """Where (page px) the centre of the item labelled `text` is, once the drawing is still
+    (opening or closing the inspector resizes the canvas on a later frame, which moves every
+    item)."""
+    root.scroll_into_view_if_needed()
+    p = painted(page, root)
+    b = item_box(p, item_index(p, text, nth))
+    return to_page(p, b["x"] + b["w"] / 2, b["y"] + b["h"] / 2)
+
+
+def drag(page, root, dx: float, dy: float) -> None:
+    """Drag the drawing by (dx, dy) px with the mouse, from a spot near the plotting area's left
+    edge (a press that moves is a pan, never a click), and wait until it is painted there."""
+    root.locator("canvas.agw-canvas").scroll_into_view_if_needed()
+    p = painted(page, root)
+    a = p["area"]
+    x = p["left"] + a["l"] + 0.1 * a["w"]
+    y = p["top"] + a["t"] + (0.85 if dy < 0 else 0.15) * a["h"]
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y + dy / 2, steps=4)
+    page.mouse.move(x + dx, y + dy, steps=4)
+    page.mouse.up()
+    page.wait_for_function(
+        f"([root, n]) => Number(({CANVAS})(root).dataset.painted) > n",
+        arg=[root.element_handle(), p["count"]],
+    )
+
+
+def reveal(
+    page, root, text: str | None = None, count: int = 1, index: int | None = None,
+    down: bool = True, tries: int = 12,
+) -> dict:
+    """Pan the drawing as a user does (drags of 40 % of the view, the drawing moving up: in
+    "TB" backward runs down the page; `down=False`: left, for "LR") until `count` items labelled
+    `text` (or item `index`, brought to the centre once partly in view) are in view and
+    labelled; returns what was then painted."""
+    for _ in range(tries):
+        p = painted(page, root)
+        labelled = item_labels(p)
+        if index is not None:
+            named = [index] if index in labelled else []
+        else:
+            named = [i for i, t in labelled.items() if t[0] == text or t[0].split()[0] == text]
+        if len(named) >= count:
+            return p
+        a = p["area"]
+        part = [b for b in p["items"] if b["index"] == index and b["kind"] != "copy"]
+        if part:  # partly in view: bring its centre to the view's centre
+            b = part[0]
+            cx, cy = a["l"] + a["w"] / 2, a["t"] + a["h"] / 2
+            drag(page, root, cx - b["x"] - b["w"] / 2, cy - b["y"] - b["h"] / 2)
+        elif down:
+            drag(page, root, 0, -0.4 * a["h"])
+        else:
+            drag(page, root, -0.4 * a["w"], 0)
+    raise AssertionError(f"{count} x {text or index!r} not found by panning: {item_labels(p)}")
+
+
+def click_item(page, root, text: str, nth: int = 0, shift: bool = False) -> None:
+    """Click the item (node or folded box) labelled `text` with the mouse (shift: inspect a
+    box instead of unfolding it)."""
+    q = point(page, root, text, nth)
+    if shift:
+        page.keyboard.down("Shift")
+    page.mouse.click(q["x"], q["y"])
+    if shift:
+        page.keyboard.up("Shift")
+
+
+def pixels(page, root, points: Sequence[Sequence[float]]) -> list[str]:
+    """The colours the canvas shows at canvas px `points`, as "rgb(r, g, b)"."""
+    return page.evaluate(PIXELS, [root.element_handle(), [list(q) for q in points]])
+
+
+def item_fills(page, root) -> dict[int, str]:
+    """The fill each item in view is painted with: the pixel just inside its box's left edge,
+    half way down (the label is centred, the outline is at most 3 px wide)."""
+    p = painted(page, root)
+    boxes = [b for b in p["items"] if b["kind"] != "copy" and b["w"] > 12]
+    spots = [(b["x"] + 5, b["y"] + b["h"] / 2) for b in boxes]
+    return dict(zip((b["index"] for b in boxes), pixels(page, root, spots), strict=True))
+
+
+def background(page, root) -> str:
+    """The colour the canvas paints its background with (its top-left pixel, in the margin)."""
+    settle(root)
+    return pixels(page, root, [(2, 2)])[0]
 
 
 def button(root, name: str):
@@ -141,33 +352,45 @@ def after_paint(root) -> None:
 
 
 def edge_labels(root, settle_s: float = 3.0) -> list[str]:
-    """The gradient values written on the edges, as the page shows them once painting settled
-    (the same labels across two paints; at most `settle_s` seconds of waiting)."""
-    labels = root.locator(".traceagw-edge-labels text")
+    """The gradient values written on the edges, as the canvas painted them once painting
+    settled (the same labels across two settled reads; at most `settle_s` seconds)."""
+    page = root.page
+
+    def read() -> list[str]:
+        p = painted(page, root)
+        return sorted(lab["text"] for lab in p["labels"] if lab["kind"] == "edge")
+
     deadline = time.monotonic() + settle_s
-    after_paint(root)
-    seen = sorted(labels.all_text_contents())
+    seen = read()
     while time.monotonic() < deadline:
-        after_paint(root)
-        now = sorted(labels.all_text_contents())
+        now = read()
         if now == seen:
             break
         seen = now
     return seen
 
 
+def wait_edge_labels(root, count: int) -> None:
+    """Wait until the canvas paints exactly `count` edge value labels."""
+    root.page.wait_for_function(
+        f"root => ({CANVAS})(root)?.agwPainted?.labels"
+        f".filter((l) => l.kind === 'edge').length === {count}",
+        arg=root.element_handle(),
+    )
+
+
+def shown_count(root) -> int:
+    """How many items (nodes and folded boxes) the drawing has, in or out of view: the
+    "N shown" of the counts line."""
+    m = re.search(r"(\d+) shown", root.locator(".agw-counts").inner_text())
+    assert m, root.locator(".agw-counts").inner_text()
+    return int(m.group(1))
+
+
 def position_of(root) -> int:
     m = re.search(r"step (\d+) /", status(root).inner_text())
     assert m, status(root).inner_text()
     return int(m.group(1))
-
-
-def point(page, root, uid: str, text: str | None = None, index: int = -1) -> dict:
-    """Where (page pixels) the point of trace `uid` with that label (or index) is drawn."""
-    root.scroll_into_view_if_needed()
-    p = page.evaluate(POINT_AT, [root.element_handle(), uid, text, index])
-    assert p is not None, f"no point {text!r} in {uid}"
-    return p
 
 
 def save(root, name: str) -> None:

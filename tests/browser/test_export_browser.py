@@ -32,6 +32,22 @@ def kernel_edge_labels(w) -> list[str]:
     return sorted(f"{v[0]:g}" for v in values.values())
 
 
+# The edge value labels the canvas painted (its `agwPainted` record; js/src/canvas.js).
+EDGE_TEXTS = """root => root.querySelector('canvas.agw-canvas').agwPainted.labels
+  .filter((l) => l.kind === 'edge').map((l) => l.text).sort()"""
+
+
+def wait_edge_count(root, count: int) -> None:
+    """Wait until the canvas shows `count` edge value labels."""
+    root.page.wait_for_function(
+        f"root => ({EDGE_TEXTS})(root).length === {count}", arg=root.element_handle()
+    )
+
+
+def edge_texts(root) -> list[str]:
+    return root.page.evaluate(EDGE_TEXTS, root.element_handle())
+
+
 def open_offline(browser, path):
     ctx = browser.new_context(viewport={"width": 1100, "height": 700})
     requests, errors = [], []
@@ -73,18 +89,18 @@ def test_exported_html_replays_offline_with_the_kernels_values(browser, tmp_path
         for k in range(1, 5):
             step.click()
             expect(status).to_have_text(Z_STATUS[k])
-        labels = root.locator(".traceagw-edge-labels text")
-        expect(labels).to_have_count(3)
-        assert sorted(labels.all_text_contents()) == want
+        root.locator("canvas.agw-canvas[data-painted]").wait_for(state="attached")
+        wait_edge_count(root, 3)
+        assert edge_texts(root) == want
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         root.screenshot(path=str(ARTIFACTS / "export_z_done.png"))
         back = root.get_by_role("button", name="Back", exact=True)
         back.click()
         expect(status).to_have_text(Z_STATUS[3])
-        expect(labels).to_have_count(3)  # x's gradient came from Pow, which is still done
+        wait_edge_count(root, 3)  # x's gradient came from Pow, which is still done
         back.click()
         expect(status).to_have_text(Z_STATUS[2])
-        expect(labels).to_have_count(2)  # undoing Pow takes its gradient off the edge
+        wait_edge_count(root, 2)  # undoing Pow takes its gradient off the edge
         root.get_by_role("button", name="Reset", exact=True).click()
         expect(status).to_have_text(Z_STATUS[0])
         root.get_by_role("button", name="Run to end", exact=True).click()

@@ -11,8 +11,22 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .labtools import button, open_notebook, point, run_cell, save, status, widget_in
-from .test_inspector_browser import LABELS, click_label, labels, node_count
+from .labtools import (
+    button,
+    item_labels,
+    label_problems,
+    open_notebook,
+    painted,
+    point,
+    reveal,
+    run_cell,
+    save,
+    shown_count,
+    status,
+    wait_label,
+    widget_in,
+)
+from .test_inspector_browser import click_label, node_count
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,7 +45,7 @@ w = aw.explore(out.pow(2).mean(), model=model, height=640)
 print(len(w.graph), "nodes;", list(w.folds), "folded")
 w"""
 
-FOLD = "layers.0–7"  # the first word of the box's label, "layers.0–7 ×8 · 0%"
+FOLD = "layers.0–7"  # the first word of the box's title, "layers.0–7 ×8 · TransformerEncoderLayer"
 
 
 def test_transformer_opens_as_one_fold_box_and_unfolds_on_click(page, lab_server):
@@ -41,13 +55,15 @@ def test_transformer_opens_as_one_fold_box_and_unfolds_on_click(page, lab_server
     root = widget_in(page, 0)
     counts = root.locator(".agw-counts")
     expect(counts).to_contain_text("1 repeat folded")
-    shown = labels(page, root)
-    assert "layers.0–7 ×8 · 0%" in shown, shown
+    p = painted(page, root)
+    shown = list(item_labels(p).values())
+    assert ["layers.0–7 ×8 · TransformerEncoderLayer", "448 ops · 0%"] in shown, shown
+    assert not label_problems(p), label_problems(p)
     assert node_count(page, root) <= 6  # Mean, Pow, the box, the input
     save(root, "folds_transformer_folded.png")
 
     # The hover card says what it is and what a click does.
-    p = point(page, root, "agw-node-labels", text=FOLD)
+    p = point(page, root, FOLD)
     page.mouse.move(p["x"], p["y"])
     card = root.locator(".agw-card")
     expect(card).to_be_visible()
@@ -56,23 +72,20 @@ def test_transformer_opens_as_one_fold_box_and_unfolds_on_click(page, lab_server
     expect(card).to_contain_text("click: unfold")
     page.mouse.move(1, 1)
 
-    # Stepping into the run moves the box's progress (Mean, Pow, then the last layer); the
-    # label text is HTML, so "<1%" reads "&lt;1%".
+    # Stepping into the run moves the box's progress (Mean, Pow, then the last layer).
     for _ in range(3):
         button(root, "Step").click()
     expect(status(root)).to_contain_text("step 3 /")
-    page.wait_for_function(
-        f"root => ({LABELS})(root).some((t) => /×8 · (&lt;1|<1|[1-9]\\d?)%$/.test(t))",
-        arg=root.element_handle(),
-    )
+    wait_label(root, r"^layers\.0–7 ×8 · TransformerEncoderLayer 448 ops · (<1|[1-9]\d?)%$")
 
     # A click unfolds it locally: one box per layer, not the 400-odd nodes.
     click_label(page, root, FOLD)
     expect(counts).to_contain_text("8 modules folded")
     expect(counts).not_to_contain_text("repeat")
-    page.wait_for_function(f"root => ({LABELS})(root).includes('layers.3 · 0%')",
-                           arg=root.element_handle())
-    assert 8 < node_count(page, root) < 20
+    # the boxes open where the fold was; pan down to the fourth layer's box
+    p = reveal(page, root, "layers.3")
+    assert ["layers.3 · TransformerEncoderLayer", "56 ops · 0%"] in item_labels(p).values()
+    assert 8 < shown_count(root) < 20
     out = run_cell(page, 1)
     assert out.startswith("{}") and "'layers.7'" in out, out
     save(root, "folds_transformer_unfolded.png")

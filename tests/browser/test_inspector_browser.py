@@ -13,7 +13,27 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .labtools import button, open_notebook, point, run_cell, save, status, widget_in
+from .labtools import (
+    button,
+    click_item,
+    drag,
+    item_box,
+    item_fills,
+    item_index,
+    item_labels,
+    label_problems,
+    labels,
+    open_notebook,
+    painted,
+    reveal,
+    run_cell,
+    save,
+    shown_count,
+    status,
+    wait_label,
+    wait_left_to_right,
+    widget_in,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -42,25 +62,9 @@ w = aw.explore(out.pow(2).mean(), model=model, collapse="modules", height=640)
 print(len(w.graph), "nodes;", len(w.collapsed), "folded")
 w"""
 
-# JS run in the page: the plotly div's traces, by uid (see js/src/figure.js).
-TRACE = "([root, uid]) => root.querySelector('.agw-plot').data.find((t) => t.uid === uid)"
-NODE_COUNT = f"root => ({TRACE})([root, 'agw-nodes']).x.length"
-LABELS = f"""root => Array.from(({TRACE})([root, 'agw-node-labels']).text,
-  (t) => t.replace(/<br>/g, ' ').replace(/<[^>]*>/g, '').trim())"""
-
-
-def trace_len(page, root, uid: str) -> int:
-    """How many points trace `uid` draws."""
-    js = f"([root, uid]) => ({TRACE})([root, uid]).x.length"
-    return page.evaluate(js, [root.element_handle(), uid])
-
-
-def labels(page, root) -> list[str]:
-    return page.evaluate(LABELS, root.element_handle())
-
-
 def node_count(page, root) -> int:
-    return page.evaluate(NODE_COUNT, root.element_handle())
+    """How many items (nodes and folded boxes) the canvas shows, at least partly."""
+    return len([b for b in painted(page, root)["items"] if b["kind"] != "copy"])
 
 
 def inspector(root):
@@ -69,19 +73,8 @@ def inspector(root):
 
 def click_label(page, root, text: str, shift: bool = False) -> None:
     """Click the node (or module box) drawn with that label, once the drawing is still: opening
-    or closing the inspector resizes the plot on a later frame, which moves every point."""
-    p = point(page, root, "agw-node-labels", text=text)
-    for _ in range(40):
-        page.wait_for_timeout(120)
-        q = point(page, root, "agw-node-labels", text=text)
-        if abs(q["x"] - p["x"]) < 0.5 and abs(q["y"] - p["y"]) < 0.5:
-            break
-        p = q
-    if shift:
-        page.keyboard.down("Shift")
-    page.mouse.click(p["x"], p["y"])
-    if shift:
-        page.keyboard.up("Shift")
+    or closing the inspector resizes the canvas on a later frame, which moves every item."""
+    click_item(page, root, text, shift=shift)
 
 
 def test_mlp_opens_collapsed_and_expands_on_click(page, lab_server):
@@ -93,17 +86,17 @@ def test_mlp_opens_collapsed_and_expands_on_click(page, lab_server):
     expect(counts).to_contain_text("5 modules folded")
     assert node_count(page, root) == 7  # five boxes + NllLoss + LogSoftmax
     shown = labels(page, root)
-    assert {"0 · 0%", "2 · 0%", "4 · 0%"} <= set(shown), shown
+    assert {"0 · Linear 4 ops · 0%", "2 · Linear 4 ops · 0%", "4 · Linear 4 ops · 0%"} <= set(
+        shown
+    ), shown
+    assert not label_problems(painted(page, root))
     save(root, "inspector_mlp_collapsed.png")
 
     # Stepping into module 4 moves its progress; "Run to node" on a box runs it through.
     for _ in range(3):
         button(root, "Step").click()
     expect(status(root)).to_contain_text("step 3 /")
-    page.wait_for_function(
-        f"root => ({LABELS})(root).some((t) => /^4 · [1-9]\\d?%$/.test(t))",
-        arg=root.element_handle(),
-    )
+    wait_label(root, r"^4 · Linear 4 ops · [1-9]\d?%$")
     # Shift+click inspects a box instead of expanding it.
     click_label(page, root, "4", shift=True)
     panel = inspector(root)
@@ -112,15 +105,15 @@ def test_mlp_opens_collapsed_and_expands_on_click(page, lab_server):
     expect(panel).to_contain_text("AddmmBackward0")
     expect(panel.get_by_role("button", name="Expand")).to_be_visible()
     panel.get_by_role("button", name="Run through module").click()
-    page.wait_for_function(
-        f"root => ({LABELS})(root).includes('4 · 100%')", arg=root.element_handle()
-    )
+    wait_label(root, r"^4 · Linear 4 ops · 100%$")
     save(root, "inspector_box.png")
 
     # A plain click on a box expands it: its four nodes replace it.
     click_label(page, root, "2")
     expect(counts).to_contain_text("4 modules folded")
-    page.wait_for_function(f"root => ({NODE_COUNT})(root) === 10", arg=root.element_handle())
+    expect(root.locator(".agw-counts")).to_contain_text("10 shown")
+    # the module opens where its box was; its leaves are further down: pan to them
+    reveal(page, root, "2.weight")
     assert "2.weight [8, 8]" in labels(page, root)
     assert "'2'" not in run_cell(page, 1)
 
@@ -140,9 +133,19 @@ def test_transformer_opens_collapsed_and_node_inspector_shows_shapes(page, lab_s
     assert "12 folded" in out, out
     root = widget_in(page, 0)
     expect(root.locator(".agw-counts")).to_contain_text("12 modules folded")
-    shown = labels(page, root)
-    assert {f"layers.{i} · 0%" for i in range(12)} <= set(shown), shown
-    assert node_count(page, root) < 30
+    # Twelve boxes do not fit at a legible scale: Fit shows the top of the drawing (the loss and
+    # the last layers, where backward starts), every box in view labelled, the minimap on.
+    p = painted(page, root)
+    assert not label_problems(p), label_problems(p)
+    boxes = [t for i, t in item_labels(p).items() if item_box(p, i)["kind"] == "box"]
+    title = re.compile(r"layers\.(\d+) · TransformerEncoderLayer")
+    layers = sorted((int(title.fullmatch(t[0]).group(1)) for t in boxes), reverse=True)
+    assert len(layers) >= 3 and layers == list(range(11, 11 - len(layers), -1)), boxes
+    # (a box cut by the view's edge keeps its title; the "56 ops · 0%" line needs the room)
+    assert all(re.fullmatch(r"\d+ ops · 0%", t[1]) for t in boxes if len(t) > 1), boxes
+    assert len([t for t in boxes if len(t) > 1]) >= 3, boxes
+    expect(root.locator(".agw-minimap")).to_be_visible()
+    assert shown_count(root) < 30
     save(root, "inspector_transformer_collapsed.png")
 
     # Click the loss's Mean node: the inspector names it and shows its slot's shape.
@@ -161,17 +164,16 @@ def test_transformer_opens_collapsed_and_node_inspector_shows_shapes(page, lab_s
     # inspector first: it narrows the plot, and a box label that no longer fits is shortened.
     panel.get_by_role("button", name="Close inspector").click()
     expect(panel).to_be_hidden()
-    for _ in range(50):  # the plot widens again on the next frame: wait for the full label
-        if "layers.11 · 0%" in labels(page, root):
-            break
-        page.wait_for_timeout(100)
+    wait_label(root, r"^layers\.11 · TransformerEncoderLayer \d+ ops · 0%$")
     click_label(page, root, "layers.11")
     expect(root.locator(".agw-counts")).to_contain_text("16 modules folded")
     out = run_cell(page, 1)
     assert "'layers.11.self_attn'" in out and "'layers.11'" not in out, out
     save(root, "inspector_transformer_expanded.png")
     root.get_by_label("Layout direction").select_option("LR")
-    page.wait_for_timeout(500)
+    wait_left_to_right(root, ["Mean", "Pow"])
+    p = painted(page, root)
+    assert not label_problems(p), label_problems(p)
     save(root, "inspector_transformer_lr.png")
     page.page_log.assert_clean()
 
@@ -201,17 +203,18 @@ def test_search_selects_a_hidden_leaf_and_plumbing_toggle(page, lab_server):
     expect(panel).to_contain_text("[8, 8] float32 cpu")
     out = run_cell(page, 1)
     assert "selected 2.weight" in out and "'2'" not in out, out
-    assert trace_len(page, root, "agw-ring") == 1
+    p = painted(page, root)
+    assert p["marks"]["selected"] == item_index(p, "2.weight"), p["marks"]  # ringed
     save(root, "inspector_search_selected.png")
 
     # Hide plumbing: module 2's TBackward0 goes, the count of drawn nodes drops by one.
-    before = node_count(page, root)
+    before = shown_count(root)
     root.get_by_label("Hide plumbing").check()
     expect(root.locator(".agw-counts")).to_contain_text("1 plumbing hidden")
-    assert node_count(page, root) == before - 1
+    expect(root.locator(".agw-counts")).to_contain_text(f"{before - 1} shown")
     root.get_by_label("Hide plumbing").uncheck()
     expect(root.locator(".agw-counts")).not_to_contain_text("plumbing hidden")
-    assert node_count(page, root) == before
+    expect(root.locator(".agw-counts")).to_contain_text(f"{before} shown")
     page.page_log.assert_clean()
 
 
@@ -261,7 +264,11 @@ def test_first_nonfinite_jumps_to_the_edge_and_stale_marks(page, lab_server):
     m = re.search(r"first (\S+) selected_edge (\S+)", out)
     assert m and m.group(1) == m.group(2), out
     # The edge is marked on the graph and the view zoomed in on it.
-    assert trace_len(page, root, "agw-edge-sel") == 3
+    p = painted(page, root)
+    assert p["marks"]["selectedEdge"] >= 0, p["marks"]
+    mx, my = p["selectedEdgeMid"]
+    a = p["area"]
+    assert a["l"] <= mx <= a["l"] + a["w"] and a["t"] <= my <= a["t"] + a["h"], (mx, my, a)
     save(root, "inspector_first_nan.png")
     # Selection set from Python: the inspector follows.
     run_cell(page, 3)
@@ -271,7 +278,8 @@ def test_first_nonfinite_jumps_to_the_edge_and_stale_marks(page, lab_server):
     # Stale saved tensor: ExpBackward0 carries a badge before any step, with a legend entry.
     run_cell(page, 2)
     root2 = widget_in(page, 2)
-    assert trace_len(page, root2, "agw-badges") == 1
+    badges = painted(page, root2)["marks"]["badges"]
+    assert [b["item"] for b in badges] == [item_index(painted(page, root2), "Exp")], badges
     expect(root2.locator(".agw-legend")).to_contain_text("stale saved tensor")
     click_label(page, root2, "Exp")
     panel2 = inspector(root2)
@@ -288,22 +296,17 @@ def test_saved_tab_and_memory_mode(page, lab_server):
     run_cell(page, 0)
     root = widget_in(page, 0)
     # The middle Addmm (module 2) saves mat1 [5, 8] (Tanh's output) and mat2 [8, 8].
-    p = page.evaluate(
-        """root => {
-          const gd = root.querySelector('.agw-plot');
-          const lab = gd.data.find((t) => t.uid === 'agw-node-labels');
-          const ys = [];
-          Array.from(lab.text).forEach((t, i) => {
-            if (t.startsWith('Addmm')) ys.push([Number(lab.y[i]), i]);
-          });
-          ys.sort((a, b) => b[0] - a[0]);
-          const i = ys[1][1];
-          const fl = gd._fullLayout, box = gd.getBoundingClientRect();
-          return { x: box.left + fl._size.l + fl.xaxis.l2p(Number(lab.x[i])),
-                   y: box.top + fl._size.t + fl.yaxis.l2p(Number(lab.y[i])) };
-        }""",
-        root.element_handle(),
-    )
+    # Fit shows the top of the graph: pan down to module 2 (its bias leaf hangs under its Addmm)
+    drawn = reveal(page, root, "2.bias")
+    bias = item_box(drawn, item_index(drawn, "2.bias"))
+    above = [
+        item_box(drawn, i)
+        for i, t in item_labels(drawn).items()
+        if t[0] == "Addmm" and item_box(drawn, i)["y"] < bias["y"]
+    ]
+    assert above, item_labels(drawn)
+    b = max(above, key=lambda b: b["y"])  # the nearest Addmm above module 2's bias
+    p = {"x": drawn["left"] + b["x"] + b["w"] / 2, "y": drawn["top"] + b["y"] + b["h"] / 2}
     page.mouse.click(p["x"], p["y"])
     panel = inspector(root)
     expect(panel).to_contain_text("AddmmBackward0")
@@ -318,7 +321,11 @@ def test_saved_tab_and_memory_mode(page, lab_server):
     expect(detail).to_contain_text("stride")
     expect(detail).to_contain_text("values (40 values)")
     # mat1 is Tanh's result: that node is marked on the graph.
-    assert trace_len(page, root, "agw-highlight") == 1
+    marked = painted(page, root)["marks"]["highlight"]
+    assert len(marked) == 1, marked
+    p = reveal(page, root, index=marked[0])  # it hangs under module 2: pan to it, if need be
+    assert item_labels(p)[marked[0]][0] == "Tanh", item_labels(p)
+    assert p["marks"]["highlight"] == marked
     save(root, "inspector_saved_tab.png")
     assert "selected AddmmBackward0" in run_cell(page, 1)
 
@@ -329,10 +336,18 @@ def test_saved_tab_and_memory_mode(page, lab_server):
     expect(mem.locator(".agw-mem-total")).to_contain_text(re.compile(r"\d+ B"))
     holders = mem.locator(".agw-mem-top li")
     expect(holders.first).to_be_visible()
-    colours = page.evaluate(
-        f"root => ({TRACE})([root, 'agw-nodes']).marker.color", root.element_handle()
+    page.wait_for_function(  # the memory reply came and was painted
+        "root => root.querySelector('.agw-legend').dataset.mode === 'memory'",
+        arg=root.element_handle(),
     )
-    assert len(set(colours)) >= 3, colours
+    # The boxes' fills, read off the canvas over the whole graph (Fit shows its top; pan down).
+    colours: dict[int, str] = {}
+    for _ in range(6):
+        colours.update(item_fills(page, root))
+        if len(set(colours.values())) >= 3:
+            break
+        drag(page, root, 0, -0.4 * painted(page, root)["area"]["h"])
+    assert len(set(colours.values())) >= 3, colours
     save(root, "inspector_memory.png")
     name = holders.first.get_by_role("button").inner_text()
     holders.first.get_by_role("button").click()

@@ -1,5 +1,6 @@
-"""Overview and help in a real JupyterLab (issue 17): on a big graph zoomed in, the minimap shows
-the whole drawing and a click on it moves the view there; `?` opens the keyboard help listing
+"""Overview and help in a real JupyterLab (issue 17): on a graph too big to be legible whole, Fit
+stops at the smallest legible scale and the minimap shows the whole drawing; zoomed in further,
+a click on the minimap moves the view there; `?` opens the keyboard help listing
 the shortcuts, Escape closes it. Screenshots under tests/artifacts/.
 
 Same harness as test_inspector_browser.py: one server per session, a fresh page and kernel per
@@ -11,7 +12,16 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .labtools import after_paint, open_notebook, run_cell, save, widget_in
+from .labtools import (
+    RANGES,
+    label_problems,
+    open_notebook,
+    painted,
+    run_cell,
+    save,
+    wait_edge_labels,
+    widget_in,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,14 +39,9 @@ w = aw.explore(out.pow(2).mean(), model=model, collapse="none", height=560)
 print(len(w.graph), "nodes")
 w"""
 
-RANGE = """root => {
-  const gd = root.querySelector('.agw-plot');
-  return { x: [...gd.layout.xaxis.range], y: [...gd.layout.yaxis.range] };
-}"""
-
-
 def view_range(page, root) -> dict:
-    return page.evaluate(RANGE, root.element_handle())
+    x, y = page.evaluate(RANGES, root.element_handle())
+    return {"x": x, "y": y}
 
 
 def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
@@ -46,32 +51,40 @@ def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
     root = widget_in(page, 0)
     mini = root.locator(".agw-minimap")
     plot = root.locator(".agw-plot")
-    expect(plot.locator(".main-svg").first).to_be_visible()
-    after_paint(root)
-    expect(mini).to_be_hidden()  # at Fit the whole drawing is in view
+    expect(plot.locator("canvas.agw-canvas")).to_be_visible()
+    # 63 nodes in 560 px: not legible whole, so Fit stops at the smallest legible scale, every
+    # item in view labelled, and the minimap shows where the view is.
+    fit = painted(page, root)
+    assert fit["font"] >= 11 and not label_problems(fit), label_problems(fit)
+    expect(mini).to_be_visible()
+    at_fit = root.locator(".agw-minimap-view").bounding_box()
+    assert at_fit and at_fit["height"] < mini.bounding_box()["height"]
+    save(root, "overview_minimap_fit.png")
 
-    # Zoom in on the plot's centre: the minimap appears with the view rectangle inside it.
+    # Zoom in on the plot's centre: the view rectangle shrinks.
     box = plot.bounding_box()
     assert box
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    for _ in range(6):
-        page.mouse.wheel(0, -300)
-        page.wait_for_timeout(120)
-    expect(mini).to_be_visible()
-    after_paint(root)
+    for _ in range(2):  # each 250 px of wheel zooms in by e^(250 * 0.0015) = 1.45
+        page.mouse.wheel(0, -250)
+    page.wait_for_function(
+        f"([root, w]) => {{ const [x] = ({RANGES})(root); return x[1] - x[0] < w; }}",
+        arg=[root.element_handle(), 0.6 * (fit["range"]["x"][1] - fit["range"]["x"][0])],
+    )
+    painted(page, root)
     save(root, "overview_minimap_zoomed.png")
     before = view_range(page, root)
     rect = root.locator(".agw-minimap-view").bounding_box()
     mbox = mini.bounding_box()
     assert rect and mbox
     assert rect["width"] < mbox["width"] and rect["height"] <= mbox["height"] + 1
+    assert rect["height"] < at_fit["height"], (at_fit, rect)
 
     # A click near the minimap's bottom-left corner centres the view there, same zoom.
     page.mouse.click(mbox["x"] + 10, mbox["y"] + mbox["height"] - 10)
     page.wait_for_function(
-        "([root, b]) => { const l = root.querySelector('.agw-plot').layout;"
-        " return Math.abs(l.xaxis.range[0] - b.x[0]) > 1e-6"
-        " || Math.abs(l.yaxis.range[0] - b.y[0]) > 1e-6; }",
+        f"([root, b]) => {{ const [x, y] = ({RANGES})(root);"
+        " return Math.abs(x[0] - b.x[0]) > 1e-6 || Math.abs(y[0] - b.y[0]) > 1e-6; }",
         arg=[root.element_handle(), before],
     )
     after = view_range(page, root)
@@ -82,7 +95,7 @@ def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
     # the view rectangle followed the click to the lower left
     assert moved["y"] + moved["height"] / 2 > rect["y"] + rect["height"] / 2, (rect, moved)
     assert moved["x"] < rect["x"], (rect, moved)
-    after_paint(root)
+    painted(page, root)
     save(root, "overview_minimap_jumped.png")
 
     # `?` opens the keyboard help, Escape closes it; the "?" button does too.
@@ -112,6 +125,7 @@ def test_minimap_jumps_and_question_mark_opens_help(page, lab_server):
     expect(legend).to_contain_text("edges: not coloured in this mode")
     expect(legend).not_to_contain_text("not flowed")
     root.get_by_role("button", name="Fit").click()
-    after_paint(root)
+    wait_edge_labels(root, 0)  # no gradient values written on the neutral edges
+    painted(page, root)
     save(root, "overview_memory_legend.png")
     page.page_log.assert_clean()

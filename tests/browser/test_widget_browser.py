@@ -8,29 +8,40 @@ fixture), and leaves a screenshot under tests/artifacts/.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import NOTEBOOK7_KNOWN_ERRORS
+from .conftest import ARTIFACTS, NOTEBOOK7_KNOWN_ERRORS
 from .labtools import (
-    PLOT,
+    PIXELS,
     RANGES,
+    background,
     button,
     edge_labels,
-    node_pixels,
+    item_fills,
+    item_index,
+    label_problems,
     open_notebook,
+    painted,
+    pixels,
     point,
     position_of,
     run_cell,
     save,
     status,
+    wait_edge_labels,
+    wait_left_to_right,
     widget_in,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 expect.set_options(timeout=20_000)
+
+#: The README's screenshot (README.md shows it; this test writes it).
+README_IMAGE = Path(__file__).resolve().parents[2] / "notebooks" / "img" / "widget.png"
 
 Z_CELL = """\
 import torch
@@ -91,7 +102,7 @@ def test_step_back_values_and_python_side(page, lab_server):
     assert edge_labels(root) == ["1", "1", "4"], "x's gradient came from Pow, still done"
     button(root, "Back").click()
     expect(status(root)).to_have_text(Z_STATUS[2])
-    expect(root.locator(".traceagw-edge-labels text")).to_have_count(2)
+    wait_edge_labels(root, 2)
     assert edge_labels(root) == ["1", "1"], "undoing Pow takes its gradient off the edge"
     expect(root.locator(".agw-waiting")).to_contain_text("Next: PowBackward0")
 
@@ -100,7 +111,7 @@ def test_step_back_values_and_python_side(page, lab_server):
     # Stepping from Python updates the drawing.
     assert "position 3" in run_cell(page, 2)
     expect(status(root)).to_have_text(Z_STATUS[3])
-    expect(root.locator(".traceagw-edge-labels text")).to_have_count(3)
+    wait_edge_labels(root, 3)
     assert edge_labels(root) == ["1", "1", "4"]
     page.page_log.assert_clean()
 
@@ -121,7 +132,7 @@ def test_second_view_and_reload_show_the_current_step(page, lab_server):
     button(first, "Step").click()
     expect(status(second)).to_have_text(Z_STATUS[3])
     for view in (first, second):  # labels are painted a frame after the status line
-        expect(view.locator(".traceagw-edge-labels text")).to_have_count(3)
+        wait_edge_labels(view, 3)
     assert edge_labels(first) == edge_labels(second) == ["1", "1", "4"]
 
     page.keyboard.press("Control+s")
@@ -193,26 +204,36 @@ def test_zoom_fit_hover_select(page, lab_server):
     button(root, "Run to end").click()
     expect(status(root)).to_have_text(Z_STATUS[4])
 
-    # plotly's own toolbar: zoom and pan, a PNG download, nothing that uploads the figure.
-    root.locator(".agw-plot").hover()
-    titles = root.locator(".modebar-btn").evaluate_all(
-        "els => els.map((e) => e.getAttribute('data-title'))"
+    # No plotly any more: one canvas, no modebar, nothing that uploads or downloads the figure.
+    plot = root.locator(".agw-plot")
+    expect(plot.locator("canvas.agw-canvas")).to_have_count(1)
+    expect(root.locator(".modebar, .main-svg, .js-plotly-plot")).to_have_count(0)
+    names = root.get_by_role("button").evaluate_all(
+        "els => els.map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim())"
     )
-    assert "Zoom in" in titles and "Pan" in titles, titles
-    assert not any("share" in t.lower() or "cloud" in t.lower() for t in titles), titles
-
-    # Zoom with the wheel, then Fit brings the whole graph back.
+    assert not [n for n in names if re.search(r"share|cloud|upload|download|png", n, re.I)], names
     fit = page.evaluate(RANGES, root.element_handle())
-    box = root.locator(".agw-plot").bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    for _ in range(5):  # plotly zooms by at most ~10% per wheel event
+    fitted = painted(page, root)
+    assert not label_problems(fitted), label_problems(fitted)
+    mini = root.locator(".agw-minimap")
+    expect(mini).to_be_hidden()  # four nodes: the whole graph is in view, legibly
+
+    # The wheel zooms about the pointer: the point under it stays put.
+    pow_at = point(page, root, "Pow")
+    page.mouse.move(pow_at["x"], pow_at["y"])
+    for _ in range(5):
         page.mouse.wheel(0, -100)
-        page.wait_for_timeout(50)
-    narrower = 0.9 * (fit[0][1] - fit[0][0])
+    narrower = 0.6 * (fit[0][1] - fit[0][0])
     page.wait_for_function(
         f"root => {{ const [x] = ({RANGES})(root); return x[1] - x[0] < {narrower}; }}",
         arg=root.element_handle(),
     )
+    zoomed = painted(page, root)
+    assert zoomed["ppu"] > 1.6 * fitted["ppu"], (fitted["ppu"], zoomed["ppu"])
+    still = point(page, root, "Pow")
+    assert abs(still["x"] - pow_at["x"]) < 1.5 and abs(still["y"] - pow_at["y"]) < 1.5, still
+    expect(mini).to_be_visible()  # the drawing now exceeds the view
+    # Fit brings the whole graph back.
     button(root, "Fit").click()
     page.wait_for_function(
         f"([root, x]) => Math.abs(({RANGES})(root)[0][0] - x) < 1e-6",
@@ -220,9 +241,32 @@ def test_zoom_fit_hover_select(page, lab_server):
     )
     xr, yr = page.evaluate(RANGES, root.element_handle())
     assert xr == pytest.approx(fit[0]) and yr == pytest.approx(fit[1])
+    expect(mini).to_be_hidden()
+    # Dragging pans by the distance dragged (one scale on both axes).
+    box = plot.bounding_box()
+    empty_spot = (box["x"] + 40, box["y"] + box["height"] - 40)
+    page.mouse.move(*empty_spot)
+    page.mouse.down()
+    page.mouse.move(empty_spot[0] + 30, empty_spot[1] - 20, steps=5)
+    page.mouse.move(empty_spot[0] + 60, empty_spot[1] - 40, steps=5)
+    page.mouse.up()
+    page.wait_for_function(
+        f"([root, x]) => Math.abs(({RANGES})(root)[0][0] - x) > 1e-6",
+        arg=[root.element_handle(), fit[0][0]],
+    )
+    panned = painted(page, root)
+    assert panned["range"]["x"][0] == pytest.approx(fit[0][0] - 60 / fitted["ppu"], abs=0.05)
+    assert panned["range"]["y"][1] == pytest.approx(fit[1][1] - 40 / fitted["ppu"], abs=0.05)
+    # A double-click on the drawing fits, as the Fit button does.
+    page.mouse.dblclick(*empty_spot)
+    page.wait_for_function(
+        f"([root, x]) => Math.abs(({RANGES})(root)[0][0] - x) < 1e-6",
+        arg=[root.element_handle(), fit[0][0]],
+    )
+    assert page.evaluate(RANGES, root.element_handle())[1] == pytest.approx(fit[1])
 
     # Hover a node: a card with its name and slots, then the kernel's gradient summary.
-    p = point(page, root, "agw-node-labels", text="Pow")
+    p = point(page, root, "Pow")
     page.mouse.move(p["x"], p["y"])
     card = root.locator(".agw-card")
     expect(card).to_be_visible()
@@ -236,9 +280,11 @@ def test_zoom_fit_hover_select(page, lab_server):
 
     # Click selects (the kernel sees it); "Run to node" needs a selection.
     expect(button(root, "Run to node")).to_be_disabled()
-    p = point(page, root, "agw-node-labels", text="x")
+    p = point(page, root, "x")
     page.mouse.click(p["x"], p["y"])
     expect(button(root, "Run to node")).to_be_enabled()
+    chosen = painted(page, root)
+    assert chosen["marks"]["selected"] == item_index(chosen, "x"), chosen["marks"]
     out = run_cell(page, 1)
     assert re.search(r"selected \S+", out) and "None" not in out, out
     button(root, "Reset").click()
@@ -248,23 +294,26 @@ def test_zoom_fit_hover_select(page, lab_server):
 
     # Left to right: Python lays the graph out again, the step stays.
     root.get_by_label("Layout direction").select_option("LR")
-    page.wait_for_function(
-        "root => root.querySelector('.agw-plot').data.find((t) => t.uid === 'agw-node-labels')"
-        ".textposition === 'top center'",
-        arg=root.element_handle(),
-    )
+    wait_left_to_right(root, ["Add", "Pow", "x"])
     expect(status(root)).to_have_text(Z_STATUS[4])
     assert edge_labels(root) == ["1", "1", "4"]
     save(root, "widget_lr.png")
     page.page_log.assert_clean()
 
 
-# The stale/freed badges as plotly drew them: the on-screen size of each (CSS px); a triangle of
-# marker size 18 is about 20 wide and 14 tall.
-BADGE_BOXES = """root => [...root.querySelectorAll('.traceagw-badges path.point')].map((p) => {
-  const r = p.getBoundingClientRect();
-  return [r.width, r.height];
-})"""
+def badges_seen(page, root) -> list[dict]:
+    """The stale/freed badges painted on the canvas, each with the colour the canvas shows at
+    its centre (`seen`): painted, not merely recorded."""
+    p = painted(page, root)
+    badges = p["marks"]["badges"]
+    seen = pixels(page, root, [(b["x"], b["y"] + 1) for b in badges])
+    return [{**b, "seen": s} for b, s in zip(badges, seen, strict=True)]
+
+
+def rgb(hex_colour: str) -> str:
+    """A "#rrggbb" colour as the canvas pixels read it: "#ff1f1f" -> "rgb(255, 31, 31)"."""
+    h = hex_colour.lstrip("#")
+    return "rgb({}, {}, {})".format(*(int(h[k:k + 2], 16) for k in (0, 2, 4)))
 
 
 def test_failing_node_is_shown_once_and_the_widget_stays_usable(page, lab_server):
@@ -281,8 +330,10 @@ w"""
     run_cell(page, 0)
     root = widget_in(page, 0)
     # the stale saved tensor is marked before anything ran, visibly at Fit, and in the legend
-    badges = page.evaluate(BADGE_BOXES, root.element_handle())
-    assert len(badges) == 1 and max(badges[0]) >= 18 and min(badges[0]) >= 12, badges
+    badges = badges_seen(page, root)
+    assert len(badges) == 1 and badges[0]["size"] >= 18, badges
+    assert badges[0]["seen"] == rgb(badges[0]["color"]), badges  # on top, not painted over
+    assert badges[0]["item"] == item_index(painted(page, root), "Exp"), badges
     expect(root.locator(".agw-legend")).to_contain_text("stale saved tensor")
     plot_top = root.locator(".agw-plot").bounding_box()["y"]
     button(root, "Run to end").click()
@@ -296,10 +347,9 @@ w"""
     assert abs(root.locator(".agw-plot").bounding_box()["y"] - plot_top) < 1
     assert root.inner_text().count("expected version 0 instead") == 1
     expect(button(root, "Play")).to_be_visible()
-    # the failed node is painted red (the overlay canvas, read back pixel by pixel)
-    page.wait_for_timeout(200)
-    fill = node_pixels(page, root)
-    assert "rgb(225, 87, 89)" in fill, fill
+    # the failed node is painted red (the canvas, read back pixel by pixel, once settled)
+    fill = item_fills(page, root)
+    assert fill[item_index(painted(page, root), "Exp")] == "rgb(225, 87, 89)", fill
     save(root, "widget_failed.png")
     stuck = position_of(root)
     # Step and Run to end say why they can't go on, and send nothing to the kernel
@@ -337,8 +387,8 @@ w"""
     notice = root.locator(".agw-notice")
     expect(notice).to_be_visible()
     expect(notice).to_contain_text("freed by backward()")
-    badges = page.evaluate(BADGE_BOXES, root.element_handle())
-    assert badges and all(max(b) >= 18 and min(b) >= 12 for b in badges), badges
+    badges = badges_seen(page, root)
+    assert badges and all(b["size"] >= 18 and b["seen"] == rgb(b["color"]) for b in badges), badges
     expect(root.locator(".agw-legend")).to_contain_text("saved tensors freed")
     button(root, "Run to end").click()
     expect(status(root)).to_contain_text("failed")
@@ -348,35 +398,68 @@ w"""
     page.page_log.assert_clean()
 
 
+CNN_CELL = """\
+import torch, torch.nn as nn, torch.nn.functional as F
+import autograd_widget as aw
+torch.manual_seed(0)
+block = lambda: nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+model = nn.Sequential(
+    nn.Conv2d(3, 8, 3, padding=1),
+    *[block() for _ in range(8)],
+    nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10),
+)
+images, labels = torch.randn(4, 3, 16, 16), torch.tensor([3, 1, 4, 1])
+with aw.track(model):
+    loss = F.cross_entropy(model(images), labels)
+w = aw.explore(loss, model=model, orientation="LR", height=420)
+print(len(w.graph), "nodes;", list(w.folds), "folded")
+w"""
+#: Backward's order on CNN_CELL's graph: the loss, the head (Linear's four nodes, the flatten's
+#: View, the pool's Mean), then the folded blocks.
+CNN_HEAD_STEPS = 8
+
+
 def test_readme_screenshot_light_and_dark(page, lab_server):
-    """An MLP stopped half way: coloured edges, the next node and its waiting gradients. The
-    light screenshot is the README's; the dark one checks the widget follows the theme."""
-    open_notebook(page, lab_server, "readme.ipynb", [MLP_CELL])
-    run_cell(page, 0)
+    """A small CNN (eight identical Conv-BN-ReLU blocks, folded into one box "1–8 ×8") laid out
+    left to right, stopped where backward enters the folded blocks: gradients coloured by norm on
+    the edges that have flowed, the pool's Mean that just ran ringed, the folded box that runs
+    next haloed, frames titled with module classes, the fixed colour bar. The light screenshot is
+    the README's; the dark one checks the widget follows the theme."""
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    open_notebook(page, lab_server, "readme.ipynb", [CNN_CELL])
+    out = run_cell(page, 0, timeout=120)
+    assert "['1–8 ×8'] folded" in out, out
+    # more room for the drawing: the file browser closed, as a reader would
+    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
     root = widget_in(page, 0)
-    p = point(page, root, "agw-node-labels", text="Tanh", index=-1)
-    page.mouse.click(p["x"], p["y"])
-    button(root, "Run to node").click()
-    expect(status(root)).not_to_contain_text("step 0 /")
+    for k in range(1, CNN_HEAD_STEPS + 1):
+        button(root, "Step").click()
+        expect(status(root)).to_contain_text(f"step {k} /")
+    expect(status(root)).to_contain_text("ran MeanBackward1")
+    expect(status(root)).to_contain_text("→ next ReluBackward0")  # the last block's ReLU
     page.mouse.move(0, 0)
     root.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    p = painted(page, root)
+    assert not label_problems(p), label_problems(p)
+    marks = p["marks"]
+    assert marks["ran"] == item_index(p, "Mean"), marks
+    assert marks["next"] == item_index(p, "1–8"), marks  # the folded blocks, first word
     save(root, "widget.png")
-    paper = f"root => ({PLOT})(root)._fullLayout.paper_bgcolor"
-    bg = page.evaluate(paper, root.element_handle())
+    README_IMAGE.write_bytes((ARTIFACTS / "widget.png").read_bytes())
+    light = background(page, root)
     page.evaluate(
         "() => window.jupyterapp.commands.execute('apputils:change-theme', "
         "{ theme: 'JupyterLab Dark' })"
     )
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
     page.wait_for_function(
-        f"([root, bg]) => ({PLOT})(root)._fullLayout.paper_bgcolor !== bg",
-        arg=[root.element_handle(), bg],
+        f"([root, bg]) => ({PIXELS})([root, [[2, 2]]])[0] !== bg",
+        arg=[root.element_handle(), light],
     )
-    dark_bg = page.evaluate(paper, root.element_handle())
-    rgb = [int(v) for v in re.findall(r"\d+", dark_bg)[:3]]
-    assert sum(rgb) < 3 * 80, f"dark theme, dark plot: {dark_bg}"
-    page.wait_for_timeout(300)
+    dark = background(page, root)
+    level = [int(v) for v in re.findall(r"\d+", dark)[:3]]
+    assert sum(level) < 3 * 80, f"dark theme, dark drawing: {dark} (light was {light})"
+    assert not label_problems(painted(page, root))
     save(root, "widget_dark.png")
     page.evaluate(
         "() => window.jupyterapp.commands.execute('apputils:change-theme', "
