@@ -10,7 +10,7 @@
  */
 import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
-import { arrowIntoBox, tracePath } from './overlay.js';
+import { arrowIntoBox, tracePath } from './paintstyle.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
 import { itemText } from './drawing.js';
 
@@ -562,7 +562,7 @@ function paintLabels(c, labels, d, family) {
 
 /**
  * The colour bar in the right margin: the bins stacked bottom (small norm) to top, decade ticks.
- * @param {CanvasRenderingContext2D} c @param {import('./overlay.js').Colorbar} cb
+ * @param {CanvasRenderingContext2D} c @param {import('./paintstyle.js').Colorbar} cb
  * @param {{ l: number, t: number, w: number, h: number }} area @param {number} right the canvas's width
  */
 function paintColorbar(c, cb, area, right) {

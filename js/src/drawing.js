@@ -8,7 +8,7 @@
  */
 import { bucketEdges, gatherPaths, hexAlpha, mixColor, parseColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
 import { NODE_STATE } from './model.js';
-import { colorbar, edgeLayers } from './overlay.js';
+import { colorbar, edgeLayers } from './paintstyle.js';
 import { memoryColors } from './memory.js';
 import { sensitivityColors } from './sensitivity.js';
 import { edgeLabel } from './labels.js';
@@ -31,14 +31,14 @@ const PAD_W = 1.2;
  *
  * @typedef {object} Drawing
  * @property {ItemStyle} items
- * @property {import('./overlay.js').EdgeLayer[]} edges in painting order
+ * @property {import('./paintstyle.js').EdgeLayer[]} edges in painting order
  * @property {{ x: Float32Array, y: Float32Array }} selectedEdge glow path ([] when none)
  * @property {number} selectedEdgeIndex the selected edge, -1: none
  * @property {{ next: number, ran: number, selected: number, highlight: number[] }} marks item indices, -1: none
  * @property {{ item: number, symbol: string, color: string }[]} badges
  * @property {{ index: number, text: string, color: string }[]} edgeTexts edges with a value label
  * @property {Float32Array | null} progress per item: a folded box's done fraction
- * @property {import('./overlay.js').Colorbar | null} colorbar
+ * @property {import('./paintstyle.js').Colorbar | null} colorbar
  * @property {{ background: string, frame: string, frameFill: string, font: string, fontMuted: string, fontFamily: string, boxBody: string, boxDone: string }} look
  */
 
@@ -189,7 +189,7 @@ export function buildDrawing(graph, state, theme, view) {
   // memory / sensitivity mode: edges neutral from the moment the mode is chosen (while its data
   // is on its way too: the legend already is that mode's)
   const neutral = mode !== 'gradient';
-  /** @type {import('./overlay.js').EdgeLayer[]} */
+  /** @type {import('./paintstyle.js').EdgeLayer[]} */
   let edges;
   if (neutral) {
     // memory / sensitivity shade the nodes: every edge neutral grey, no gradient colour bar

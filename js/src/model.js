@@ -1,7 +1,7 @@
 /**
  * The protocol's two payloads (`_graph`, `_state`) decoded into plain typed-array records.
  *
- * Pure: no DOM, no plotly. Every field is validated to the lengths the graph declares, so the
+ * Pure: no DOM, no canvas. Every field is validated to the lengths the graph declares, so the
  * drawing code can index without checks; a missing or short array reads as "nothing yet".
  */
 import { decodeEdits } from './sensitivity.js';

@@ -148,7 +148,7 @@ describe('colour modes', () => {
     expect(text).not.toContain('not flowed');
     const swatches = [...legend.querySelectorAll('.agw-scale-swatch')].map((s) => s.style.background);
     expect(swatches).toHaveLength(MEMORY_COLORS.length);
-    // every stroke of the overlay is the idle grey: no gradient colour bar, no coloured edge
+    // every stroke of the drawing is the idle grey: no gradient colour bar, no coloured edge
     const strokes = lastStrokes(el);
     expect([...strokes].some((c) => BINS.has(c))).toBe(false);
     expect(strokes.has(makeTheme().idleEdge) || strokes.has(makeTheme({ dark: true }).idleEdge)).toBe(true);

@@ -1,6 +1,6 @@
-// Edge styles, arrowheads and marker symbols (overlay.js) that the canvas paints with.
+// Edge styles, arrowheads and marker symbols (paintstyle.js) that the canvas paints with.
 import { describe, expect, it } from 'vitest';
-import { ARROW_MIN_EDGE_PX, arrowHead, arrowIntoBox, colorbar, edgeLayers, edgeStyles, tracePath } from '../src/overlay.js';
+import { ARROW_MIN_EDGE_PX, arrowHead, arrowIntoBox, colorbar, edgeLayers, edgeStyles, tracePath } from '../src/paintstyle.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { fakeContext, zGraph, zState } from './fixtures.js';
 import { makeTheme, N_BINS } from '../src/style.js';
