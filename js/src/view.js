@@ -451,6 +451,7 @@ export function createView({ model, el, backend, options = {} }) {
   /** What depends on `_graph` alone: counts, the plumbing toggle, the legend. */
   function updateGraphChrome() {
     counts.textContent = countsText(graph);
+    counts.title = counts.textContent;
     plumbingBox.hidden = !live || (graph.showPlumbing === null && model.get('show_plumbing') === undefined);
     const show = graph.showPlumbing ?? model.get('show_plumbing');
     plumbing.checked = show === false;
