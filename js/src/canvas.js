@@ -187,7 +187,7 @@ export function createCanvas(doc, on) {
     );
     labels.push(...titles);
     const taken = new RectGrid(64);
-    for (const b of items) taken.add(b.x, b.y, b.w, b.h);
+    for (const b of items) taken.add(b.x - 2, b.y - 2, b.w + 4, b.h + 4); // (a little air round each box)
     for (const l of titles) taken.add(l.x, l.y, l.w, l.h);
     const edgeTexts = [];
     for (const t of drawing.edgeTexts) {
