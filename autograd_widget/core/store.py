@@ -37,6 +37,7 @@ from .summary import (
     materialize,
     summarize_one,
     summarize_raw,
+    summarize_small,
     summarize_special,
 )
 
@@ -44,6 +45,7 @@ __all__ = ["SummaryStore"]
 
 _vector_norm = torch.linalg.vector_norm
 _STRIDED = torch.strided
+_F32, _F64 = torch.float32, torch.float64
 #: Large gradients of these dtypes get an eager norm and a replayed rest (the class docstring).
 _EAGER_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
 _NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
@@ -142,6 +144,7 @@ class SummaryStore:
         self._lazies: weakref.WeakValueDictionary[int, _Lazy] = weakref.WeakValueDictionary()
         self._n_lazy = 0
         self._pending_numel = 0
+        self._n_slow = 0  # queued tensors `summarize_small` does not take (summarize_raw's work)
 
     def add(self, key: int, t: torch.Tensor) -> None:
         """Queue tensor `t`'s summary under `key` (computed in a batch on the next `get`/`flush`).
@@ -185,6 +188,14 @@ class SummaryStore:
                     seen.clear()
                 seen[rkey] = (_weakref(t), t._version, stats)
             return
+        if n <= SMALL_NUMEL and n and t.is_cpu and (dtype is _F32 or dtype is _F64):
+            if t.layout is _STRIDED and not t._is_zerotensor():  # `summarize_small`'s kind
+                self._keys.append(key)
+                self._tensors.append(t)
+                self._pending_numel += n
+                if len(self._keys) >= self.max_pending or self._pending_numel > MAX_PENDING_NUMEL:
+                    self.flush()
+                return
         if is_special(t):  # sparse or meta: no data pointer to match views on, no batching
             self._raw[key] = summarize_special(t)
             return
@@ -192,6 +203,7 @@ class SummaryStore:
             self._keys.append(key)
             self._tensors.append(t)
             self._pending_numel += n
+            self._n_slow += 1
             if len(self._keys) >= self.max_pending or self._pending_numel > MAX_PENDING_NUMEL:
                 self.flush()
             return
@@ -347,8 +359,9 @@ class SummaryStore:
         keys, ts = self._keys, self._tensors
         self._keys, self._tensors = [], []
         self._pending_numel = 0
-        for key, raw in zip(keys, summarize_raw(ts)):
-            self._raw[key] = raw
+        raws = summarize_raw(ts) if self._n_slow else summarize_small(ts)
+        self._n_slow = 0
+        self._raw.update(zip(keys, raws))
 
     def discard(self, keys: Iterable[int]) -> None:
         """Forget `keys` entirely, queued or computed (their step was undone or failed).
@@ -366,6 +379,7 @@ class SummaryStore:
             kept = [(k, t) for k, t in zip(self._keys, self._tensors) if k not in keys]
             self._keys = [k for k, _ in kept]
             self._tensors = [t for _, t in kept]
+            self._n_slow = len(kept)  # an upper bound: summarize_raw takes any kind
 
     def release_recent(self) -> None:
         """Drop the references held for view detection (end of a run).
@@ -389,5 +403,6 @@ class SummaryStore:
         self._rest.clear()
         self._keys, self._tensors = [], []
         self._pending_numel = 0
+        self._n_slow = 0
         self._recent.clear()
         self._seen.clear()
