@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from autograd_widget.core.store import SummaryStore
+from autograd_widget.core.store import MAX_PENDING_NUMEL, SummaryStore
 from autograd_widget.core.summary import (
     SMALL_NUMEL,
     Summary,
@@ -86,8 +86,10 @@ def test_the_store_batches_small_gradients_of_every_shape_and_matches_summary_of
     store = SummaryStore()
     for i, t in enumerate(ts):
         store.add(i, t)
-    assert store.pending == len(ts)
-    assert store.get(7) is not None and store.pending == 0  # a read flushes what waits
+        # what waits is bounded: flushed once past MAX_PENDING_NUMEL elements
+        assert sum(x.numel() for x in ts[i - store.pending + 1 : i + 1]) <= MAX_PENDING_NUMEL
+    assert 0 < store.pending < len(ts)
+    assert store.get(len(ts) - 1) is not None and store.pending == 0  # a read flushes what waits
     for i, t in enumerate(ts):
         assert _same(store.get(i), Summary.of(t))
 

@@ -467,19 +467,19 @@ class _Group:
 
 class _Rows:
     """Statistics of a batch of small real CPU tensors (`summarize_small`): per-tensor sums as
-    Python floats and every element in one float64 array; a row becomes raw summary arguments only
-    when asked for."""
+    Python floats and each tensor's listed values (at most `MAX_LISTED`) in one float64 array; a
+    row becomes raw summary arguments only when asked for."""
 
-    __slots__ = ("dtypes", "flat", "mn", "mx", "ns", "offs", "s", "shapes", "sq", "ssd")
+    __slots__ = ("dtypes", "heads", "hoffs", "mn", "mx", "ns", "s", "shapes", "sq", "ssd")
 
-    def __init__(self, flat: Any, offs: list, ns: list, shapes: list, dtypes: list,
+    def __init__(self, heads: Any, hoffs: list, ns: list, shapes: list, dtypes: list,
                  stats: tuple[list, list, list, list, list]) -> None:  # fmt: skip
-        self.flat, self.offs, self.ns, self.shapes, self.dtypes = flat, offs, ns, shapes, dtypes
+        self.heads, self.hoffs, self.ns, self.shapes, self.dtypes = heads, hoffs, ns, shapes, dtypes
         self.mn, self.mx, self.s, self.sq, self.ssd = stats
 
     def row(self, i: int) -> Raw:
         """Row `i` as raw summary arguments (its sums are finite: `summarize_small`)."""
-        n, off = self.ns[i], self.offs[i]
+        n = self.ns[i]
         mn, mx = self.mn[i], self.mx[i]
         if n < 2:
             std = None
@@ -487,7 +487,7 @@ class _Rows:
             std = 0.0  # a constant is exactly 0, not a rounding residue
         else:
             std = math.sqrt(self.ssd[i] / (n - 1))  # two-pass: squared deviations from the mean
-        vals = self.flat[off : off + _n_listed(n)].tolist()
+        vals = self.heads[self.hoffs[i] : self.hoffs[i + 1]].tolist()
         norm = math.sqrt(self.sq[i])
         return (tuple(self.shapes[i]), self.dtypes[i], norm, mn, mx, self.s[i] / n, std, 0, 0,
                 vals, n)  # fmt: skip
@@ -511,7 +511,7 @@ def summarize_small(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Rows, 
     flats = [t if t.dim() == 1 else t.reshape(-1) for t in tensors]
     with torch.no_grad():
         flat = torch.cat(flats) if len(flats) > 1 else flats[0].resolve_neg()
-    x = flat.detach().numpy().astype(np.float64)  # a copy: independent of the tensors
+    x = flat.detach().numpy().astype(np.float64)  # a copy (dropped once the rows are built)
     ns = [t.numel() for t in tensors]
     offs = [0, *accumulate(ns)][:-1]
     at = np.array(offs, dtype=np.intp)
@@ -529,8 +529,14 @@ def summarize_small(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Rows, 
         sq.tolist(),
         ssd.tolist(),
     )
+    # each row's listed values (all up to MAX_LISTED, else the first HEAD_VALUES), packed
+    ks = np.where(nsa <= MAX_LISTED, nsa, HEAD_VALUES).astype(np.intp)
+    hoffs = np.zeros(len(ns) + 1, dtype=np.intp)
+    np.cumsum(ks, out=hoffs[1:])
+    heads = x[np.repeat(at - hoffs[:-1], ks) + np.arange(hoffs[-1])]
     names = {torch.float32: "float32", torch.float64: "float64"}
-    rows = _Rows(x, offs, ns, [t.shape for t in tensors], [names[t.dtype] for t in tensors], stats)
+    shapes = [t.shape for t in tensors]
+    rows = _Rows(heads, hoffs.tolist(), ns, shapes, [names[t.dtype] for t in tensors], stats)
     out: list = [(rows, i) for i in range(len(ns))]
     if bad.any():
         for i in np.flatnonzero(bad).tolist():
