@@ -62,6 +62,39 @@ KEEPS = ("tensors", "summaries")
 TARGETS = {"tiny ops": (1.15, 2.0), "zoo": (1.10, 1.3)}
 COMPARE_TARGET = 3.0
 PEAK_TARGET = 1.10
+#: What the table does not show: separate measurements (same machine, 1 thread, CPU time of the
+#: thread, interleaved medians) behind the choices in core/store.py and core/summary.py.
+NOTES = [
+    "Notes (separate runs: thread CPU time, medians of 21-31 interleaved rounds, 1 thread):",
+    "",
+    "- Where `keep=\"summaries\"` time goes (gpt2 large, per run, engine ~5.3 ms): the stepping "
+    "loop itself with a no-op store costs 1.00x; the store adds ~2.2 ms: `vector_norm` of the "
+    "~250 large gradients not recognised as views ~0.8 ms (float32, ~1.4 us per 4096 "
+    "elements: the kernel; it is the norm `Summary.of` reports, so it cannot change), "
+    "`.item()` ~0.15 ms, Python bookkeeping of 480 `add` calls ~0.8-1.0 ms (about twice what "
+    "the same calls cost in isolation: the engine's nodes and the store share the caches), the "
+    "small-gradient batch ~0.2-0.3 ms. tenc (12-layer TransformerEncoder): norms ~1.3 ms of 656 "
+    "large gradients (4.4 M elements). The zoo target (<= 1.3x) would need the norm itself to "
+    "cost nothing: it is not met (see the table).",
+    "- Tried and dropped (no gain on CPU): `torch._foreach_norm` over a step's outputs "
+    "(4 tensors: 5.7 us against 4 x 1.4 us: the CPU path loops over `vector_norm`); deferring "
+    "`.item()` by stacking 0-dim norms (stack + tolist ~0.25 us per element, `.item()` "
+    "~0.15 us); `vector_norm(..., out=preallocated)` (1.50 us against 1.48-1.58 us).",
+    "- Kept: small float32/float64 CPU gradients (<= 256 elements, any shapes) summarised by "
+    "ONE concatenation into float64 and numpy segment reductions (`summarize_small`): 50 "
+    "gradients of gpt2 in ~75 us where the per-shape batches plus one-by-one stragglers took "
+    "~300 us; `Summary.of` runs the same arithmetic on a batch of one, so batched rows equal it "
+    "exactly. They are flushed every 4096 elements (was 262144): the Mamba-like peak went from "
+    "1.12x to 1.08x the engine's (the loop with a no-op store: 1.06x).",
+    "- `keep=\"tensors\"` on the Mamba-like graph is memory-bound, not loop-bound: it keeps "
+    "every gradient (5.3 M large elements, ~21 MB of fresh float32) where the engine reuses a "
+    "few hot buffers. With glibc told never to give memory back (`MALLOC_MMAP_THRESHOLD_`, "
+    "`MALLOC_TRIM_THRESHOLD_` = 1 GiB, `MALLOC_TOP_PAD_` = 64 MiB: no fresh mmap page faults) "
+    "it drops from 1.60-1.91x to 1.38-1.45x, with the engine unchanged; the rest is cache "
+    "misses on memory the engine would have reused (the stepping loop with a no-op summary "
+    "store, which frees as the engine does, is 1.05-1.09x). Nothing the stepper does per "
+    "node can remove that: keeping is the point of the mode.",
+]
 
 
 class Mamba(nn.Module):
@@ -320,6 +353,8 @@ def section(rows: list[Row], repeats: int, argv: list[str], load: str) -> str:
         f"{PEAK_TARGET}x the engine's.",
         "",
         *table(rows),
+        "",
+        *NOTES,
     ]
     return "\n".join(lines) + "\n"
 
