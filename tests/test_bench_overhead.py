@@ -61,3 +61,12 @@ def test_the_mamba_like_block_is_many_tiny_nodes(bench):
 
     g = aw.capture(loss)
     assert len(g.nodes) > 8 * 12 and len(ps) == 12
+
+
+def test_isolated_graphs_each_run_in_their_own_process(bench, capsys):
+    argv = ["--tiny", "--repeats", "1", "--models", "", "--isolate"]
+    assert bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "each graph in a fresh process" in out
+    assert out.count("| TransformerEncoder 2 layers") == 2  # its row as measured, then the table
+    assert "| Mamba-like block" in out

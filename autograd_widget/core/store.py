@@ -37,6 +37,7 @@ from .summary import (
     materialize,
     summarize_one,
     summarize_raw,
+    summarize_small,
     summarize_special,
 )
 
@@ -44,12 +45,17 @@ __all__ = ["SummaryStore"]
 
 _vector_norm = torch.linalg.vector_norm
 _STRIDED = torch.strided
+_F32, _F64 = torch.float32, torch.float64
 #: Large gradients of these dtypes get an eager norm and a replayed rest (the class docstring).
-_EAGER_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
-_NORM_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
-#: Queued small tensors are summarised once they hold this many elements together (the memory a
-#: `keep="summaries"` run holds past the gradients' last consumers stays about 1 MiB of float32).
-MAX_PENDING_NUMEL = 1 << 18
+#: (dtype -> the dtype its norm accumulates in, None: its own; what `large_norm` does).
+_EAGER_CAST = {torch.float32: None, torch.float64: None, torch.float16: torch.float32,
+               torch.bfloat16: torch.float32}  # fmt: skip
+_NOT_EAGER = object()
+#: Queued small tensors are summarised once they hold this many elements together: what a
+#: `keep="summaries"` run holds past the gradients' last consumers stays about 16 KiB of float32
+#: (on the Mamba-like benchmark graph the run's peak went from 1.12x the engine's, at 1 << 18, to
+#: 1.08x; a batch costs ~30 us whatever its size, so flushing more often is cheap).
+MAX_PENDING_NUMEL = 1 << 12
 #: How many recently normed large gradients are remembered (weakly) to recognise a view of one.
 _MAX_SEEN = 64
 _weakref = weakref.ref
@@ -135,13 +141,14 @@ class SummaryStore:
         #: norms and replayed rest (see the class docstring).
         self.resolver: Callable[[], Callable[[set[int]], None] | None] | None = None
         self._eager: dict[int, tuple] = {}  # key -> (shape, dtype, norm, nan, inf, numel)
-        # (data_ptr, numel, dtype) of a contiguous large gradient normed eagerly ->
-        # (weak reference to it, its version, (norm, nan, inf)): views of it reuse the norm
-        self._seen: dict[tuple, tuple] = {}
+        # data_ptr of a contiguous large gradient normed eagerly -> (weak reference to it, its
+        # numel, its dtype, its version, (norm, nan, inf)): views of it reuse the norm
+        self._seen: dict[int, tuple] = {}
         self._rest: dict[int, Raw] = {}  # key -> the full raw summary, filled by the resolver
         self._lazies: weakref.WeakValueDictionary[int, _Lazy] = weakref.WeakValueDictionary()
         self._n_lazy = 0
         self._pending_numel = 0
+        self._n_slow = 0  # queued tensors `summarize_small` does not take (summarize_raw's work)
 
     def add(self, key: int, t: torch.Tensor) -> None:
         """Queue tensor `t`'s summary under `key` (computed in a batch on the next `get`/`flush`).
@@ -152,9 +159,9 @@ class SummaryStore:
         """
         dtype = t.dtype
         n = t.numel()
+        cast = _EAGER_CAST.get(dtype, _NOT_EAGER) if n > SMALL_NUMEL else _NOT_EAGER
         if (
-            n > SMALL_NUMEL
-            and dtype in _EAGER_DTYPES
+            cast is not _NOT_EAGER
             and self.resolver is not None
             and t.layout is _STRIDED
             and not (t.is_meta or t._is_zerotensor())
@@ -165,15 +172,15 @@ class SummaryStore:
                 # pass-through nodes return): the same elements in the same order, so the same
                 # norm, as long as that tensor is alive (its memory not reused) and neither was
                 # modified in place since (the version counter views share).
-                rkey = (t.data_ptr(), n, dtype)
-                hit = self._seen.get(rkey)
-                if hit is not None:
+                ptr = t.data_ptr()
+                hit = self._seen.get(ptr)
+                if hit is not None and hit[1] == n and hit[2] is dtype:
                     prev = hit[0]()
-                    if prev is not None and prev._version == hit[1] == t._version:
-                        self._eager[key] = (t.shape, dtype, *hit[2], n)
+                    if prev is not None and prev._version == hit[3] == t._version:
+                        self._eager[key] = (t.shape, dtype, *hit[4], n)
                         return
             src = t.detach() if t.requires_grad else t
-            cast = _NORM_DTYPE.get(dtype)  # as large_norm() (no keyword when None: cheaper)
+            # as large_norm() (no keyword when there is no cast: cheaper)
             norm = (_vector_norm(src) if cast is None else _vector_norm(src, dtype=cast)).item()
             # finite: inf - inf and nan - nan are nan
             stats = (norm, 0, 0) if norm - norm == 0.0 else large_norm(src)
@@ -183,8 +190,16 @@ class SummaryStore:
                 seen = self._seen
                 if len(seen) >= _MAX_SEEN:
                     seen.clear()
-                seen[rkey] = (_weakref(t), t._version, stats)
+                seen[ptr] = (_weakref(t), n, dtype, t._version, stats)
             return
+        if n <= SMALL_NUMEL and n and t.is_cpu and (dtype is _F32 or dtype is _F64):
+            if t.layout is _STRIDED and not t._is_zerotensor():  # `summarize_small`'s kind
+                self._keys.append(key)
+                self._tensors.append(t)
+                self._pending_numel += n
+                if len(self._keys) >= self.max_pending or self._pending_numel > MAX_PENDING_NUMEL:
+                    self.flush()
+                return
         if is_special(t):  # sparse or meta: no data pointer to match views on, no batching
             self._raw[key] = summarize_special(t)
             return
@@ -192,6 +207,7 @@ class SummaryStore:
             self._keys.append(key)
             self._tensors.append(t)
             self._pending_numel += n
+            self._n_slow += 1
             if len(self._keys) >= self.max_pending or self._pending_numel > MAX_PENDING_NUMEL:
                 self.flush()
             return
@@ -347,8 +363,9 @@ class SummaryStore:
         keys, ts = self._keys, self._tensors
         self._keys, self._tensors = [], []
         self._pending_numel = 0
-        for key, raw in zip(keys, summarize_raw(ts)):
-            self._raw[key] = raw
+        raws = summarize_raw(ts) if self._n_slow else summarize_small(ts)
+        self._n_slow = 0
+        self._raw.update(zip(keys, raws))
 
     def discard(self, keys: Iterable[int]) -> None:
         """Forget `keys` entirely, queued or computed (their step was undone or failed).
@@ -366,6 +383,7 @@ class SummaryStore:
             kept = [(k, t) for k, t in zip(self._keys, self._tensors) if k not in keys]
             self._keys = [k for k, _ in kept]
             self._tensors = [t for _, t in kept]
+            self._n_slow = len(kept)  # an upper bound: summarize_raw takes any kind
 
     def release_recent(self) -> None:
         """Drop the references held for view detection (end of a run).
@@ -389,5 +407,6 @@ class SummaryStore:
         self._rest.clear()
         self._keys, self._tensors = [], []
         self._pending_numel = 0
+        self._n_slow = 0
         self._recent.clear()
         self._seen.clear()
