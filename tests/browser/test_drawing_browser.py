@@ -101,15 +101,16 @@ class Walk:
 
     def change(self, act, state: str, *, marks: bool = True, check: bool = True) -> Painted:
         """Do `act`, wait until the drawing changed (another graph or range), check it."""
-        before = painted(self.root)
+        # What was drawn, as a string: the items (kind, index, box) and the range. An unfold
+        # that keeps the view (the module opens where its box was) may keep both the count and
+        # the range: the items themselves differ.
+        sig = """(c) => { const p = c.agwPainted; const r = (v) => Math.round(v);
+                  return JSON.stringify([p.range.x, p.range.y,
+                    p.items.map((b) => [b.kind, b.index, r(b.x), r(b.y), r(b.w), r(b.h)])]); }"""
+        handle = canvas(self.root).element_handle()
+        was = self.page.evaluate(sig, handle)
         act()
-        sig = (len(before.items), sorted(map(str, before.range.values())))
-        self.page.wait_for_function(
-            """([c, n, r]) => { const p = c.agwPainted;
-                 return p.items.length !== n || JSON.stringify([p.range.x, p.range.y]) !== r; }""",
-            arg=[canvas(self.root).element_handle(), sig[0],
-                 f"[{before.range['x']}, {before.range['y']}]".replace(" ", "")],
-        )
+        self.page.wait_for_function(f"([c, was]) => ({sig})(c) !== was", arg=[handle, was])
         return self.check(state, marks=marks) if check else painted(self.root)
 
     def find_box(self) -> tuple[dict, int]:
