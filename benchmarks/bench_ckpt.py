@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import statistics
 import sys
-import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -44,6 +42,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _results import RESULTS, commit, machine, write_section  # noqa: E402
+from _timing import interleaved, median_ms  # noqa: E402
 
 SECTION = "ckpt"
 KEEPS = ("tensors", "summaries")
@@ -144,10 +143,6 @@ class Row:
         return self.ms[keep] / self.ms["engine"]
 
 
-def _median_ms(xs: list[float]) -> float:
-    return statistics.median(xs[1:] if len(xs) > 1 else xs) * 1e3
-
-
 def measure(case: str, tiny: bool, repeats: int) -> Row:
     torch.manual_seed(0)
     model, blocks, run_forward = CASES[case](tiny)
@@ -179,22 +174,8 @@ def measure(case: str, tiny: bool, repeats: int) -> Row:
         row.kept[f"reset+run ({keep})"] = watch.alive()
         st.reset()
     watch.armed = False
-    times: dict[str, list[float]] = {k: [] for k in ("engine", *KEEPS)}
-
-    def engine() -> None:
-        torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
-
-    calls = {"engine": engine, **{keep: steppers[keep].run for keep in KEEPS}}
-    order = list(calls)
-    for i in range(repeats + 1):
-        for k in order[i % len(order) :] + order[: i % len(order)]:
-            gc.collect()
-            t0 = time.perf_counter()
-            calls[k]()
-            times[k].append(time.perf_counter() - t0)
-            if k in steppers:
-                steppers[k].reset()
-    row.ms = {k: _median_ms(v) for k, v in times.items()}
+    times = interleaved(loss, ps, steppers, repeats)
+    row.ms = {k: median_ms(v) for k, v in times.items()}
     for st in steppers.values():
         st.close()
     graph.close()

@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE))  # run as a script or loaded by path (tests)
 sys.path.insert(0, str(HERE.parent / "tests"))  # the zoo's builders
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _results import RESULTS, commit, machine, write_section  # noqa: E402
+from _timing import interleaved, median_ms  # noqa: E402
 from zoo.models import MODELS, SIZES, TRANSFORMERS, Built, WithLoss, forward, params  # noqa: E402
 
 SECTION = "models"
@@ -85,10 +86,6 @@ class Row:
 
     def ratio(self, keep: str) -> float:
         return self.stepper_ms[keep] / self.engine_ms
-
-
-def _median_ms(xs: list[float]) -> float:
-    return statistics.median(xs[1:] if len(xs) > 1 else xs) * 1e3
 
 
 def _fresh(name: str, size: str) -> Built:
@@ -132,24 +129,9 @@ def measure(name: str, size: str, repeats: int) -> Row:
     loss = forward(built)
     graph = aw.capture(loss, model=built.model)
     steppers = {keep: aw.Stepper(graph, keep=keep) for keep in KEEPS}
-    times: dict[str, list[float]] = {k: [] for k in ("engine", *KEEPS)}
-
-    def engine() -> None:
-        torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
-
-    calls = {"engine": engine, **{keep: steppers[keep].run for keep in KEEPS}}
-    order = list(calls)
-    for i in range(repeats + 1):
-        # Each round in a rotated order, and every run starting from the same state: nothing
-        # of the previous run held (a stepper that kept every tensor makes whatever runs next
-        # allocate fresh memory: the engine measured 2.8x slower on the ResNet that way).
-        for k in order[i % len(order) :] + order[: i % len(order)]:
-            _settle()
-            t0 = time.perf_counter()
-            calls[k]()
-            times[k].append(time.perf_counter() - t0)
-            if k in steppers:
-                steppers[k].reset()
+    # Rotated rounds, every run from the same state (a stepper that kept every tensor makes
+    # whatever runs next allocate fresh memory: the engine measured 2.8x slower on the ResNet).
+    times = interleaved(loss, ps, steppers, repeats)
     want = torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
     for keep, st in steppers.items():
         st.run()
@@ -163,11 +145,11 @@ def measure(name: str, size: str, repeats: int) -> Row:
         size=size,
         nodes=nodes,
         params=sum(p.numel() for p in ps),
-        forward_ms=_median_ms(fwd),
-        capture_ms=_median_ms(cap),
-        explore_ms=_median_ms(exp),
-        engine_ms=_median_ms(times["engine"]),
-        stepper_ms={keep: _median_ms(times[keep]) for keep in KEEPS},
+        forward_ms=median_ms(fwd),
+        capture_ms=median_ms(cap),
+        explore_ms=median_ms(exp),
+        engine_ms=median_ms(times["engine"]),
+        stepper_ms={keep: median_ms(times[keep]) for keep in KEEPS},
     )
 
 

@@ -36,7 +36,6 @@ import gc
 import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -59,6 +58,7 @@ sys.path.insert(0, str(HERE))  # run as a script or loaded by path (tests)
 sys.path.insert(0, str(HERE.parent / "tests"))  # the zoo's builders
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _results import RESULTS, commit, machine, write_section  # noqa: E402
+from _timing import interleaved, median_ms  # noqa: E402
 from zoo.models import MODELS, SIZES, TRANSFORMERS, forward, params  # noqa: E402
 
 SECTION = "overhead"
@@ -240,30 +240,16 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
     return mode.peak
 
 
-def _median_ms(xs: list[float]) -> float:
-    return statistics.median(xs[1:] if len(xs) > 1 else xs) * 1e3
-
-
 def measure(name: str, kind: str, build: Build, repeats: int, compare_repeats: int) -> Row:
     torch.manual_seed(0)
     loss, ps = build()
     graph = aw.capture(loss)
     steppers = {keep: aw.Stepper(graph, keep=keep) for keep in KEEPS}
-    times: dict[str, list[float]] = {k: [] for k in ("engine", *KEEPS)}
+    times = interleaved(loss, ps, steppers, repeats)
 
     def engine() -> Any:
         return torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
 
-    calls = {"engine": engine, **{keep: steppers[keep].run for keep in KEEPS}}
-    order = list(calls)
-    for i in range(repeats + 1):
-        for k in order[i % len(order) :] + order[: i % len(order)]:
-            gc.collect()
-            t0 = time.perf_counter()
-            calls[k]()
-            times[k].append(time.perf_counter() - t0)
-            if k in steppers:
-                steppers[k].reset()
     want = engine()
     for keep, st in steppers.items():
         st.run()
@@ -291,11 +277,11 @@ def measure(name: str, kind: str, build: Build, repeats: int, compare_repeats: i
         s.close()
     nodes = len(graph.nodes)
     graph.close()
-    engine_ms = _median_ms(times["engine"])
-    compare_ms = _median_ms(compare) / _median_ms(engine_c) * engine_ms  # ratio from its own pairs
+    engine_ms = median_ms(times["engine"])
+    compare_ms = median_ms(compare) / median_ms(engine_c) * engine_ms  # ratio from its own pairs
     return Row(
         name, kind, nodes, engine_ms,
-        {"tensors": _median_ms(times["tensors"]), "summaries": _median_ms(times["summaries"]),
+        {"tensors": median_ms(times["tensors"]), "summaries": median_ms(times["summaries"]),
          "compare": compare_ms},
         engine_peak, summaries_peak,
     )  # fmt: skip
