@@ -36,7 +36,7 @@ export const FRAME_TITLE = 1.6;
  * @property {import('./labelplace.js').Label[]} labels
  * @property {{ kind: 'node' | 'box' | 'copy', index: number, x: number, y: number, w: number, h: number }[]} items boxes in view
  * @property {{ next: number, ran: number, selected: number, selectedEdge: number, highlight: number[],
- *   badges: { item: number, x: number, y: number, size: number, color: string }[] }} marks item (edge) indices, -1: none
+ *   badges: { item: number, x: number, y: number, size: number, color: string, symbol: string }[] }} marks item (edge) indices, -1: none
  * @property {(x: number, y: number) => [number, number]} toPx layout units to canvas px
  * @property {(e: number) => [number, number]} edgeMid an edge's label anchor in canvas px
  */
@@ -202,7 +202,7 @@ export function createCanvas(doc, on) {
     const badges = [];
     for (const bd of drawing.badges) {
       const b = boxOf.get(bd.item);
-      if (b) badges.push({ item: bd.item, x: b.x + b.w, y: b.y, size: badgeSize, color: bd.color });
+      if (b) badges.push({ item: bd.item, x: b.x + b.w, y: b.y, size: badgeSize, color: bd.color, symbol: bd.symbol });
     }
     /** @type {Painted} */
     const painted = {
@@ -520,9 +520,8 @@ function paintItems(c, d, items, badges, ppu) {
   }
   // badges: at the box's top-right corner, never smaller than BADGE_MIN_PX
   for (const bd of badges) {
-    const symbol = d.badges.find((b) => b.item === bd.item)?.symbol ?? 'circle';
     c.beginPath();
-    tracePath(c, symbol, bd.x, bd.y, bd.size);
+    tracePath(c, bd.symbol, bd.x, bd.y, bd.size);
     c.fillStyle = bd.color;
     c.fill();
     c.lineWidth = 2;

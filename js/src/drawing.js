@@ -6,8 +6,9 @@
  * stale/freed badges, folded modules with their progress, frames, leaf copies, the colour bar.
  * Pure: arrays and strings, no DOM; `canvas.js` paints it, `labelplace.js` places the text.
  */
-import { bucketEdges, gatherPaths, hexAlpha, mixColor, parseColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
+import { bucketEdges, gatherPaths, hexAlpha, mixColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
 import { NODE_STATE } from './model.js';
+import { luminance } from './theme.js';
 import { colorbar, edgeLayers } from './paintstyle.js';
 import { memoryColors } from './memory.js';
 import { sensitivityColors } from './sensitivity.js';
@@ -86,16 +87,11 @@ export function itemText(graph, state, i) {
   return { name, sub: shape && !name.endsWith(shape) ? shape : '', cuttable: false };
 }
 
-/** Black or white, whichever reads better on `fill`. @param {string} fill @param {string} fallback */
+/** Black or white, whichever reads better on `fill` (the host theme's luminance measure). @param {string} fill @param {string} fallback */
 function textOn(fill, fallback) {
-  const c = parseColor(fill);
-  if (!c) return fallback;
-  const [r, g, b] = c.map((v) => {
-    const s = v / 255;
-    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-  });
-  const lum = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  return lum > 0.36 ? '#111111' : '#ffffff';
+  const lum = luminance(fill);
+  if (lum === null) return fallback;
+  return lum > 0.6 ? '#111111' : '#ffffff';
 }
 
 /**

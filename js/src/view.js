@@ -5,7 +5,7 @@
  */
 import { domHelpers } from './dom.js';
 import { SAVED_STATE, decodeGraph, decodeState } from './model.js';
-import { cameraOf, fitView, rangeAt, rangeOf, zoomAt } from './camera.js';
+import { cameraOf, fitView, projector, rangeAt, rangeOf, zoomAt } from './camera.js';
 import { buildDrawing } from './drawing.js';
 import { createCanvas } from './canvas.js';
 import { boxOfModule, boxRows, countsText, groupReplyRows } from './groups.js';
@@ -140,7 +140,7 @@ export function createView({ model, el, backend, options = {} }) {
     highlight: (ids) => {
       highlightIds = ids;
       buildLegend();
-      patchView();
+      paint();
     },
     editEdge: (edge, op, factor) => editEdge(edge, op, factor),
     leafDiff: () => requestLeafDiff(),
@@ -205,7 +205,7 @@ export function createView({ model, el, backend, options = {} }) {
   let mode = 'idle';
   let plotted = false;
   let destroyed = false;
-  let patchPending = false;
+  let paintPending = false;
   /** Set when we asked Python to fold or unfold: the new graph keeps the view (the module
    * opens where its box was) instead of fitting again. */
   let keepView = false;
@@ -320,33 +320,22 @@ export function createView({ model, el, backend, options = {} }) {
     minimap.update(graph, at, { edge: theme.idleEdge, node: theme.fontMuted, frame: theme.pending, bg: '' });
   }
 
-  let movePending = false;
-  /** Show `next` (a drag, the wheel, the minimap): painted once per animation frame. @param {{ x: [number, number], y: [number, number] }} next */
+  /** Show `next` (a drag, the wheel, the minimap). @param {{ x: [number, number], y: [number, number] }} next */
   function moveView(next) {
     range = next;
     fitted = false;
-    if (!plotted || destroyed || movePending) return;
-    movePending = true;
+    requestPaint();
+  }
+
+  /** Paint at the next animation frame, once however many changes (states of a run, pointer
+   * moves) arrive before it; it paints what is current then. */
+  function requestPaint() {
+    if (paintPending || !plotted || destroyed) return;
+    paintPending = true;
     schedule(() => {
-      movePending = false;
+      paintPending = false;
       paint();
     });
-  }
-
-  /** A new state, painted once per animation frame at most (a run sends many). */
-  function patchState() {
-    patchPending = false;
-    patchView();
-  }
-
-  function patchView() {
-    paint();
-  }
-
-  function requestPatch() {
-    if (patchPending) return;
-    patchPending = true;
-    schedule(patchState);
   }
 
   function ensurePlot() {
@@ -622,10 +611,11 @@ export function createView({ model, el, backend, options = {} }) {
   function itemInView(i) {
     if (!(i >= 0 && i < graph.n)) return false;
     const cam = cameraOf(range, plotSize());
+    const { px, py } = projector(cam);
     const hw = ((graph.boxW?.[i] || 2) / 2) * cam.ppu;
     const hh = ((graph.boxH?.[i] || 1.5) / 2) * cam.ppu;
-    const x = cam.area.l + (graph.x[i] - cam.x0) * cam.ppu;
-    const y = cam.area.t + (cam.y1 - graph.y[i]) * cam.ppu;
+    const x = px(graph.x[i]);
+    const y = py(graph.y[i]);
     return x - hw >= cam.area.l && x + hw <= cam.area.l + cam.area.w && y - hh >= cam.area.t && y + hh <= cam.area.t + cam.area.h;
   }
 
@@ -703,7 +693,7 @@ export function createView({ model, el, backend, options = {} }) {
         setFocus({ kind: 'edge', id: data.id });
         refreshSelection();
         applyJump();
-        patchView();
+        paint();
       })
       .catch((err) => showAlert(`First NaN/Inf: ${err?.message ?? err}`, 'warning'))
       .finally(() => {
@@ -723,7 +713,7 @@ export function createView({ model, el, backend, options = {} }) {
     else if (m === 'sensitivity') requestSensitivity();
     updateSide();
     buildLegend();
-    patchView();
+    paint();
     renderInspector();
   }
 
@@ -744,7 +734,7 @@ export function createView({ model, el, backend, options = {} }) {
         sensitivity = decodeProbe(data, n);
         sensitivityPanel.render(sensitivity, { error: null, names: nameOf });
         buildLegend();
-        patchView();
+        paint();
         renderInspector();
       })
       .catch((err) => {
@@ -807,7 +797,7 @@ export function createView({ model, el, backend, options = {} }) {
         for (const t of memory.top) moduleOf.set(t.id, t.module);
         memoryPanel.render(memory, { excludeLeaves, error: null });
         buildLegend();
-        patchView();
+        paint();
       })
       .catch((err) => {
         if (mine !== memorySeq) return;
@@ -873,7 +863,7 @@ export function createView({ model, el, backend, options = {} }) {
     refreshSelection();
     updateChrome();
     refreshInspector(true);
-    patchView();
+    paint();
   }
 
   function clearSelection() {
@@ -1011,7 +1001,7 @@ export function createView({ model, el, backend, options = {} }) {
         }
         refreshSelection();
         renderInspector();
-        if (focus?.kind === 'node') patchView();
+        if (focus?.kind === 'node') paint();
       });
   }
 
@@ -1186,7 +1176,7 @@ export function createView({ model, el, backend, options = {} }) {
     replies.clear();
     updateChrome();
     if (hovered && !card.hidden) showCard(hovered, null); // the card follows the step
-    requestPatch();
+    requestPaint();
     continueRun();
     refreshInspector();
   };
@@ -1205,7 +1195,7 @@ export function createView({ model, el, backend, options = {} }) {
     refreshSelection();
     updateChrome();
     refreshInspector(true);
-    patchView();
+    paint();
   };
   const onSelectedEdge = () => {
     const eid = model.get('selected_edge');
@@ -1218,7 +1208,7 @@ export function createView({ model, el, backend, options = {} }) {
     refreshSelection();
     updateChrome();
     refreshInspector(true);
-    patchView();
+    paint();
   };
   const onHeight = () => applyHeight();
   model.on('change:_graph', onGraph);
