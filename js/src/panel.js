@@ -21,6 +21,7 @@ import {
   valuesPreview,
 } from './inspect.js';
 import { shapeText } from './labels.js';
+import { formulaInfo, renderMath } from './math.js';
 import { MEMORY_COLORS, formatBytes, memoryLegend } from './memory.js';
 import { SENSITIVITY_COLORS, editText, parseFactor, powText, sensitivityLegend } from './sensitivity.js';
 
@@ -54,9 +55,9 @@ import { SENSITIVITY_COLORS, editText, parseFactor, powText, sensitivityLegend }
 /** A clicked saved tensor shows this many of its values (Python sends up to 64). */
 export const SAVED_PREVIEW_VALUES = 64;
 
-/** @type {readonly ['grad', 'saved', 'hooks']} */
-const TABS = ['grad', 'saved', 'hooks'];
-const TAB_LABEL = { grad: 'Gradients', saved: 'Saved', hooks: 'Hooks' };
+/** @type {readonly ['grad', 'saved', 'hooks', 'math']} */
+const TABS = ['grad', 'saved', 'hooks', 'math'];
+const TAB_LABEL = { grad: 'Gradients', saved: 'Saved', hooks: 'Hooks', math: 'Formula' };
 
 /**
  * @param {Document} doc @param {InspectorHandlers} handlers
@@ -65,7 +66,7 @@ export function createInspector(doc, handlers) {
   const { h, button, table } = domHelpers(doc);
   const el = h('section', { class: 'agw-inspector', 'aria-label': 'Inspector', hidden: '' });
   /** The panel's own state, per target key: open tab, open saved value, traceback open. */
-  let ui = { key: '', tab: /** @type {'grad' | 'saved' | 'hooks'} */ ('grad'), saved: /** @type {string | null} */ (null), tb: false };
+  let ui = { key: '', tab: /** @type {'grad' | 'saved' | 'hooks' | 'math'} */ ('grad'), saved: /** @type {string | null} */ (null), tb: false };
   /** @type {InspectorTarget | null} */
   let current = null;
 
@@ -180,6 +181,7 @@ export function createInspector(doc, handlers) {
       grad: () => gradientsTab(t),
       saved: () => savedTab(saved, data.saved_error, !!stepError),
       hooks: () => hooksTab(hooks),
+      math: () => formulaTab(formulaInfo(data.formula), data.name),
     }, { saved: saved.length ? String(saved.length) : '', hooks: hooks.hooks.length ? String(hooks.hooks.length) : '' }, saved.some((s) => s.state === 'stale' || s.state === 'freed')));
     return out;
   }
@@ -202,8 +204,8 @@ export function createInspector(doc, handlers) {
 
   /**
    * The tab strip and the open panel.
-   * @param {Record<'grad' | 'saved' | 'hooks', () => Node[]>} panels
-   * @param {Partial<Record<'grad' | 'saved' | 'hooks', string>>} counts
+   * @param {Record<'grad' | 'saved' | 'hooks' | 'math', () => Node[]>} panels
+   * @param {Partial<Record<'grad' | 'saved' | 'hooks' | 'math', string>>} counts
    * @param {boolean} savedAlarm
    */
   function tabs(panels, counts, savedAlarm) {
@@ -212,7 +214,7 @@ export function createInspector(doc, handlers) {
     const panel = h('div', { class: 'agw-tabpanel', role: 'tabpanel', id: `agw-tp-${uid}` });
     /** @type {HTMLButtonElement[]} */
     const buttons = [];
-    const show = (/** @type {'grad' | 'saved' | 'hooks'} */ tab, focus = false) => {
+    const show = (/** @type {'grad' | 'saved' | 'hooks' | 'math'} */ tab, focus = false) => {
       ui.tab = tab;
       buttons.forEach((b, k) => {
         const on = TABS[k] === tab;
@@ -240,6 +242,30 @@ export function createInspector(doc, handlers) {
     }
     show(ui.tab);
     return [list, panel];
+  }
+
+  /**
+   * What the node computes: the gradients as formulas (typeset by KaTeX as MathML), then with the
+   * node's actual shapes; a plain sentence for a type without a formula.
+   * @param {import('./math.js').FormulaInfo | null} f @param {string} name
+   */
+  function formulaTab(f, name) {
+    if (!f) return [note('no formula sent for this node')];
+    if (!f.known) return [note(f.note || `No formula for ${name || 'this node type'} yet.`)];
+    const out = [h('h4', {}, `What ${name || 'this node'} computes`)];
+    const block = (/** @type {string} */ latex, /** @type {string} */ cls) => {
+      const el = h('div', { class: `agw-math ${cls}` });
+      el.innerHTML = renderMath(latex).html; // KaTeX's own escaped MathML
+      return el;
+    };
+    out.push(block(f.latex, 'agw-math-formula'));
+    if (f.shapes) {
+      out.push(h('h4', {}, 'With this node\'s shapes'));
+      out.push(block(f.shapes, 'agw-math-shapes'));
+    }
+    if (f.note) out.push(note(f.note));
+    out.push(note('G is the gradient arriving at this node; ⊙ multiplies element by element.'));
+    return out;
   }
 
   /** @param {InspectorTarget} t */

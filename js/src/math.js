@@ -1,0 +1,47 @@
+/**
+ * Mathematics in the inspector: KaTeX, bundled (works offline), rendering MathML only (no fonts,
+ * no stylesheet: the browser lays the formula out). Pure: a LaTeX string in, markup out.
+ * Python owns what the formula IS (autograd_widget/core formula tables); this only typesets it.
+ */
+import katex from 'katex';
+
+/**
+ * A LaTeX formula as MathML markup (display style). A formula KaTeX cannot parse comes back as its
+ * source, escaped, in a `<code>`, with `ok: false`, never an exception.
+ * @param {string} latex
+ * @returns {{ html: string, ok: boolean }}
+ * @example renderMath('G W^{\\top}').html.startsWith('<span class="katex"><math') // true
+ */
+export function renderMath(latex) {
+  const src = String(latex ?? '');
+  try {
+    return { html: katex.renderToString(src, { output: 'mathml', displayMode: true, throwOnError: true, strict: 'ignore' }), ok: true };
+  } catch {
+    const esc = src.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
+    return { html: `<code class="agw-math-src">${esc}</code>`, ok: false };
+  }
+}
+
+/**
+ * @typedef {object} FormulaInfo
+ * @property {boolean} known a formula exists for this node type
+ * @property {string} latex the gradients (one aligned block), "" when unknown
+ * @property {string} shapes the same with the node's actual shapes, "" when not known
+ * @property {string} note a sentence (what an unknown type means, or a remark)
+ */
+
+/**
+ * The inspector reply's `formula` field, normalised (missing fields become "").
+ * @param {any} f
+ * @returns {FormulaInfo | null}
+ * @example formulaInfo({ known: true, latex: 'x' }).note // ''
+ */
+export function formulaInfo(f) {
+  if (!f || typeof f !== 'object') return null;
+  return {
+    known: !!f.known,
+    latex: typeof f.latex === 'string' ? f.latex : '',
+    shapes: typeof f.shapes === 'string' ? f.shapes : '',
+    note: typeof f.note === 'string' ? f.note : '',
+  };
+}
