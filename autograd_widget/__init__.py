@@ -4,7 +4,8 @@ Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
 `Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
-`ListenerHandle`, `Repeat`, `SubgraphRun`. Everything else lives in the layers (`util`, `core`,
+`ListenerHandle`, `Repeat`, `SubgraphRun`; `record` / `load_recording` / `compare_recordings`
+and their `Recording`, `NodeRun`, `Failure`. Everything else lives in the layers (`util`, `core`,
 `engine`, `view`, `wire`, `export`) and may change.
 
 Example:
@@ -28,6 +29,8 @@ from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
 from .engine.listeners import ListenerHandle  # noqa: E402
 from .engine.probes import JacobianNorm  # noqa: E402
+from .engine.recorder import record  # noqa: E402
+from .engine.recording import Failure, NodeRun, Recording, load_recording  # noqa: E402
 from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
 from .engine.stepper import Stepper  # noqa: E402
 from .view.folding import SubgraphRun  # noqa: E402
@@ -42,10 +45,13 @@ __all__ = [
     "Difference",
     "Edge",
     "EditInfo",
+    "Failure",
     "JacobianNorm",
     "LeafDiff",
     "ListenerHandle",
     "Node",
+    "NodeRun",
+    "Recording",
     "Repeat",
     "SavedMemory",
     "SavedValue",
@@ -58,5 +64,7 @@ __all__ = [
     "UnsupportedTorchError",
     "capture",
     "explore",
+    "load_recording",
+    "record",
     "track",
 ]
