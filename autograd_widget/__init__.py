@@ -29,6 +29,7 @@ from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
 from .engine.listeners import ListenerHandle  # noqa: E402
 from .engine.probes import JacobianNorm  # noqa: E402
+from .engine.recompare import compare_recordings  # noqa: E402
 from .engine.recorder import record  # noqa: E402
 from .engine.recording import Failure, NodeRun, Recording, load_recording  # noqa: E402
 from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
@@ -63,6 +64,7 @@ __all__ = [
     "TensorMeta",
     "UnsupportedTorchError",
     "capture",
+    "compare_recordings",
     "explore",
     "load_recording",
     "record",
