@@ -32,11 +32,13 @@ from .engine.probes import JacobianNorm  # noqa: E402
 from .engine.recompare import compare_recordings  # noqa: E402
 from .engine.recorder import record  # noqa: E402
 from .engine.recording import Failure, NodeRun, Recording, load_recording  # noqa: E402
+from .engine.replay import Replay  # noqa: E402
 from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
 from .engine.stepper import Stepper  # noqa: E402
 from .view.folding import SubgraphRun  # noqa: E402
 from .view.repeats import Repeat  # noqa: E402
 from .widget import AutogradWidget, explore  # noqa: E402
+from .pair import RecordingPair, side_by_side  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -53,6 +55,8 @@ __all__ = [
     "Node",
     "NodeRun",
     "Recording",
+    "RecordingPair",
+    "Replay",
     "Repeat",
     "SavedMemory",
     "SavedValue",
@@ -68,5 +72,6 @@ __all__ = [
     "explore",
     "load_recording",
     "record",
+    "side_by_side",
     "track",
 ]

@@ -1,7 +1,11 @@
-"""`python -m autograd_widget demo --html PATH`: the tour's graph as a standalone HTML file.
+"""The standalone page without Jupyter.
 
-The headless counterpart of the tour notebook: it builds the tour's MLP, captures its backward
-graph, records the whole step-through and writes one offline HTML page (no kernel needed).
+- `python -m autograd_widget demo --html PATH`: the tour's graph (the headless counterpart of the
+  tour notebook: it builds the tour's MLP, captures its backward graph, records the whole
+  step-through and writes one offline HTML page, no kernel needed);
+- `python -m autograd_widget FILE.awrec --html PATH`: a saved recording of a real backward
+  (`aw.record(...).save(FILE)`, e.g. one per rank of a distributed job), replayed in the engine's
+  own order, the failing node drawn failed; it needs neither the model nor its graph.
 """
 
 from __future__ import annotations
@@ -27,14 +31,31 @@ def _tour_widget(orientation: str):
     return aw.explore(loss, model=model, collapse="none", orientation=orientation)
 
 
+def _recording_widget(path: str, orientation: str):
+    import autograd_widget as aw
+
+    return aw.explore(aw.load_recording(path), orientation=orientation)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograd_widget")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="write the tour's graph as a standalone HTML file")
-    demo.add_argument("--html", required=True, metavar="PATH", help="where to write the page")
-    demo.add_argument("--orientation", choices=("TB", "LR"), default="TB")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograd_widget",
+        description="Write a standalone, offline HTML page: the tour's graph ('demo') or a "
+        "recording saved by aw.record(...).save(FILE).",
+    )
+    parser.add_argument("source", metavar="demo|FILE.awrec",
+                        help="'demo' for the tour's graph, or a saved recording")
+    parser.add_argument("--html", required=True, metavar="PATH", help="where to write the page")
+    parser.add_argument("--orientation", choices=("TB", "LR"), default="TB")
     args = parser.parse_args(argv)
-    widget = _tour_widget(args.orientation)
+    try:
+        if args.source == "demo":
+            widget = _tour_widget(args.orientation)
+        else:
+            widget = _recording_widget(args.source, args.orientation)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         path = widget.save_html(args.html)
     except (ValueError, OSError) as e:

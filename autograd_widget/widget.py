@@ -23,6 +23,9 @@ import traitlets
 
 from .core.capture import capture
 from .core.graph import BackwardGraph
+from .engine.recompare import compare_recordings
+from .engine.recording import Recording
+from .engine.replay import Replay, recording_name
 from .engine.stepper import Stepper
 from .export.figure import to_figure
 from .export.html import save_html
@@ -122,6 +125,7 @@ class AutogradWidget(anywidget.AnyWidget):
         keep: str | int = "summaries",
         create_graph: bool = False,
         height: int = 600,
+        compare_to: Recording | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
@@ -129,7 +133,24 @@ class AutogradWidget(anywidget.AnyWidget):
             raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
         if not isinstance(height, int) or isinstance(height, bool) or height < 100:
             raise ValueError(f"height must be an int number of pixels >= 100, got {height!r}")
-        if isinstance(graph_or_outputs, BackwardGraph):
+        stepper: Stepper | Replay
+        if isinstance(graph_or_outputs, Recording):
+            if grad_outputs is not None or model is not None or params is not None:
+                raise TypeError(
+                    "a recording was captured already: grad_outputs/model/params apply to "
+                    "aw.record(...), not to explore(recording)"
+                )
+            if keep != "summaries" or create_graph:
+                raise TypeError(
+                    "keep/create_graph choose how a live graph is stepped; a recording replays "
+                    "what aw.record(..., keep=...) kept"
+                )
+            graph = graph_or_outputs.graph
+            stepper = Replay(graph_or_outputs)
+            self._owns_graph = False
+        elif compare_to is not None:
+            raise TypeError("compare_to compares two recordings: pass aw.record(...) results")
+        elif isinstance(graph_or_outputs, BackwardGraph):
             if grad_outputs is not None or model is not None or params is not None:
                 raise TypeError(
                     "grad_outputs/model/params apply when capturing; pass them to "
@@ -137,15 +158,23 @@ class AutogradWidget(anywidget.AnyWidget):
                 )
             graph = graph_or_outputs
             self._owns_graph = False
+            stepper = Stepper(graph, create_graph=create_graph, keep=keep)
         else:
             graph = capture(graph_or_outputs, grad_outputs, model=model, params=params)
             self._owns_graph = True
+            stepper = Stepper(graph, create_graph=create_graph, keep=keep)
         super().__init__(height=height, orientation=orientation)
         self.collapse_mode = collapse
-        stepper = Stepper(graph, create_graph=create_graph, keep=keep)
         scene = Scene(graph, stepper, collapse=collapse, orientation=orientation,
                       show_plumbing=self.show_plumbing)
         session = Session(graph, stepper, scene, _Traits(self), notice=freed_notice(graph))
+        if compare_to is not None:
+            if not isinstance(compare_to, Recording):
+                raise TypeError(f"compare_to must be a Recording, got {type(compare_to).__name__}")
+            #: The edges whose gradients differ from `compare_to` (`compare_recordings`).
+            self.differences = compare_recordings(graph_or_outputs, compare_to)
+            scene.state.mark_differences(self.differences)
+            session.compared = recording_name(compare_to)
         self._graph = session.graph_payload()
         self._session = session
         session.refresh()
@@ -159,11 +188,12 @@ class AutogradWidget(anywidget.AnyWidget):
         return self._session.graph
 
     @property
-    def stepper(self) -> Stepper:
-        """The stepper the buttons drive; stepping it from Python updates the view."""
+    def stepper(self) -> Stepper | Replay:
+        """The stepper the buttons drive (a `Replay` for a recording); stepping it from Python
+        updates the view."""
         return self._session.stepper
 
-    def _on_stepper_change(self, _stepper: Stepper) -> None:
+    def _on_stepper_change(self, _stepper: Stepper | Replay) -> None:
         self._session.refresh()
 
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
@@ -402,8 +432,16 @@ def explore(
     keep: str | int = "summaries",
     create_graph: bool = False,
     height: int = 600,
+    compare_to: Recording | None = None,
 ) -> AutogradWidget:
     """Capture `outputs`' backward graph and show it as an interactive, steppable widget.
+
+    `outputs` may also be a `Recording` (`aw.record`, `aw.load_recording`): the engine's own run
+    is replayed with the same controls, in the order the engine ran the nodes, the node that
+    raised drawn failed; saved values, edits and probes need a live graph and are not offered.
+    `compare_to` (another `Recording` of the same program, e.g. another rank): the edges whose
+    gradients differ (`aw.compare_recordings`) are drawn in their own colour once they flowed
+    (`widget.differences` lists them; `aw.side_by_side(a, b)` shows both, stepped together).
 
     `collapse`: "auto" (the first render shows at most 60 items, a graph of <= 60 nodes every
     node: runs of identical blocks fold first into one box each, "layers.0–47 ×48", then
@@ -430,4 +468,5 @@ def explore(
         keep=keep,
         create_graph=create_graph,
         height=height,
+        compare_to=compare_to,
     )

@@ -108,7 +108,7 @@ def test_import_linter_layers_contract_is_kept():
         [str(exe), "--no-cache", "--no-logo"], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert "Layers: widget > export > wire > view > engine > core > util KEPT" in r.stdout
+    assert "Layers: pair > widget > export > wire > view > engine > core > util KEPT" in r.stdout
 
 
 def test_no_import_cycles_function_level_imports_included():

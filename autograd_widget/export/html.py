@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..engine.replay import Replay
 from ..engine.stepper import Stepper
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
@@ -192,7 +193,11 @@ def record(widget: Exportable, *, max_steps: int | None = None) -> dict[str, Any
         ('autograd_widget.recording/1', 0)
     """
     graph = widget.graph
-    stepper = Stepper(graph, create_graph=widget.stepper.create_graph, keep="summaries")
+    source = widget.stepper
+    stepper: Stepper | Replay = (
+        Replay(source.recording) if isinstance(source, Replay)  # a recorded engine run
+        else Stepper(graph, create_graph=source.create_graph, keep="summaries")
+    )
     try:
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
@@ -209,8 +214,9 @@ def _title(g: Any) -> str:
 
 
 def _script_json(obj: Any) -> str:
-    """JSON safe to inline in a <script> element ("</" cannot close it)."""
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """JSON safe to inline in a <script> element: no "<" at all (so no "</script>" can close it
+    and no markup can appear in the page's text, e.g. KaTeX's own "<img" strings)."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 def html(recording: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..engine.replay import Replay
 from ..util.jsonsafe import encode_number
 from .labels import display_kind, group_label, short_label
 from .visible import search
@@ -166,7 +167,11 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
     incoming = [] if stepper is None else stepper.waiting(node_id)
     saved: list[dict[str, Any]] = []
     saved_error = None
-    if stepper is not None:
+    recorded = isinstance(stepper, Replay)
+    if recorded:
+        saved_error = ("a recording keeps no saved values (the engine freed them as it ran): "
+                       "explore the live tensors to read them")
+    elif stepper is not None:
         try:
             saved = [v.as_dict() for v in graph.saved(node_id)]
         except Exception as e:  # introspection must never break the inspector
@@ -175,7 +180,8 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
         "traceback": n.traceback,
         "saved": saved,
         "saved_error": saved_error,
-        "hooks": [] if stepper is None else hooks(graph, node_id),
+        "hooks": [] if stepper is None or recorded else hooks(graph, node_id),
+        "run": _recorded_run(stepper, node_id) if recorded else None,
         "in_edges": [
             {"id": e.id, "src": e.src, "name": graph.nodes[e.src].name, "input_nr": e.input_nr}
             for e in graph.in_edges(node_id)
@@ -196,6 +202,15 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
         },
         "error": err[1] if err is not None and err[0] == node_id else None,
     }
+
+
+def _recorded_run(replay: Replay, node_id: str) -> dict[str, Any] | None:
+    """What the recording knows of how the engine ran `node_id` (None: it did not run)."""
+    run = next((r for r in replay.recording.runs if r.node == node_id), None)
+    if run is None:
+        return None
+    return {"step": run.step, "seq": run.seq, "thread": run.thread, "pass": run.pass_index,
+            "ms": run.seconds * 1e3}
 
 
 def inspect_item(scene: Scene, stepper: Stepper | None, item: int) -> dict[str, Any]:

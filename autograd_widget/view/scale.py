@@ -19,6 +19,7 @@ Guarantees:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..engine.stepper import Stepper
@@ -26,7 +27,7 @@ from ..engine.stepper import Stepper
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
 
-__all__ = ["SCALE_FIXED", "SCALE_SO_FAR", "NormScale", "run_norm_scale"]
+__all__ = ["SCALE_FIXED", "SCALE_SO_FAR", "NormScale", "norm_scale_of", "run_norm_scale"]
 
 #: `NormScale.kind` of a scale fixed from the throwaway run.
 SCALE_FIXED = "run"
@@ -53,6 +54,23 @@ class NormScale(NamedTuple):
             (True, False)
         """
         return self.kind == SCALE_FIXED
+
+
+def norm_scale_of(norms: Iterable[float], source: str = "the run") -> NormScale:
+    """The colour scale of a whole run whose edge norms are known already (a recording holds
+    them all): fixed from the finite nonzero ones, "so far" when there is none.
+
+    Example:
+        >>> s = norm_scale_of([1.0, 100.0, float("nan"), 0.0])
+        >>> s.kind, s.lo, s.hi
+        ('run', 0.0, 2.0)
+        >>> norm_scale_of([]).reason
+        'no finite nonzero gradient norm in the run'
+    """
+    finite = [n for n in norms if math.isfinite(n) and n > 0]
+    if not finite:
+        return NormScale(None, None, SCALE_SO_FAR, f"no finite nonzero gradient norm in {source}")
+    return NormScale(math.log10(min(finite)), math.log10(max(finite)), SCALE_FIXED)
 
 
 def run_norm_scale(graph: BackwardGraph) -> NormScale:

@@ -16,13 +16,15 @@ the norms flowed so far, recomputed every step (`norm_scale` "so far").
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engine.replay import Replay
 from ..util.jsonsafe import encode, encode_number
 from .labels import status_line
-from .scale import NormScale, run_norm_scale
+from .scale import NormScale, norm_scale_of, run_norm_scale
 from .visible import VisibleGraph, visible_graph
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from ..engine.stepper import Stepper
 
 __all__ = [
+    "DIFFERS",
     "DONE",
     "FAILED",
     "FLOWED",
@@ -46,8 +49,8 @@ __all__ = [
 
 #: Node states (`node_state`): the colours of the drawing.
 PENDING, NEXT, DONE, FAILED, NO_GRADIENT = 0, 1, 2, 3, 4
-#: Edge flags (`edge_flag`).
-NOT_FLOWED, FLOWED, NONFINITE, FLOWED_NONE = 0, 1, 2, 3
+#: Edge flags (`edge_flag`); DIFFERS: finite, and different in the compared recording.
+NOT_FLOWED, FLOWED, NONFINITE, FLOWED_NONE, DIFFERS = 0, 1, 2, 3, 4
 #: Gradients with at most this many elements get their values written on the edge.
 LABEL_MAX_NUMEL = 4
 
@@ -91,6 +94,8 @@ class StateView:
         self._error: dict[str, Any] | None = None
         self.seq = 0
         self._scale: NormScale | None = None
+        #: Real edge indices flagged DIFFERS once flowed (`mark_differences`).
+        self.differs: frozenset[int] = frozenset()
         self.set_visible(visible if visible is not None else visible_graph(graph))
 
     def set_visible(self, visible: VisibleGraph) -> None:
@@ -134,7 +139,9 @@ class StateView:
                 continue
             self.edge_norm[e] = s.norm
             nonfinite = bool(s.nan or s.inf)
-            self.edge_flag[e] = NONFINITE if nonfinite else FLOWED
+            self.edge_flag[e] = (
+                NONFINITE if nonfinite else DIFFERS if e in self.differs else FLOWED
+            )
             if _numel(s.shape) <= LABEL_MAX_NUMEL:
                 self.edge_values[str(e)] = encode(s.values)
 
@@ -176,6 +183,21 @@ class StateView:
         self.seq += 1
         return self.payload()
 
+    def mark_differences(self, edge_ids: Iterable[str]) -> None:
+        """Flag these edges DIFFERS (instead of FLOWED) once their gradient has flowed: the
+        edges whose gradients differ in a compared recording (`compare_recordings`). The steps
+        already shown are re-flagged.
+
+        Example:
+            >>> sv = StateView(g, st); sv.mark_differences(["n0:0"]); _ = st.step()
+            >>> int(sv.update() and sv.edge_flag[sv.edge_index["n0:0"]])
+            4
+        """
+        self.differs = frozenset(self.edge_index[e] for e in edge_ids)
+        for k in range(self._applied):
+            self._apply_step(k)
+        self.seq += 1
+
     def norm_scale(self) -> NormScale:
         """The run's colour scale, computed on first call by a throwaway stepper run (costs
         one run of the graph; cached for the life of this view, whatever the stepper does).
@@ -189,7 +211,14 @@ class StateView:
             ('run', 0.602, 0)
         """
         if self._scale is None:
-            self._scale = run_norm_scale(self.graph)
+            st = self.stepper
+            if isinstance(st, Replay):  # every norm is recorded already: no run needed
+                rec = st.recording
+                self._scale = norm_scale_of(
+                    float(s.norm) for s in rec.edge_summaries().values() if s is not None
+                )
+            else:
+                self._scale = run_norm_scale(self.graph)
         return self._scale
 
     def _item(self, real: int) -> int:
@@ -251,7 +280,8 @@ class StateView:
         if scale is not None and scale.fixed:
             norm_range = [scale.lo, scale.hi]
         else:
-            finite = self.edge_norm[(self.edge_flag == FLOWED) & (self.edge_norm > 0)]
+            flowed = (self.edge_flag == FLOWED) | (self.edge_flag == DIFFERS)
+            finite = self.edge_norm[flowed & (self.edge_norm > 0)]
             if finite.size:
                 norm_range = [float(np.log10(finite.min())), float(np.log10(finite.max()))]
         waiting: list[Any] = []

@@ -393,9 +393,54 @@ def _saved_values(s: Session, args: tuple[str, str, int]) -> dict[str, Any]:
     return inspect.saved_values_reply(s.graph, *args)
 
 
-def _first_nonfinite(s: Session, _: None) -> dict[str, Any]:
-    """The first edge whose gradient holds NaN/Inf so far: revealed, selected and described."""
+def _v_first_nonfinite(s: Session, msg: dict) -> float | None:
+    _request(msg, "first_nonfinite")
+    if "chunk_ms" not in msg:
+        return None
+    return _v_run(s, msg)
+
+
+def _seek_nonfinite(s: Session, seconds: float) -> bool:
+    """Step ahead for at most `seconds`, stopping right after the first step that sent a NaN/Inf
+    along an edge; True when one did (or one had flowed before)."""
     st = s.stepper
+    if st.first_nonfinite() is not None:
+        return True
+    deadline = time.perf_counter() + seconds
+    graph = s.graph
+    found = False
+    try:
+        with st.batch():
+            while not st.done and st.last_error is None:
+                rec = st.step()
+                if rec is None or rec.error is not None:
+                    break
+                for e in graph.out_edges(rec.node.id):
+                    sm = st.edge_summary(e.id)
+                    if sm is not None and (sm.nan or sm.inf):
+                        found = True
+                        break
+                if found or time.perf_counter() >= deadline:
+                    break
+    finally:
+        s.refresh(running=False)
+    return found
+
+
+def _first_nonfinite(s: Session, seconds: float | None) -> dict[str, Any]:
+    """The first edge whose gradient holds NaN/Inf: revealed, selected, described with the
+    cause of its birth (`nonfinite_origins`). With a chunk (`chunk_ms`), runs ahead to find it:
+    one time-boxed chunk per message, `searching` while it goes on (the front-end asks again
+    unless the user paused)."""
+    st = s.stepper
+    if seconds is not None and not _seek_nonfinite(s, seconds):
+        total = len(st.order)
+        if st.last_error is not None:
+            node = node_title(s.graph.nodes[st.last_error[0]])
+            return {"edge": None, "message": f"stopped looking: {node} failed before any NaN/Inf"}
+        if not st.done:
+            return {"edge": None, "searching": True, "position": st.position, "total": total}
+        return {"edge": None, "message": "no NaN/Inf gradient in the whole backward"}
     found = st.first_nonfinite()
     if found is None:
         return {
@@ -404,20 +449,37 @@ def _first_nonfinite(s: Session, _: None) -> dict[str, Any]:
             + ("" if st.done else " (run further: only flowed edges count)"),
         }
     edge, summary = found
+    born = next((o for o in st.nonfinite_origins() if o.node == edge.src and o.kind == "born"),
+                None)
     s.scene.reveal(edge.src)
     s.scene.reveal(edge.dst)
     s.redraw()
     real = s.graph.edges.index(edge)
     vis_edges = [int(j) for j in (s.scene.visible.edge_real == real).nonzero()[0]]
     s.select_edge(edge.id)
-    s.select(edge.dst)
+    s.select(edge.src)
+    src = s.graph.nodes[edge.src]
     return {
         "edge": vis_edges[0] if vis_edges else None,
         "id": edge.id,
-        "src": s.graph.nodes[edge.src].name,
+        "src": src.name,
         "dst": s.graph.nodes[edge.dst].name,
         "summary": inspect.summary_payload(summary),
+        "cause": None if born is None else born.cause,
+        "expected": bool(born is not None and born.expected),
+        "sentence": _birth_sentence(node_title(src), summary, born),
     }
+
+
+def _birth_sentence(title: str, summary: Any, born: Any) -> str:
+    bad = " and ".join(
+        f"{n} {what}{'' if n == 1 else 's'}"
+        for n, what in ((summary.nan, "NaN"), (summary.inf, "Inf")) if n
+    )
+    head = f"The first NaN/Inf is born in {title}: {bad or 'non-finite values'} in its output"
+    if born is None or not born.cause:
+        return head + "."
+    return f"{head}. {born.cause[0].upper()}{born.cause[1:]}"
 
 
 def _inspect(s: Session, args: tuple[str, Any]) -> dict[str, Any]:
@@ -441,7 +503,7 @@ MESSAGES: dict[str, Message] = dict([
     _message("collapse", _v_collapse, _collapse),
     _message("plumbing", _v_plumbing, _plumbing),
     _message("search", _v_search, _search, "reply"),
-    _message("first_nonfinite", _v_request("first_nonfinite"), _first_nonfinite, "reply"),
+    _message("first_nonfinite", _v_first_nonfinite, _first_nonfinite, "reply"),
     _message("memory", _v_memory, _memory, "reply"),
     _message("saved_values", _v_saved_values, _saved_values, "reply"),
     _message("probe", _v_probe, _probe, "reply"),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.graph import BackwardGraph
 from ..core.saved import first_saved_state, node_validity
+from ..engine.replay import Replay
 from ..util.gcpause import gc_paused
 from .payload import graph_payload
 
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 __all__ = ["RELEASED_NOTICE", "Front", "Session", "freed_notice"]
 
 RELEASED_NOTICE = "released: the drawing stays, stepping needs explore() again"
+
+
+def _validity(graph: BackwardGraph) -> dict[str, str]:
+    """Stale/freed saved tensors per node; none for a graph of records (a recording's)."""
+    return node_validity(graph) if graph.is_live else {}
 
 
 class Front(Protocol):
@@ -76,10 +82,17 @@ class Session:
         self.released = False
         #: The last `_state` payload handed to the front.
         self.state: dict[str, Any] = {}
-        self._validity = node_validity(graph)
+        self._validity = _validity(graph)
         self._seen_error: tuple[str, str] | None = None
+        #: The compared recording's name when edges are flagged against one ("" when none).
+        self.compared = ""
         self._payload: dict[str, Any] | None = None
         self._payload_version = -1
+
+    @property
+    def recorded(self) -> bool:
+        """True when the stepper replays a recorded engine run (`aw.explore(recording)`)."""
+        return isinstance(self.stepper, Replay)
 
     @property
     def live_stepper(self) -> Stepper | None:
@@ -101,6 +114,10 @@ class Session:
                 self._payload = graph_payload(
                     self.graph, scene.layout, scene.visible, self._validity, folds=scene.folds
                 )
+            # what is stepped: the front-end offers no saved values, edits or probes on a replay
+            self._payload["source"] = "recording" if self.recorded else "live"
+            if self.compared:
+                self._payload["compared"] = self.compared
             self._payload_version = scene.version
         return self._payload
 
@@ -129,7 +146,7 @@ class Session:
         if err is not None and err != self._seen_error:
             # A step failed: saved tensors may have been modified since explore(); mark anew.
             self._seen_error = err
-            self._validity = node_validity(self.graph)
+            self._validity = _validity(self.graph)
             self._payload = None
             graph = self.graph_payload()
         self.front.draw(graph, self._finish(self.scene.state.update()))
@@ -146,7 +163,7 @@ class Session:
             'LR'
         """
         if not self.released:
-            self._validity = node_validity(self.graph)
+            self._validity = _validity(self.graph)
         self._payload = None
         payload = self.graph_payload()
         if self.front is None:
@@ -226,7 +243,7 @@ def freed_notice(graph: BackwardGraph) -> str | None:
         >>> freed_notice(aw.capture(w))
         'This graph was freed by backward() (saved tensors are gone), ...'
     """
-    if first_saved_state(graph) == "freed":
+    if graph.is_live and first_saved_state(graph) == "freed":
         return (
             "This graph was freed by backward() (saved tensors are gone), so its nodes "
             "cannot be called. Capture before calling backward(), or call "

@@ -24,7 +24,7 @@ export function valuesText(values) {
  */
 export function edgeLabel(state, e) {
   const flag = state.edgeFlag[e];
-  if (flag !== EDGE_FLAG.finite && flag !== EDGE_FLAG.nonfinite) return '';
+  if (flag !== EDGE_FLAG.finite && flag !== EDGE_FLAG.nonfinite && flag !== EDGE_FLAG.differs) return '';
   const values = state.edgeValues.get(e);
   if (!values || values.length > MAX_LABEL_VALUES) return '';
   return valuesText(values);
@@ -185,6 +185,7 @@ export function edgeRows(graph, state, e) {
     const v = state.edgeValues.get(e);
     if (v) rows.push(['values', valuesText(v)]);
     if (flag === EDGE_FLAG.nonfinite) rows.push(['⚠', 'contains NaN or inf']);
+    if (flag === EDGE_FLAG.differs) rows.push(['≠', 'differs from the compared recording']);
   }
   return rows;
 }

@@ -11,13 +11,17 @@ import { decodeNumber, decodeValues } from './jsonsafe.js';
 /** Node step states in `_state.node_state`. */
 export const NODE_STATE = Object.freeze({ pending: 0, next: 1, done: 2, failed: 3, no_gradient: 4 });
 /** Edge flags in `_state.edge_flag`. */
-export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gradient: 3 });
+/** `edge_flag` codes; `differs`: a finite gradient that differs from the compared recording. */
+export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gradient: 3, differs: 4 });
 
 /**
  * @typedef {{ shape: number[], dtype: string, device: string }} SlotMeta
  * @typedef {object} Graph
  * @property {'TB' | 'LR'} orientation
  * @property {[number, number, number, number]} bounds xmin, xmax, ymin, ymax
+ * @property {string} compared the compared recording's name (`aw.explore(a, compare_to=b)`), "" when none
+ * @property {'live' | 'recording'} source what is stepped: a live graph, or the replay of a
+ *   recorded engine run (`aw.explore(recording)`: no saved values, no edits, no probes)
  * @property {Frame[]} frames titled frames around unfolded modules, outermost first
  * @property {{ item: Int32Array, x: Float32Array, y: Float32Array }} copies leaf copies
  * @property {string[]} titles each box's title ("layers.3 · TransformerEncoderLayer"), "" for a node
@@ -184,6 +188,8 @@ export function decodeGraph(raw) {
   }
   return {
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
+    source: g.source === 'recording' ? 'recording' : 'live',
+    compared: typeof g.compared === 'string' ? g.compared : '',
     bounds: graphBounds(g.bounds),
     frames: decodeFrames(g.frames),
     titles: boxTitles(g.box_titles, n, boxes),

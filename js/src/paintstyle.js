@@ -4,7 +4,7 @@
  * NaN/inf dashed), the colour bar of the run's fixed scale, arrowheads whose tips stop at the
  * target box's border, and the badge symbols. Pure: numbers and strings in, no DOM.
  */
-import { ALARM_COLOR, RAN_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
+import { ALARM_COLOR, DIFF_COLOR, RAN_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
 import { formatNumber } from './format.js';
 
 /** Arrowheads: no head on an edge shorter than this on screen (pixels). */
@@ -118,6 +118,7 @@ export function edgeStyles(theme) {
     { color: theme.noGradEdge, width: 1.2, dash: [2, 3] },
     ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
     { color: ALARM_COLOR, width: 3, dash: [7, 4] },
+    { color: DIFF_COLOR, width: 3.2, dash: [3, 2] },
   ];
 }
 

@@ -159,6 +159,11 @@ export function createInspector(doc, handlers) {
     if (data?.sequence_nr !== undefined && data?.sequence_nr !== null) rows.push(['sequence nr', sequenceText(data.sequence_nr)]);
     if (data?.leaf_name) rows.push(['leaf', String(data.leaf_name)]);
     if (t.id) rows.push(['id', t.id]);
+    const run = data?.run;
+    if (run && typeof run === 'object') {
+      // a replayed recording: how the engine itself ran this node
+      rows.push(['engine ran it', `step ${Number(run.step) + 1}, ${formatNumber(Number(run.ms))} ms${Number(run.pass) > 0 ? `, pass ${Number(run.pass) + 1}` : ''} (thread ${String(run.thread).slice(-6)}, call #${Number(run.seq) + 1})`]);
+    }
     if (i < 0) rows.push(['shown', 'hidden (inside a folded module or plumbing)']);
     out.push(table(rows));
     const stepError = data?.error ?? (t.state.error && t.state.error.id === t.id ? t.state.error.message : null);

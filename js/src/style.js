@@ -186,8 +186,8 @@ export function binOf(norm, range) {
  * Which edges go in which edge layer.
  * @param {import('./model.js').Graph} graph
  * @param {import('./model.js').State} state
- * @returns {{ bins: number[][], idle: number[], nonfinite: number[], noGrad: number[], fresh: number[] }}
- *   `fresh`: the outgoing edges of the node that ran last (they "light up").
+ * @returns {{ bins: number[][], idle: number[], nonfinite: number[], noGrad: number[], differs: number[], fresh: number[] }}
+ *   `differs`: finite gradients that differ from the compared recording; `fresh`: the outgoing edges of the node that ran last (they "light up").
  */
 export function bucketEdges(graph, state) {
   const range = scaleRange(state.normRange);
@@ -196,11 +196,13 @@ export function bucketEdges(graph, state) {
   const idle = [];
   const nonfinite = [];
   const noGrad = [];
+  const differs = [];
   for (let e = 0; e < graph.m; e++) {
     const flag = state.edgeFlag[e];
     if (flag === EDGE_FLAG.finite) bins[binOf(state.edgeNorm[e], range)].push(e);
     else if (flag === EDGE_FLAG.nonfinite) nonfinite.push(e);
     else if (flag === EDGE_FLAG.no_gradient) noGrad.push(e);
+    else if (flag === EDGE_FLAG.differs) differs.push(e);
     else idle.push(e);
   }
   const fresh = [];
@@ -210,7 +212,7 @@ export function bucketEdges(graph, state) {
       if (state.edgeFlag[e] !== EDGE_FLAG.none) fresh.push(e);
     }
   }
-  return { bins, idle, nonfinite, noGrad, fresh };
+  return { bins, idle, nonfinite, noGrad, differs, fresh };
 }
 
 /**
@@ -234,6 +236,9 @@ export function gatherPaths(graph, edges) {
   }
   return { x, y };
 }
+
+/** Edges whose gradient differs from the compared recording (`aw.explore(a, compare_to=b)`). */
+export const DIFF_COLOR = '#b04ad8';
 
 /** Line width of colour bin `b`: bigger gradients draw thicker. @param {number} b */
 export function binWidth(b) {

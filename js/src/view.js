@@ -18,7 +18,7 @@ import { createMinimap } from './minimap.js';
 import { createSearch } from './search.js';
 import { MSG } from './protocol.js';
 import { readTheme, watchTheme } from './theme.js';
-import { ALARM_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, RAN_COLOR, SAVED_BADGE, SELECT_COLOR, scaleNote } from './style.js';
+import { ALARM_COLOR, DIFF_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, RAN_COLOR, SAVED_BADGE, SELECT_COLOR, scaleNote } from './style.js';
 
 /** Chunk length asked of the kernel for "Run to end" (ms of stepping per message). */
 export const RUN_CHUNK_MS = 100;
@@ -201,7 +201,7 @@ export function createView({ model, el, backend, options = {} }) {
   let jump = null;
   let selected = -1;
   let selectedEdge = -1;
-  /** @type {'idle' | 'play' | 'run'} */
+  /** @type {'idle' | 'play' | 'run' | 'seek'} */
   let mode = 'idle';
   let plotted = false;
   let destroyed = false;
@@ -442,6 +442,9 @@ export function createView({ model, el, backend, options = {} }) {
     counts.textContent = countsText(graph);
     counts.title = counts.textContent;
     plumbingBox.hidden = !live || (graph.showPlumbing === null && model.get('show_plumbing') === undefined);
+    // A replayed recording has no saved values to weigh nor nodes to probe: gradient colours only.
+    colorMode.hidden = !live || graph.source === 'recording';
+    if (colorMode.hidden && colorBy !== 'gradient') setColorMode('gradient');
     const show = graph.showPlumbing ?? model.get('show_plumbing');
     plumbing.checked = show === false;
     buildLegend();
@@ -476,13 +479,17 @@ export function createView({ model, el, backend, options = {} }) {
     return `${m ? m[1] : state.nextId ?? ''}${inBox}`;
   }
 
-  /** @param {string} text @param {'error' | 'warning'} kind */
+  /**
+   * One message above the drawing: an error stays until the next move; a warning goes after a
+   * while (longer ones stay longer: a NaN's cause is a sentence to read); an info (progress) stays.
+   * @param {string} text @param {'error' | 'warning' | 'info'} kind
+   */
   function showAlert(text, kind) {
     clearTimeout(alertTimer);
     alert.hidden = false;
     alert.dataset.kind = kind;
-    alert.textContent = (kind === 'error' ? '✖ ' : '⚠ ') + text;
-    if (kind === 'warning') alertTimer = setTimeout(hideAlert, 8000);
+    alert.textContent = (kind === 'error' ? '✖ ' : kind === 'warning' ? '⚠ ' : '') + text;
+    if (kind === 'warning') alertTimer = setTimeout(hideAlert, Math.max(8000, 60 * text.length));
   }
 
   function hideAlert() {
@@ -539,6 +546,7 @@ export function createView({ model, el, backend, options = {} }) {
   }
   function pause() {
     if (mode === 'idle') return;
+    if (mode === 'seek' && alert.dataset.kind === 'info') hideAlert();
     mode = 'idle';
     clearTimeout(playTimer);
     playTimer = null;
@@ -680,25 +688,46 @@ export function createView({ model, el, backend, options = {} }) {
     }
   }
 
+  /**
+   * First NaN/Inf: jump to the first edge whose gradient is not finite, running ahead to find
+   * it (one time-boxed chunk per request, with progress; Pause stops), then say where it is born
+   * and why, in one sentence (Python reads the cause from the node's saved values and inputs).
+   */
   function firstNonfinite() {
+    if (mode !== 'idle') return;
+    const seek = !state.done && !state.error;
+    if (seek) {
+      mode = 'seek';
+      updateChrome();
+    }
     nanBtn.disabled = true;
-    request({ type: MSG.FIRST_NONFINITE })
-      .then((data) => {
-        if (!data || data.edge === null || data.edge === undefined || typeof data.id !== 'string') {
-          showAlert(data?.message ? String(data.message) : 'no NaN/Inf gradient so far', 'warning');
-          return;
-        }
-        if (alert.dataset.kind === 'warning') hideAlert();
-        jump = { kind: 'edge', id: data.id, until: now() + JUMP_FOLLOW_MS };
-        setFocus({ kind: 'edge', id: data.id });
-        refreshSelection();
-        applyJump();
-        paint();
-      })
-      .catch((err) => showAlert(`First NaN/Inf: ${err?.message ?? err}`, 'warning'))
-      .finally(() => {
-        nanBtn.disabled = false;
-      });
+    const ask = () =>
+      request(seek ? { type: MSG.FIRST_NONFINITE, chunk_ms: RUN_CHUNK_MS } : { type: MSG.FIRST_NONFINITE })
+        .then((data) => {
+          if (seek && mode !== 'seek') return; // paused: keep what was found so far
+          if (data && data.searching) {
+            showAlert(`Looking for the first NaN/Inf… step ${Number(data.position)} of ${Number(data.total)} (Pause stops)`, 'info');
+            return ask();
+          }
+          if (seek) stopQuietly();
+          if (!data || data.edge === null || data.edge === undefined || typeof data.id !== 'string') {
+            showAlert(data?.message ? String(data.message) : 'no NaN/Inf gradient so far', 'warning');
+            return;
+          }
+          showAlert(String(data.sentence || `The first NaN/Inf flows along ${data.src} → ${data.dst}.`), data.expected ? 'info' : 'warning');
+          jump = { kind: 'edge', id: data.id, until: now() + JUMP_FOLLOW_MS };
+          setFocus({ kind: 'edge', id: data.id });
+          refreshSelection();
+          applyJump();
+          paint();
+        })
+        .catch((err) => {
+          if (seek && mode === 'seek') stopQuietly();
+          showAlert(`First NaN/Inf: ${err?.message ?? err}`, 'warning');
+        });
+    ask().finally(() => {
+      nanBtn.disabled = false;
+    });
   }
 
   /** @param {'gradient' | 'memory' | 'sensitivity'} m */
@@ -1040,7 +1069,7 @@ export function createView({ model, el, backend, options = {} }) {
    */
   function whatIfFields(key) {
     /** @type {{ norm: string, normError: string | null, live: boolean, editWarning: string | null, leafDiff: any }} */
-    const out = { norm: '', normError: null, live, editWarning: editWarning && editWarning.key === key ? editWarning.message : null, leafDiff: null };
+    const out = { norm: '', normError: null, live: live && graph.source !== 'recording', editWarning: editWarning && editWarning.key === key ? editWarning.message : null, leafDiff: null };
     if (focus?.kind === 'node' && colorBy === 'sensitivity') {
       if (sensitivity) {
         out.norm = normText(sensitivity.nodes.get(focus.id), sensitivity.samples);
@@ -1340,6 +1369,7 @@ export function createView({ model, el, backend, options = {} }) {
         legendItem('agw-line agw-line-none', '', 'None'),
         legendItem('agw-line agw-line-alarm', `border-color:${ALARM_COLOR}`, 'NaN/inf'),
       );
+      if (graph.compared) items.push(legendItem('agw-line agw-line-alarm', `border-color:${DIFF_COLOR}`, `differs from ${graph.compared}`));
       const note = scaleNote(state);
       if (note) items.push(h('span', { class: 'agw-legend-item agw-scale-note' }, note));
     }

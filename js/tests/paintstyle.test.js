@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ARROW_MIN_EDGE_PX, arrowHead, arrowIntoBox, colorbar, edgeLayers, edgeStyles, tracePath } from '../src/paintstyle.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { fakeContext, zGraph, zState } from './fixtures.js';
-import { makeTheme, N_BINS } from '../src/style.js';
+import { ALARM_COLOR, DIFF_COLOR, makeTheme, N_BINS } from '../src/style.js';
 
 const theme = makeTheme();
 
@@ -19,9 +19,11 @@ describe('edge styles and symbols', () => {
     expect(ctx.ops[0]).toEqual(['moveTo', 0, -6.5]);
   });
 
-  it('styles every edge bucket: glow, idle, no gradient dotted, one per bin, NaN dashed', () => {
+  it('styles every edge bucket: glow, idle, no gradient dotted, one per bin, NaN dashed, differs', () => {
     const s = edgeStyles(theme);
-    expect(s).toHaveLength(4 + N_BINS);
+    expect(s).toHaveLength(5 + N_BINS);
+    expect(s.at(-2).color).toBe(ALARM_COLOR);
+    expect(s.at(-1).color).toBe(DIFF_COLOR);
     expect(s[1].color).toBe(theme.idleEdge);
     expect(s[2].dash.length).toBeGreaterThan(0);
     expect(s.at(-1).dash.length).toBeGreaterThan(0);

@@ -62,7 +62,7 @@ describe('navigation', () => {
     button('First NaN/Inf').click();
     reply('first_nonfinite', { edge: 2, id: 'n2:1', src: 'AddmmBackward0', dst: 'TanhBackward0', summary: {} });
     await flush();
-    expect(el.querySelector('.agw-alert').hidden).toBe(true);
+    expect(el.querySelector('.agw-alert').textContent).toContain('The first NaN/Inf flows along AddmmBackward0 → TanhBackward0.');
     expect(inspector().hidden).toBe(false);
     expect(sent('inspect').at(-1)).toMatchObject({ edge: 2 });
     expect(paints(el)).toBeGreaterThan(before);
@@ -72,6 +72,40 @@ describe('navigation', () => {
     expect(cx).toBeCloseTo(g.midX[2]);
     expect(cy).toBeCloseTo(g.midY[2]);
     expect(g.midY[2]).toBeCloseTo((g.y[2] + g.y[3]) / 2);
+    cleanup();
+  });
+
+  it('First NaN/Inf runs ahead in chunks with progress, says the cause, and Pause stops it', async () => {
+    const { el, button, sent, reply, cleanup } = mount(2);
+    await flush();
+    button('First NaN/Inf').click();
+    expect(sent('first_nonfinite').at(-1)).toMatchObject({ chunk_ms: expect.any(Number) });
+    expect(button('Pause')).toBeTruthy(); // busy while looking
+    expect(button('Step').disabled).toBe(true);
+    reply('first_nonfinite', { edge: null, searching: true, position: 5, total: 11 });
+    await flush();
+    const alert = el.querySelector('.agw-alert');
+    expect(alert.textContent).toBe('Looking for the first NaN/Inf… step 5 of 11 (Pause stops)');
+    expect(sent('first_nonfinite')).toHaveLength(2); // asked for the next chunk
+    reply('first_nonfinite', {
+      edge: 2, id: 'n2:1', src: 'SqrtBackward0', dst: 'TanhBackward0', summary: {},
+      sentence: 'The first NaN/Inf is born in Sqrt: 3 Infs in its output. Saved `result` has 3 zeros.',
+    });
+    await flush();
+    expect(alert.textContent).toContain('born in Sqrt');
+    expect(alert.dataset.kind).toBe('warning');
+    expect(button('Play')).toBeTruthy(); // idle again
+    // Pause while looking: no further chunk is asked, the progress message goes
+    button('First NaN/Inf').click();
+    reply('first_nonfinite', { edge: null, searching: true, position: 6, total: 11 });
+    await flush();
+    const asked = sent('first_nonfinite').length;
+    button('Pause').click();
+    reply('first_nonfinite', { edge: null, searching: true, position: 7, total: 11 });
+    await flush();
+    expect(sent('first_nonfinite')).toHaveLength(asked);
+    expect(sent('pause').length).toBeGreaterThan(0);
+    expect(alert.hidden).toBe(true);
     cleanup();
   });
 

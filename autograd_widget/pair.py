@@ -1,0 +1,115 @@
+"""Two recordings side by side: `aw.side_by_side(a, b)`.
+
+Two replay widgets of two recordings of the same program (two ranks of a distributed job, two
+runs), each drawing the edges whose gradients differ from the other's in their own colour
+(`explore(a, compare_to=b)`), stepped together: a step, Back, Run or Reset in either moves the
+other to the same position (the engine may have run the nodes in another order on the other
+side: the other side then shows the same number of steps).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets
+
+from .engine.recording import Recording
+from .engine.replay import recording_name
+from .widget import AutogradWidget
+
+__all__ = ["RecordingPair", "side_by_side"]
+
+
+class RecordingPair(ipywidgets.HBox):
+    """Two linked replay widgets in one row (`left`, `right`); `differences` lists the edge ids
+    whose gradients differ (`aw.compare_recordings`)."""
+
+    left: AutogradWidget
+    right: AutogradWidget
+
+    def __init__(self, a: Recording, b: Recording, *, names: tuple[str, str] | None = None,
+                 **options: Any) -> None:
+        left = AutogradWidget(a, compare_to=b, **options)
+        right = AutogradWidget(b, compare_to=a, **options)
+        na, nb = names or (_name(a, "first"), _name(b, "second"))
+        super().__init__([
+            ipywidgets.VBox([ipywidgets.HTML(f"<b>{_escape(na)}</b>"), left]),
+            ipywidgets.VBox([ipywidgets.HTML(f"<b>{_escape(nb)}</b>"), right]),
+        ])
+        self.left, self.right = left, right
+        self.differences: list[str] = left.differences
+        self._moving = False
+        left.stepper.add_listener(self._follow_left)
+        right.stepper.add_listener(self._follow_right)
+
+    def _follow(self, source: AutogradWidget, target: AutogradWidget) -> None:
+        if self._moving:
+            return
+        self._moving = True
+        try:
+            src, dst = source.stepper, target.stepper
+            pos = min(src.position, len(dst.order))
+            with dst.batch():
+                if pos < dst.position or dst.failure is not None:
+                    dst.reset()
+                while dst.position < pos:
+                    rec = dst.step()
+                    if rec is None or rec.error is not None:
+                        break
+        finally:
+            self._moving = False
+
+    def _follow_left(self, _st: Any) -> None:
+        self._follow(self.left, self.right)
+
+    def _follow_right(self, _st: Any) -> None:
+        self._follow(self.right, self.left)
+
+    def close(self) -> None:
+        """Close both widgets and the row.
+
+        Example:
+            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
+            >>> with aw.record(loss) as a:
+            ...     loss.backward(retain_graph=True)
+            >>> with aw.record(loss) as b:
+            ...     loss.backward()
+            >>> pair = aw.side_by_side(a, b); pair.close(); pair.left.graph.is_live
+            False
+        """
+        for side in (getattr(self, "left", None), getattr(self, "right", None)):
+            if side is not None:  # None: construction failed before (e.g. graphs that differ)
+                side.close()
+        super().close()
+
+
+def _name(rec: Recording, default: str) -> str:
+    name = recording_name(rec)
+    return default + " recording" if name == "the compared recording" else name
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def side_by_side(a: Recording, b: Recording, *, names: tuple[str, str] | None = None,
+                 **options: Any) -> RecordingPair:
+    """Show recordings `a` and `b` side by side, stepped together, the edges whose gradients
+    differ drawn in their own colour on both (options as `aw.explore`: collapse, orientation,
+    height). `names` titles the two sides (default: "rank N" from the recordings).
+
+    Guarantees: ValueError (naming the first structural difference) when the graphs differ.
+
+    Example:
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> loss = (w * 3).sum()
+        >>> with aw.record(loss) as a:
+        ...     loss.backward(retain_graph=True)
+        >>> with aw.record(loss) as b:
+        ...     loss.backward()
+        >>> pair = aw.side_by_side(a, b); pair.differences
+        []
+        >>> _ = pair.left.stepper.step(); pair.right.stepper.position
+        1
+    """
+    return RecordingPair(a, b, names=names, **options)
