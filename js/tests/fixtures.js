@@ -179,6 +179,7 @@ export function addmmReply() {
       { name: 'mat1_sym_sizes', kind: 'tuple', state: 'ok', aliases: [], alias_ids: [], value: [5, 8] },
     ],
     saved_error: null,
+    run: null,
     hooks: [
       { on: '2.weight', kind: 'tensor hook', fn: 'scale_grad' },
       { on: 'AddmmBackward0', kind: 'note', fn: 'Hooks registered on this node cannot be listed from the graph' },
