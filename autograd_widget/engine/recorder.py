@@ -41,6 +41,7 @@ from ..core.capture import capture
 from ..core.graph import BackwardGraph
 from ..core.store import SummaryStore
 from ..core.summary import Summary
+from ..util.gcpause import gc_paused
 from .recording import Failure, NodeRun, Recording, new_meta
 
 __all__ = ["Recorder", "record"]
@@ -85,24 +86,20 @@ class Recorder:
         self.fns: list = list(live.fns)
         n = len(self.fns)
         self.ids = [f"n{i}" for i in range(n)]
-        # per node and output slot: does an edge leave it (else its gradient is not summarised)
-        self.has_edge: list[tuple[bool, ...]] = [()] * n
+        # per node and output slot: does an edge leave it (else its gradient is not summarised);
         # per node and input slot: (src index, output_nr) of its ONLY in-edge, else None
-        self.single_src: list[list[tuple[int, int] | None]] = [
-            [None] * len(node.inputs) for node in graph.nodes.values()
-        ]
-        fan_in: dict[tuple[int, int], int] = {}
-        for e in graph.edges:
-            fan_in[(int(e.dst[1:]), e.input_nr)] = fan_in.get((int(e.dst[1:]), e.input_nr), 0) + 1
-        outs: list[set[int]] = [set() for _ in range(n)]
-        for e in graph.edges:
-            src, dst = int(e.src[1:]), int(e.dst[1:])
-            outs[src].add(e.output_nr)
-            slots = self.single_src[dst]
-            if fan_in[(dst, e.input_nr)] == 1 and e.input_nr < len(slots):
-                slots[e.input_nr] = (src, e.output_nr)
-        for i, node in enumerate(graph.nodes.values()):
-            self.has_edge[i] = tuple(k in outs[i] for k in range(node.num_outputs))
+        index = {nid: i for i, nid in enumerate(self.ids)}
+        has_edge = [[False] * node.num_outputs for node in graph.nodes.values()]
+        single: list[list[Any]] = [[None] * len(node.inputs) for node in graph.nodes.values()]
+        for src_id, nr, dst_id, slot in graph.edges:
+            src, dst = index[src_id], index[dst_id]
+            has_edge[src][nr] = True
+            slots = single[dst]
+            if slot < len(slots):
+                # first in-edge: remember it; a second one: fan-in, no single source
+                slots[slot] = (src, nr) if slots[slot] is None else False
+        self.has_edge: list[list[bool]] = has_edge
+        self.single_src = [[s or None for s in slots] for slots in single]
         self.store = SummaryStore()
         self.lock = threading.Lock()
         self.counter = itertools.count()
@@ -248,9 +245,10 @@ class Recorder:
         self.started = True
         add = self.handles.append
         try:
-            for i, fn in enumerate(self.fns):
-                add(fn.register_prehook(self._pre(i)))
-                add(fn.register_hook(self._post(i)))
+            with gc_paused():  # two closures and two handles per node: no collection pass
+                for i, fn in enumerate(self.fns):
+                    add(fn.register_prehook(self._pre(i)))
+                    add(fn.register_hook(self._post(i)))
         except BaseException:
             self.remove_hooks()
             self.graph.close()
@@ -282,7 +280,8 @@ class Recorder:
         """
         self.remove_hooks()
         try:
-            self.fill(exc)
+            with gc_paused():
+                self.fill(exc)
         except Exception as e:  # a recorder bug must not replace the user's error
             self.note("building the recording", e)
             try:
