@@ -4,7 +4,7 @@ Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
 `Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
-`ListenerHandle`, `Repeat`, `SubgraphRun`. Everything else lives in the layers (`util`, `core`,
+`ListenerHandle`, `Repeat`, `SubgraphRun`, `Origin`, `FailureExplanation`. Everything else lives in the layers (`util`, `core`,
 `engine`, `view`, `wire`, `export`) and may change.
 
 Example:
@@ -26,7 +26,9 @@ from .core.records import Edge, Node, TensorMeta  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
+from .engine.failure import FailureExplanation  # noqa: E402
 from .engine.listeners import ListenerHandle  # noqa: E402
+from .engine.origins import Origin  # noqa: E402
 from .engine.probes import JacobianNorm  # noqa: E402
 from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
 from .engine.stepper import Stepper  # noqa: E402
@@ -42,10 +44,12 @@ __all__ = [
     "Difference",
     "Edge",
     "EditInfo",
+    "FailureExplanation",
     "JacobianNorm",
     "LeafDiff",
     "ListenerHandle",
     "Node",
+    "Origin",
     "Repeat",
     "SavedMemory",
     "SavedValue",
