@@ -4,8 +4,8 @@ Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
 `Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
-`ListenerHandle`, `Repeat`, `SubgraphRun`, `Origin`, `FailureExplanation`. Everything else lives in the layers (`util`, `core`,
-`engine`, `view`, `wire`, `export`) and may change.
+`ListenerHandle`, `Repeat`, `SubgraphRun`, `Origin`, `FailureExplanation`. Everything else
+lives in the layers (`util`, `core`, `engine`, `view`, `wire`, `export`) and may change.
 
 Example:
     >>> x = torch.tensor(2.0, requires_grad=True)
