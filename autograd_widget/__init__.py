@@ -4,9 +4,10 @@ Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
 `Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
-`ListenerHandle`, `Repeat`, `SubgraphRun`; `record` / `load_recording` / `compare_recordings`
-and their `Recording`, `NodeRun`, `Failure`. Everything else lives in the layers (`util`, `core`,
-`engine`, `view`, `wire`, `export`) and may change.
+`ListenerHandle`, `Repeat`, `SubgraphRun`, `Origin`, `FailureExplanation`; `record` /
+`load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeRun`,
+`Failure`, `Replay`, `RecordingPair`; `formula`. Everything else lives in the layers (`util`,
+`core`, `engine`, `view`, `wire`, `export`) and may change.
 
 Example:
     >>> x = torch.tensor(2.0, requires_grad=True)
@@ -27,7 +28,9 @@ from .core.records import Edge, Node, TensorMeta  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
+from .engine.failure import FailureExplanation  # noqa: E402
 from .engine.listeners import ListenerHandle  # noqa: E402
+from .engine.origins import Origin  # noqa: E402
 from .engine.probes import JacobianNorm  # noqa: E402
 from .engine.recompare import compare_recordings  # noqa: E402
 from .engine.recorder import record  # noqa: E402
@@ -49,11 +52,13 @@ __all__ = [
     "Edge",
     "EditInfo",
     "Failure",
+    "FailureExplanation",
     "JacobianNorm",
     "LeafDiff",
     "ListenerHandle",
     "Node",
     "NodeRun",
+    "Origin",
     "Recording",
     "RecordingPair",
     "Replay",

@@ -53,7 +53,7 @@ def _n(mask: torch.Tensor) -> int:
 
 
 def describe_counts(nan: int, inf: int) -> str:
-    """"2 NaNs and 1 Inf", "1 NaN", "3 Infs" (or "no NaN or Inf").
+    """Counts in words: "2 NaNs and 1 Inf", "1 NaN", "3 Infs" (or "no NaN or Inf").
 
     Example:
         >>> describe_counts(2, 1), describe_counts(0, 3), describe_counts(0, 0)
@@ -124,7 +124,7 @@ def read_saved_values(fn: Any, names: Sequence[str] | None = None) -> tuple[dict
             return {}, True
         try:
             values = fn.saved_tensors
-        except Exception:  # noqa: BLE001 - freed or stale: nothing to read
+        except Exception:
             return {}, False
         for i, v in enumerate(values):
             out[f"saved_tensors[{i}]"] = v
@@ -135,7 +135,7 @@ def read_saved_values(fn: Any, names: Sequence[str] | None = None) -> tuple[dict
             return {}, True
         try:
             v = getattr(fn, "_saved_" + name)
-        except Exception:  # noqa: BLE001 - freed or stale: left out
+        except Exception:
             continue
         out[name] = v
     return out, False
@@ -158,7 +158,9 @@ def _numel(g: Any) -> int | None:
 def _sqrt(s: dict, gin: Sequence, gout: Sequence) -> str | None:
     r = _tensor(s.get("result"))
     n = 0 if r is None else _n(r == 0)
-    return f"saved `result` has {_plural(n, 'zero')}: the derivative of sqrt at 0 is infinite" if n else None
+    if not n:
+        return None
+    return f"saved `result` has {_plural(n, 'zero')}: the derivative of sqrt at 0 is infinite"
 
 
 def _rsqrt(s: dict, gin: Sequence, gout: Sequence) -> str | None:
@@ -201,7 +203,8 @@ def _div(s: dict, gin: Sequence, gout: Sequence) -> str | None:
     n = 0 if o is None else _n(o == 0)
     if not n:
         return None
-    return f"division by a saved zero ({_plural(n, 'element')} of `other` {'is' if n == 1 else 'are'} 0)"
+    verb = "is" if n == 1 else "are"
+    return f"division by a saved zero ({_plural(n, 'element')} of `other` {verb} 0)"
 
 
 def _reciprocal(s: dict, gin: Sequence, gout: Sequence) -> str | None:
@@ -386,8 +389,8 @@ def _forward_note(name: str, producer: Any) -> str:
 
 
 def nonfinite_saved(saved: dict[str, Any], name: str = "") -> str | None:
-    """"saved `self` has 2 NaNs: produced in the forward" for the first non-finite saved tensor
-    (naming the forward op that made it when the value knows it), else None.
+    """The sentence "saved `self` has 2 NaNs: produced in the forward" for the first saved
+    tensor holding a NaN/Inf (naming the forward op that made it when known), else None.
 
     Args:
         saved: `read_saved_values(fn)[0]`.
@@ -406,7 +409,8 @@ def nonfinite_saved(saved: dict[str, Any], name: str = "") -> str | None:
         nan, inf = counts_of(t)
         if nan or inf:
             producer = getattr(v, "grad_fn", None) if key != "result" else None
-            note = _forward_note(name, producer) if (producer is not None or key == "result") else ""
+            known = producer is not None or key == "result"
+            note = _forward_note(name, producer) if known else ""
             return f"saved `{key}` has {describe_counts(nan, inf)}: produced in the forward{note}"
     return None
 
@@ -439,8 +443,9 @@ def overflow_sentence(
 
     Example:
         >>> g = torch.full((2,), 60000.0, dtype=torch.float16)
-        >>> overflow_sentence([g], [g * 2], {"other": torch.tensor(2.0)}, 2, 0)
-        "float16 overflow: finite incoming gradients (largest |g| 6e+04) times saved `other` (largest |value| 2) exceed float16's largest value 65504: 2 Infs in the output"
+        >>> print(overflow_sentence([g], [g * 2], {"other": torch.tensor(2.0)}, 2, 0))
+        float16 overflow: finite incoming gradients (largest |g| 6e+04) times saved `other`
+        (largest |value| 2) exceed float16's largest value 65504: 2 Infs in the output
     """
     dt = next((d for d in map(_dtype_of, grads_out) if d is not None), None) or "float32"
     biggest = [v for v in map(_largest, grads_in) if v is not None]

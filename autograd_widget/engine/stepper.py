@@ -36,20 +36,22 @@ import torch
 from ..core.graph import BackwardGraph
 from ..core.records import Edge, Node
 from ..core.summary import Summary
-from ..util.compat import check_step_api, gradient_edge
 from ..util.gcpause import gc_paused
 from . import records
 from .breakpoints import Breakpoints
 from .calls import IN_STEP_CODES
 from .compare import compare
 from .edits import EditKind, Edits
+from .failure import FailureExplanation, explain_failure
 from .guard import Guard, GuardScope
 from .listeners import ListenerHandle, Listeners
-from .plan import Plan, build_plan, root_seeds
-from .plan import node_id as node_id_of
+from .nonfinite import StepOrigins
+from .origins import Origin
+from .plan import Plan
 from .probes import EXACT_MAX, JacobianNorm
 from .probes import jacobian_norms as probe_jacobian_norms
 from .records import Difference, EditInfo, History, LeafDiff, ReadOnlyList, StepInfo, StepRecord
+from .resolve import edge_index, grad_slot, make_plan, step_index
 from .state import ADVANCE_CODE, StepState
 
 __all__ = ["Difference", "EditInfo", "StepInfo", "StepRecord", "Stepper"]
@@ -81,29 +83,10 @@ class Stepper:
     def __init__(
         self, graph: BackwardGraph, *, create_graph: bool = False, keep: Keep = "summaries"
     ) -> None:
-        if not isinstance(graph, BackwardGraph):
-            raise TypeError(
-                f"Stepper needs a BackwardGraph from aw.capture(...), got {type(graph).__name__}"
-            )
-        if isinstance(keep, bool) or not (
-            keep in ("summaries", "tensors") or (isinstance(keep, int) and keep >= 0)
-        ):
-            raise ValueError(
-                f"keep must be 'summaries', 'tensors' or a byte budget (int >= 0), got {keep!r}"
-            )
-        live = graph.require_live("step this graph")
+        self._plan, seeds = make_plan(graph, keep)  # checks graph and keep (resolve.py)
         self._graph = graph
         self.create_graph = bool(create_graph)
         self.keep: Keep = keep
-        try:
-            with gc_paused():
-                self._plan = build_plan(graph, live.fns)
-        except AttributeError:
-            # A node lacking an attribute stepping relies on: name the torch version instead.
-            for i, fn in enumerate(live.fns):
-                check_step_api(fn, graph.nodes[f"n{i}"].kind)
-            raise
-        seeds = root_seeds(graph, self._plan)
         self._breaks = Breakpoints(self._plan, graph.nodes)
         self._closed = False
         self._failure: StepRecord | None = None
@@ -115,6 +98,7 @@ class Stepper:
             graph, self._plan, seeds, create_graph=self.create_graph, keep=keep,
             edits=self._edits, guard=self._guard,
         )  # fmt: skip
+        self._origins = StepOrigins()
         #: Node id -> why its Jacobian probe failed, from the last `jacobian_norms()` call.
         self.probe_errors: dict[str, str] = {}
 
@@ -235,13 +219,7 @@ class Stepper:
             >>> st.step_index("n1"), st.step_index(g.nodes["n3"])
             (2, 3)
         """
-        nid = node_id_of(node_id)
-        try:
-            return self._plan.step_of[nid]
-        except KeyError:
-            raise KeyError(
-                f"no node {nid!r} in this graph (ids look like 'n0', 'n1', ...)"
-            ) from None
+        return step_index(self._plan, node_id)
 
     def _interruptible(self) -> GuardScope:
         """Make Ctrl-C safe while stepping (guard.py): a SIGINT in a node's own code rolls that
@@ -393,11 +371,7 @@ class Stepper:
 
     # ----------------------------------------------------------------- inspection
     def _edge(self, edge_or_id: Edge | str) -> int:
-        eid = edge_or_id.id if isinstance(edge_or_id, Edge) else edge_or_id
-        ei = self._plan.edge_index.get(eid) if isinstance(eid, str) else None
-        if ei is None:
-            raise KeyError(f"no edge {edge_or_id!r} in this graph (edge ids read 'src:output_nr')")
-        return ei
+        return edge_index(self._plan, edge_or_id)
 
     def edge_grad(self, edge_or_id: Edge | str) -> torch.Tensor | None:
         """The gradient that flowed along edge `edge_or_id` (an `Edge` or an id such as "n2:0"),
@@ -467,18 +441,7 @@ class Stepper:
             (tensor(4.), tensor(1.), tensor(1.))
         """
         self._check_open()
-        try:
-            nid, slot = self.graph.gradient_edge(tensor)
-        except NotImplementedError:  # a sparse leaf: torch's helper needs `view`
-            node, slot = gradient_edge(tensor)
-            found = self.graph.id_of(node)
-            if found is None:
-                raise ValueError(
-                    "this tensor is not part of the captured graph: its gradient node was not "
-                    "reached from the captured outputs"
-                ) from None
-            nid = found
-        return self._state.slot_grad(nid, slot)
+        return self._state.slot_grad(*grad_slot(self.graph, tensor))
 
     def first_nonfinite(self) -> tuple[Edge, Summary] | None:
         """The first edge, in execution order, whose gradient holds a NaN or an Inf.
@@ -489,6 +452,44 @@ class Stepper:
             >>> _ = st.run(); st.first_nonfinite()  # no output: None, every gradient is finite
         """
         return self._state.first_nonfinite()
+
+    # ----------------------------------------------------------------- why it went wrong
+    def nonfinite_origins(self) -> list[Origin]:
+        """Per node that produced or received a NaN/Inf gradient in the steps done: "born",
+        "propagated" or "healed", in step order; a born one says why, with counts (nonfinite.py:
+        the loop pays nothing; a cause may cost one replay, then is cached).
+
+        Example:
+            >>> a = torch.zeros(3, requires_grad=True)
+            >>> s = Stepper(aw.capture(a.sqrt().sum())); _ = s.run()
+            >>> [(o.node, o.kind, o.cause) for o in s.nonfinite_origins()][0]
+            ('n1', 'born', 'saved `result` has 3 zeros: the derivative of sqrt at 0 is infinite')
+        """
+        self._check_open()
+        return self._origins.origins(self._state, self._edits)
+
+    def first_birth(self) -> Origin | None:
+        """The first "born" origin of `nonfinite_origins()` (only its cause is computed), or None.
+
+        Example:
+            >>> a = torch.zeros(3, requires_grad=True)
+            >>> s = Stepper(aw.capture(a.sqrt().sum())); _ = s.run(); s.first_birth().node
+            'n1'
+        """
+        self._check_open()
+        found = self._origins.origins(self._state, self._edits, first=True)
+        return found[0] if found else None
+
+    def explain_failure(self) -> FailureExplanation | None:
+        """Why the step that just failed (`failure`) failed (failure.py), or None.
+
+        Example:
+            >>> a = torch.ones(2, requires_grad=True); b = a.sigmoid(); _ = b.mul_(2)
+            >>> s = Stepper(aw.capture(b.sum())); _ = s.run(); s.explain_failure().culprit
+            'n1'
+        """
+        f = self._failure
+        return None if f is None else explain_failure(self.graph, f.node.id, f.error or "")
 
     # ----------------------------------------------------------------- the engine, for real
     def compare_with_engine(
@@ -689,4 +690,3 @@ class Stepper:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"step {self._state.pos}/{len(self._plan.order)}"
         return f"<Stepper {state}, keep={self.keep!r}, create_graph={self.create_graph}>"
-
