@@ -1,0 +1,310 @@
+"""Look up what a backward node type computes: LaTeX, torch evaluation, shapes of a live node.
+
+- `formula(name)`: the LaTeX of a node type (None when unknown); `AccumulateGrad` is described
+  as what it does (`x.grad \\mathrel{+}= G`).
+- `evaluate(fn, grads)`: the formula's torch value for a live node and its incoming gradients
+  (one entry per `fn.next_functions`, as the engine passes them on).
+- `node_formula(graph, node_id)`: a `NodeFormula` for the inspector, with the node's actual
+  shapes per term, computed on `meta` tensors (no data is read, and a value of a non-reentrant
+  checkpoint region is never unpacked: its recorded shape is used).
+- `covered_types()`: every node type with a formula.
+
+Example:
+    >>> "AddmmBackward0" in covered_types()
+    True
+    >>> formula("FooBackward0") is None
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..checkpoint import CHECKPOINT_NOTE
+from . import activations, elementwise, nn, reductions, sequence, shapes
+from .expr import Expr, Grad, Op, Saved, ShapeUnknown
+from .record import Formula, label_tex
+
+if TYPE_CHECKING:
+    from ..graph import BackwardGraph
+
+__all__ = [
+    "ACCUMULATE_LATEX",
+    "NOT_COVERABLE",
+    "FormulaLine",
+    "NodeFormula",
+    "covered_types",
+    "evaluate",
+    "formula",
+    "formula_record",
+    "node_formula",
+]
+
+#: What an AccumulateGrad node does (it has no formula to evaluate: it writes `.grad`).
+ACCUMULATE_LATEX = r"x.\mathrm{grad} \mathrel{+}= G"
+
+#: Node types that cannot have a formula here, and why.
+NOT_COVERABLE = {
+    "CopySlices": "torch hides the in-place op's own backward node inside it and exposes none "
+                  "of its saved values to Python, so its gradient cannot be computed from here",
+}
+
+_TABLE: dict[str, Formula] = {}
+for _family in (elementwise, activations, shapes, reductions, sequence, nn):
+    for _f in _family.FORMULAS:
+        if _f.name in _TABLE:
+            raise RuntimeError(f"two formulas for {_f.name}")
+        _TABLE[_f.name] = _f
+
+
+def _short(name: str) -> str:
+    return name.rsplit("::", 1)[-1]
+
+
+def covered_types() -> list[str]:
+    """Every backward node type with a formula, sorted (AccumulateGrad is not among them: it
+    accumulates into `.grad`, see `formula("AccumulateGrad")`).
+
+    Example:
+        >>> len(covered_types()) >= 100
+        True
+    """
+    return sorted(_TABLE)
+
+
+def formula_record(name: str) -> Formula | None:
+    """The `Formula` of node type `name` (torch's `torch::autograd::` prefix allowed), or None.
+
+    Example:
+        >>> formula_record("MmBackward0").outputs[1].label
+        'mat2'
+    """
+    return _TABLE.get(_short(name))
+
+
+def formula(node_name: str) -> str | None:
+    """The LaTeX of what backward node type `node_name` computes, None for an unknown type.
+
+    One aligned block: the named intermediates, then one line per gradient the node returns
+    (`\\mathrm{grad}_{\\mathrm{mat1}} = \\ldots`), in output order. `G` is the incoming gradient.
+
+    Example:
+        >>> r"\\mathrm{mat2}^{\\top}" in formula("AddmmBackward0")
+        True
+        >>> formula("AccumulateGrad")
+        'x.\\\\mathrm{grad} \\\\mathrel{+}= G'
+        >>> formula("NoSuchBackward0") is None
+        True
+    """
+    if _short(node_name) == "AccumulateGrad":
+        return ACCUMULATE_LATEX
+    f = formula_record(node_name)
+    return None if f is None else f.latex()
+
+
+def evaluate(fn: Any, grads: Sequence[torch.Tensor | None]) -> tuple[torch.Tensor | None, ...]:
+    """The gradients live node `fn` returns for incoming `grads`, computed from its formula.
+
+    One entry per `fn.next_functions` entry: None where no gradient is needed, else the value
+    the engine passes on (reduced to the forward input's shape where the forward broadcast).
+    Raises KeyError (with a plain sentence) for a node type without a formula.
+
+    Example:
+        >>> w = x * y
+        >>> evaluate(w.grad_fn, (torch.tensor(1.0),))
+        (tensor(3.), tensor(2.))
+    """
+    name = _short(fn.name())
+    f = _TABLE.get(name)
+    if f is None:
+        raise KeyError(unknown_sentence(name))
+    return f.evaluate(fn, grads)
+
+
+def unknown_sentence(name: str) -> str:
+    """The plain sentence for a node type without a formula.
+
+    Example:
+        >>> unknown_sentence("FooBackward0")
+        "No formula for FooBackward0 yet: its gradients are computed by torch's C++ code."
+    """
+    if name in NOT_COVERABLE:
+        return f"No formula for {name}: {NOT_COVERABLE[name]}."
+    return f"No formula for {name} yet: its gradients are computed by torch's C++ code."
+
+
+__all__ += ["unknown_sentence"]
+
+
+@dataclass(frozen=True)
+class FormulaLine:
+    """One line of a node's formula with the node's shapes.
+
+    `shapes` is LaTeX such as `[16\\times 8]\\cdot[8\\times 4] \\to [16\\times 4]`, None when
+    they cannot be known without unpacking data (see `NodeFormula.shape_note`).
+
+    Example:
+        >>> nf = node_formula(g, "n1")
+        >>> nf.lines[0].label, nf.lines[0].shapes
+        ('self', '[\\\\,]\\\\odot[\\\\,] \\\\to [\\\\,]')
+    """
+
+    label: str
+    latex: str
+    shapes: str | None
+    needed: bool
+
+
+@dataclass(frozen=True)
+class NodeFormula:
+    """What one node of a captured graph computes, with its shapes.
+
+    `known` is False for a type without a formula (then `text` says so in a sentence and
+    `latex` is None). `latex` is the type's formula; `latex_shapes` the same lines, each
+    followed by its shapes. `note` explains symbols; `shape_note` says why shapes are missing.
+
+    Example:
+        >>> nf = node_formula(g, "n0")
+        >>> nf.known, nf.name, [l.label for l in nf.lines]
+        (True, 'AddBackward0', ['self', 'other'])
+    """
+
+    node_id: str
+    name: str
+    known: bool
+    text: str
+    latex: str | None = None
+    latex_shapes: str | None = None
+    lines: tuple[FormulaLine, ...] = ()
+    note: str | None = None
+    shape_note: str | None = None
+
+
+def _shape_tex(shape: tuple[int, ...] | None) -> str:
+    if shape is None:
+        return "[?]"
+    if not shape:
+        return r"[\,]"
+    return "[" + r"\times ".join(str(d) for d in shape) + "]"
+
+
+def _main(e: Expr) -> Expr:
+    """The operation a line is about: through scalar factors, negations and unbroadcasts."""
+    while isinstance(e, Op):
+        tensor_args = [a for a in e.args if not a.scalar and a.tex()]
+        if e.join is None and len(tensor_args) == 1 and e.template in (
+            "-#0", r"#0\,#1") or e.template.startswith(r"\operatorname{sum}_{\text{bcast}"):
+            e = tensor_args[0]
+            continue
+        break
+    return e
+
+
+def _leaves(e: Expr) -> list[Expr]:
+    out: list[Expr] = []
+    seen: set[str] = set()
+
+    def walk(n: Expr) -> None:
+        if isinstance(n, Grad | Saved) and not n.scalar:
+            if n.tex() not in seen:
+                seen.add(n.tex())
+                out.append(n)
+        for c in n.children():
+            walk(c)
+
+    walk(e)
+    return out
+
+
+def _line_shapes(e: Expr, shapes: dict[int, tuple[int, ...]]) -> str:
+    main = _main(e)
+    result = _shape_tex(shapes.get(id(e)))
+    if isinstance(main, Op) and main.join is not None and len(main.args) == 2:
+        a, b = main.args
+        parts = [
+            _shape_tex(shapes.get(id(x))) if not x.scalar else x.tex() for x in (a, b)
+        ]
+        return f"{parts[0]}{main.join}{parts[1]} \\to {result}"
+    leaves = [f"{x.tex()}\\,{_shape_tex(shapes.get(id(x)))}" for x in _leaves(e)
+              if id(x) in shapes]
+    return (r",\ ".join(leaves) + f" \\to {result}") if leaves else result
+
+
+def node_formula(graph: BackwardGraph, node_id: str) -> NodeFormula:
+    """The formula of node `node_id` with its actual shapes (see `NodeFormula`).
+
+    Shapes come from the node's input metadata and its saved tensors' shapes, computed on
+    `meta` tensors: no data is read, and a checkpointed value is never unpacked (its recorded
+    shape is used; when torch recorded none the line says "recomputed during backward").
+
+    Example:
+        >>> a = torch.randn(16, 8, requires_grad=True); w = torch.randn(4, 8, requires_grad=True)
+        >>> h = torch.nn.functional.linear(a, w)
+        >>> nf = node_formula(aw.capture(h.sum()), "n1")
+        >>> nf.name, nf.lines[0].shapes
+        ('MmBackward0', '[16\\\\times 4]\\\\cdot[4\\\\times 8] \\\\to [16\\\\times 8]')
+    """
+    node = graph.nodes[graph.check_id(node_id)]
+    name = node.name
+    if name == "AccumulateGrad":
+        who = node.leaf_name or "x"
+        return NodeFormula(node_id, name, True, f"accumulates into {who}.grad",
+                           latex=ACCUMULATE_LATEX, latex_shapes=ACCUMULATE_LATEX + r"\quad "
+                           + _shape_tex(node.inputs[0].shape if node.inputs else None))
+    f = formula_record(name)
+    if f is None:
+        return NodeFormula(node_id, name, False, unknown_sentence(name))
+    lines, note = _shaped_lines(graph, node_id, f)
+    body = []
+    for (lhs, rhs), ln in zip(f.lines()[len(f.defs):], lines, strict=False):
+        extra = rf"\quad {ln.shapes}" if ln.shapes else ""
+        body.append(f"{lhs} &= {rhs}{extra}")
+    defs = [f"{lhs} &= {rhs}" for lhs, rhs in f.lines()[: len(f.defs)]]
+    joined = " \\\\ ".join(defs + body)
+    latex_shapes = rf"\begin{{aligned}} {joined} \end{{aligned}}"
+    text = f"{name}: " + "; ".join(
+        f"grad of {ln.label}" + ("" if ln.needed else " (not needed)") for ln in lines)
+    return NodeFormula(node_id, name, True, text, f.latex(), latex_shapes, tuple(lines),
+                       f.note, note)
+
+
+def _shaped_lines(graph: BackwardGraph, node_id: str, f: Formula
+                  ) -> tuple[list[FormulaLine], str | None]:
+    fn = graph.fn(node_id) if graph.is_live else None
+    count = len(fn.next_functions) if fn is not None else max(
+        len(f.outputs), graph.nodes[node_id].num_outputs)
+    note: str | None = None
+    env = None
+    if fn is None:
+        note = "shapes unknown: this graph holds no torch nodes"
+    else:
+        env = f.env(fn, [None] * len(fn._input_metadata), meta=True)
+    lines = []
+    for i in range(count):
+        o = f.output_for(i)
+        if o is None:
+            continue
+        needed = fn is not None and fn.next_functions[i][0] is not None
+        label = o.label if i < len(f.outputs) else f"{o.label}_{i - len(f.outputs)}"
+        shapes_tex = None
+        if env is not None and needed:
+            env.index = i - len(f.outputs)
+            env.shapes.clear()
+            try:
+                o.expr.value(env)
+                shapes_tex = _line_shapes(o.expr, env.shapes)
+            except ShapeUnknown as err:
+                msg = str(err)
+                note = (f"shapes unknown: {CHECKPOINT_NOTE}" if "recomputed" in msg
+                        else f"shapes unknown: {msg}")
+            except Exception as err:  # an op without a meta kernel: say so, never raise
+                note = f"shapes not computed without data ({type(err).__name__})"
+        lines.append(FormulaLine(label, o.expr.tex(), shapes_tex, needed))
+    return lines, note
+
+
+_ = label_tex
