@@ -65,11 +65,12 @@ def _run_ranks(tmp_path: Path, same: bool) -> list[aw.Recording]:
     script.write_text(CHILD)
     port = str(_free_port())
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    mode = "same" if same else "diff"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(rank), port, str(tmp_path), "same" if same else "diff"],
+            [sys.executable, str(script), str(rank), port, str(tmp_path), mode],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
-        )  # fmt: skip
+        )
         for rank in range(2)
     ]
     outs = []
