@@ -22,6 +22,7 @@ from .util.compat import UnsupportedTorchError, check_torch
 check_torch()
 
 from .core.capture import capture  # noqa: E402
+from .core.formulas.api import formula  # noqa: E402
 from .core.graph import BackwardGraph  # noqa: E402
 from .core.memory import SavedMemory  # noqa: E402
 from .core.records import Edge, Node, TensorMeta  # noqa: E402
@@ -35,13 +36,13 @@ from .engine.probes import JacobianNorm  # noqa: E402
 from .engine.recompare import compare_recordings  # noqa: E402
 from .engine.recorder import record  # noqa: E402
 from .engine.recording import Failure, NodeRun, Recording, load_recording  # noqa: E402
-from .engine.replay import Replay  # noqa: E402
 from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
+from .engine.replay import Replay  # noqa: E402
 from .engine.stepper import Stepper  # noqa: E402
+from .pair import RecordingPair, side_by_side  # noqa: E402
 from .view.folding import SubgraphRun  # noqa: E402
 from .view.repeats import Repeat  # noqa: E402
 from .widget import AutogradWidget, explore  # noqa: E402
-from .pair import RecordingPair, side_by_side  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -61,8 +62,8 @@ __all__ = [
     "Origin",
     "Recording",
     "RecordingPair",
-    "Replay",
     "Repeat",
+    "Replay",
     "SavedMemory",
     "SavedValue",
     "StepInfo",
@@ -75,6 +76,7 @@ __all__ = [
     "capture",
     "compare_recordings",
     "explore",
+    "formula",
     "load_recording",
     "record",
     "side_by_side",

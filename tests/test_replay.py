@@ -164,3 +164,89 @@ def test_side_by_side_steps_both_and_flags_both():
         loss.backward()
     with pytest.raises(ValueError):
         aw.side_by_side(a, c)
+
+
+def _nan_step():
+    """A step that goes NaN: the norm of a row that is exactly zero (sqrt at 0)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh())
+    x = torch.randn(5, 4)
+    x[2] = 0.0
+    with torch.no_grad():
+        model[0].bias.zero_()
+    with aw.track(model):
+        h = model(x)
+    loss = h.pow(2).sum(-1).sqrt().mean()
+    return model, loss
+
+
+@pytest.mark.parametrize("via_file", [False, True])
+def test_a_recorded_nan_birth_is_found_and_explained(tmp_path, via_file):
+    model, loss = _nan_step()
+    with aw.record(loss, model=model) as rec:
+        loss.backward()
+    assert model[0].weight.grad.isnan().any()  # the user's backward really went NaN
+    if via_file:
+        rec = aw.load_recording(rec.save(tmp_path / "nan.awrec"))
+    origins = rec.nonfinite_origins()
+    born = [o for o in origins if o.kind == "born"]
+    assert [rec.graph.nodes[o.node].name for o in born] == ["SqrtBackward0"]
+    assert "saved `result` has 1 zero" in born[0].cause
+    assert {o.kind for o in origins} <= {"born", "propagated", "healed"}
+    w = aw.explore(rec)
+    session = w._session
+    out = dispatch(session, {"type": "first_nonfinite", "request": 1, "chunk_ms": 1000})
+    data = out[0]["data"]
+    assert data["src"] == "SqrtBackward0"
+    assert "born in" in data["sentence"] and "1 zero" in data["sentence"]
+    assert w.stepper.position == w.stepper.step_index(born[0].node) + 1  # stopped right there
+    assert w.selected == born[0].node
+    w.close()
+
+
+def test_first_nonfinite_runs_ahead_in_chunks_on_a_live_graph():
+    model, loss = _nan_step()
+    w = aw.explore(loss, model=model)
+    session = w._session
+    replies = []
+    for k in range(200):
+        out = dispatch(session, {"type": "first_nonfinite", "request": k, "chunk_ms": 1e-6})
+        replies.append(out[0]["data"])
+        if not replies[-1].get("searching"):
+            break
+    assert len(replies) > 1 and replies[0]["searching"]  # one step per tiny chunk
+    assert replies[-1]["src"] == "SqrtBackward0"
+    assert "the derivative of sqrt at 0 is infinite" in replies[-1]["sentence"]
+    # without a NaN: the whole backward, then a plain answer
+    x = torch.randn(3, requires_grad=True)
+    w2 = aw.explore((x * 2).sum())
+    out = dispatch(w2._session, {"type": "first_nonfinite", "request": 1, "chunk_ms": 1000})
+    assert out[0]["data"]["message"] == "no NaN/Inf gradient in the whole backward"
+    assert w2.stepper.done
+    w.close()
+    w2.close()
+
+
+def test_a_recorded_inplace_failure_is_explained_even_from_a_file(tmp_path):
+    a = torch.randn(4, requires_grad=True)
+    b = a.sigmoid()
+    b.mul_(2)  # overwrites the output sigmoid saved
+    loss = b.sum()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"), \
+            aw.record(loss) as rec:
+        loss.backward()
+    rec = aw.load_recording(rec.save(tmp_path / "inplace.awrec"))
+    why = rec.failure.explanation
+    assert why is not None and why.kind == "inplace"
+    assert why.saved_name == "result" and why.current_version > why.saved_version
+    assert rec.graph.nodes[why.culprit].name == "MulBackward0"
+    assert "set_detect_anomaly" in why.hint
+    w = aw.explore(rec)
+    w.stepper.run()
+    reply = dispatch(w._session, {"type": "inspect", "request": 1, "what": "node",
+                                  "id": rec.failure.node})
+    data = reply[0]["data"]
+    assert data["explanation"]["sentence"] == why.sentence
+    assert data["formula"]["known"] and data["formula"]["latex"]  # SigmoidBackward0's formula
+    assert aw.formula("SigmoidBackward0") == data["formula"]["latex"]
+    w.close()

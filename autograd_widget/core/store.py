@@ -61,6 +61,7 @@ _MAX_SEEN = 64
 _weakref = weakref.ref
 
 _FIELDS = tuple(f.name for f in fields(Summary))
+_NAN, _INF = _FIELDS.index("nan"), _FIELDS.index("inf")
 
 
 class _Lazy(Summary):
@@ -263,6 +264,24 @@ class SummaryStore:
 
     def __contains__(self, key: int) -> bool:
         return key in self._done or key in self._raw or key in self._eager or key in self._keys
+
+    def finite_now(self, key: int) -> bool | None:
+        """Whether the tensor added under `key` was finite, when that is known without more
+        work (a large tensor is summarised, or normed, as it is added); None while it waits in
+        a batch (or is unknown).
+
+        Example:
+            >>> store = SummaryStore(); store.add(1, torch.full((300,), float("nan")))
+            >>> store.add(2, torch.ones(2)); store.finite_now(1), store.finite_now(2)
+            (False, None)
+        """
+        eager = self._eager.get(key)
+        if eager is not None:
+            return not (eager[3] or eager[4])
+        raw = self._raw.get(key)
+        if raw is None or not isinstance(raw, tuple) or len(raw) != len(_FIELDS):
+            return None
+        return not (raw[_NAN] or raw[_INF])
 
     def waiting_keys(self) -> set[int]:
         """The keys whose `min`/`max`/`mean`/`std`/`values` wait for the resolver.

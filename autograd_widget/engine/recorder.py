@@ -29,6 +29,7 @@ gradients are still the recorded edge summaries.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -42,6 +43,8 @@ from ..core.graph import BackwardGraph
 from ..core.store import SummaryStore
 from ..core.summary import Summary
 from ..util.gcpause import gc_paused
+from .failure import explain_failure
+from .origins import birth_cause, loss_scale
 from .recording import Failure, NodeRun, Recording, new_meta
 
 __all__ = ["Recorder", "record"]
@@ -112,6 +115,9 @@ class Recorder:
         self.handles: list = []
         self.warnings: list[str] = []
         self.started = False
+        #: (task, node index) -> (cause, expected) where a NaN/Inf was born (`note_birth`).
+        self.births: dict[tuple[int, int], tuple[str, bool]] = {}
+        self.scale = loss_scale(graph)
 
     # ----------------------------------------------------------------- hooks
     def note(self, where: str, err: BaseException) -> None:
@@ -204,6 +210,26 @@ class Recorder:
                 if self.keep != "summaries":
                     self.keep_tensor(task, f"{self.ids[i]}:{nr}", t)
             self.done.append((i, seq, thread, task, t1 - t0, tuple(in_keys), tuple(out_keys)))
+            if any(k is not None and not _finite(store, k, t)
+                   for k, t in zip(out_keys, grads_out)):
+                self.note_birth(i, task, grads_in, grads_out)
+
+    def note_birth(self, i: int, task: int, grads_in: Sequence, grads_out: Sequence) -> None:
+        """Node `i` sent a NaN/Inf: if everything it received was finite, the NaN/Inf is born
+        here, and why is read now, while its saved values are still there (`birth_cause`,
+        which never unpacks a checkpointed value and never raises).
+
+        Example:
+            >>> w = torch.zeros(2, requires_grad=True); loss = w.sqrt().sum()
+            >>> rec = aw.record(loss); r = Recorder(aw.capture(loss), rec, "summaries")
+            >>> r.note_birth(1, 7, (torch.ones(2),), (torch.full((2,), float("inf")),))
+            >>> r.births[(7, 1)][0]
+            'saved `result` has 2 zeros: the derivative of sqrt at 0 is infinite'
+        """
+        if any(t is not None and not _all_finite(t) for t in grads_in):
+            return  # propagated, not born
+        self.births[(task, i)] = birth_cause(self.fns[i], grads_in, grads_out,
+                                             loss_scale=self.scale)
 
     def keep_tensor(self, task: int, eid: str, t: torch.Tensor) -> None:
         """Keep a detached copy of edge `eid`'s gradient in pass `task` while `keep` allows.
@@ -331,7 +357,37 @@ class Recorder:
             ))  # fmt: skip
         last = max(tasks.values(), default=-1)
         kept = {eid: t for (task, eid), t in self.kept.items() if tasks.get(task) == last}
+        if failed is not None:  # why, while the graph is live (its saved values readable)
+            try:
+                why = explain_failure(self.graph, failed.node, failed.error)
+            except Exception as e:  # an explanation must never hide the failure itself
+                why = None
+                self.note("explaining the failure", e)
+            failed = dataclasses.replace(failed, explanation=why)
         self.recording.populate(runs, failure=failed, tensors=kept, warnings=self.warnings)
+        self.recording.births = {
+            self.ids[i]: why for (task, i), why in self.births.items() if tasks.get(task) == last
+        }
+
+
+def _all_finite(t: Any) -> bool:
+    """Whether tensor `t` holds no NaN/Inf: one sum (NaN/Inf make it non-finite), checked
+    element-wise only when the sum is not finite (a finite overflow)."""
+    if not isinstance(t, torch.Tensor) or not (t.is_floating_point() or t.is_complex()):
+        return True
+    if t.layout is not torch.strided or t.is_meta or t._is_zerotensor():
+        return True
+    total = t.detach().sum().item()
+    if total - total == 0:
+        return True
+    return bool(torch.isfinite(t.detach()).all())
+
+
+def _finite(store: SummaryStore, key: int, t: Any) -> bool:
+    """Whether the gradient stored under `key` is finite: from its summary when the store
+    computed it already (large tensors), else by `_all_finite` (small, still queued)."""
+    known = store.finite_now(key)
+    return _all_finite(t) if known is None else known
 
 
 def record(

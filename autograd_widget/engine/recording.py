@@ -22,7 +22,7 @@ import datetime
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,8 @@ from ..core.records import Edge
 from ..core.summary import Summary
 from ..util.jsonsafe import decode_float
 from . import recfile
+from .failure import FailureExplanation
+from .origins import Origin, classify
 
 __all__ = ["Failure", "NodeRun", "Recording", "load_recording", "new_meta", "rank_info"]
 
@@ -74,7 +76,8 @@ class Failure:
 
     `node`: its id (its pre-hook fired, its post-hook did not); `inputs`: the summary of each
     gradient it received (None: empty slot); `error`: the exception's message;
-    `error_type`: the exception's class name; `pass_index`: the backward pass it ran in.
+    `error_type`: the exception's class name; `pass_index`: the backward pass it ran in;
+    `explanation`: why it failed (failure.py), worked out while the graph was still live.
 
     Example:
         >>> Failure("n1", (None,), "boom", "RuntimeError").node
@@ -86,6 +89,7 @@ class Failure:
     error: str
     error_type: str = ""
     pass_index: int = 0
+    explanation: FailureExplanation | None = None
 
 
 def rank_info() -> tuple[int, int]:
@@ -168,6 +172,31 @@ class Recording:
         self.warnings: list[str] = list(warnings or [])
         self._tensors: dict[str, torch.Tensor] = dict(tensors or {})
         self._edges: dict[str, Summary] | None = None
+        #: node id -> (cause, expected) of each node where a NaN/Inf was born in the last pass,
+        #: read from its saved values and inputs by the recorder's post-hook (origins.py).
+        self.births: dict[str, tuple[str, bool]] = {}
+
+    def nonfinite_origins(self) -> list[Origin]:
+        """Per node that produced or received a NaN/Inf gradient in the last pass: "born"
+        (with the cause the recorder read from the node's saved values and inputs while the
+        graph was live), "propagated" or "healed", in the engine's order.
+
+        Example:
+            >>> w = torch.zeros(3, requires_grad=True)
+            >>> loss = w.sqrt().sum()
+            >>> with aw.record(loss) as rec:
+            ...     loss.backward()
+            >>> [(o.node, o.kind) for o in rec.nonfinite_origins()]
+            [('n1', 'born'), ('n2', 'propagated')]
+            >>> rec.nonfinite_origins()[0].cause
+            'saved `result` has 3 zeros: the derivative of sqrt at 0 is infinite'
+        """
+        births = self.births
+        return classify(
+            ((r.step, r.node, r.inputs, r.outputs) for r in self.runs),
+            {n: c for n, (c, _) in births.items()},
+            expected={n: e for n, (_, e) in births.items()},
+        )
 
     def attach(self, session: Any) -> None:
         """Make this recording a context manager driving `session`: entering calls
@@ -312,7 +341,7 @@ class Recording:
             >>> with aw.record(loss) as rec:
             ...     loss.backward()
             >>> sorted(rec.to_manifest())
-            ['all_runs', 'failure', 'graph', 'meta', 'warnings']
+            ['all_runs', 'births', 'failure', 'graph', 'meta', 'warnings']
         """
         f = self.failure
         return {
@@ -325,7 +354,9 @@ class Recording:
             "failure": None if f is None else {
                 "node": f.node, "inputs": [_enc(s) for s in f.inputs], "error": f.error,
                 "error_type": f.error_type, "pass_index": f.pass_index,
+                "explanation": None if f.explanation is None else asdict(f.explanation),
             },
+            "births": {n: [c, e] for n, (c, e) in self.births.items()},
             "meta": _json_meta(self.meta),
             "warnings": list(self.warnings),
         }
@@ -356,7 +387,10 @@ class Recording:
             failure = None if f is None else Failure(
                 str(f["node"]), tuple(_dec(s) for s in f["inputs"]), str(f["error"]),
                 str(f.get("error_type", "")), int(f.get("pass_index", 0)),
+                _explanation(f.get("explanation")),
             )  # fmt: skip
+            births = {str(n): (str(c), bool(e)) for n, (c, e) in
+                      (manifest.get("births") or {}).items()}
             meta = dict(manifest.get("meta") or {})
             warnings = [str(w) for w in manifest.get("warnings") or []]
         except (KeyError, TypeError, ValueError) as e:
@@ -366,7 +400,17 @@ class Recording:
             ) from e
         for r in runs:
             graph.check_id(r.node)
-        return cls(graph, runs, failure=failure, meta=meta, tensors=tensors, warnings=warnings)
+        rec = cls(graph, runs, failure=failure, meta=meta, tensors=tensors, warnings=warnings)
+        rec.births = births
+        return rec
+
+
+def _explanation(d: Mapping[str, Any] | None) -> FailureExplanation | None:
+    if d is None:
+        return None
+    d = dict(d)
+    d["candidates"] = tuple(d.get("candidates") or ())
+    return FailureExplanation(**d)
 
 
 def load_recording(path: str | os.PathLike) -> Recording:

@@ -26,6 +26,7 @@ from .listeners import ListenerHandle, Listeners
 from .records import History, ReadOnlyList, StepInfo, StepRecord
 
 if TYPE_CHECKING:
+    from .failure import FailureExplanation
     from .origins import Origin
     from .recording import Recording
 
@@ -466,6 +467,38 @@ class Replay:
             []
         """
         return [o for o in self.recording.nonfinite_origins() if o.step < self._pos]
+
+    def first_birth(self) -> Origin | None:
+        """The first "born" origin among the steps shown, or None.
+
+        Example:
+            >>> w = torch.zeros(2, requires_grad=True)
+            >>> loss = w.sqrt().sum()
+            >>> with aw.record(loss) as rec:
+            ...     loss.backward()
+            >>> r = Replay(rec); _ = r.run(); r.first_birth().cause
+            'saved `result` has 2 zeros: the derivative of sqrt at 0 is infinite'
+        """
+        return next((o for o in self.nonfinite_origins() if o.kind == "born"), None)
+
+    def explain_failure(self) -> FailureExplanation | None:
+        """Why the recorded backward failed (computed while the graph was live), once the replay
+        reached the failing node; None otherwise.
+
+        Example:
+            >>> a = torch.ones(2, requires_grad=True); b = a.sigmoid(); _ = b.mul_(2)
+            >>> loss = b.sum()
+            >>> try:
+            ...     with aw.record(loss) as rec:
+            ...         loss.backward()
+            ... except RuntimeError:
+            ...     pass
+            >>> r = Replay(rec); _ = r.run(); r.explain_failure().saved_name
+            'result'
+        """
+        if self._failure is None or self.recording.failure is None:
+            return None
+        return self.recording.failure.explanation
 
     # ----------------------------------------------------------------- live-only
     def compare_with_engine(self, **_: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.formulas.api import node_formula
 from ..engine.replay import Replay
 from ..util.jsonsafe import encode_number
 from .labels import display_kind, group_label, short_label
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NODE_HOOKS_NOTE",
+    "formula_payload",
     "hooks",
     "inspect_edge",
     "inspect_group",
@@ -182,6 +184,8 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
         "saved_error": saved_error,
         "hooks": [] if stepper is None or recorded else hooks(graph, node_id),
         "run": _recorded_run(stepper, node_id) if recorded else None,
+        "formula": formula_payload(graph, node_id),
+        "explanation": _explanation(stepper, node_id),
         "in_edges": [
             {"id": e.id, "src": e.src, "name": graph.nodes[e.src].name, "input_nr": e.input_nr}
             for e in graph.in_edges(node_id)
@@ -202,6 +206,43 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
         },
         "error": err[1] if err is not None and err[0] == node_id else None,
     }
+
+
+def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
+    """The inspector's Formula tab: what the node type computes (LaTeX for KaTeX), the same
+    with this node's shapes, and a sentence (the whole reply never fails: a formula error
+    becomes the sentence).
+
+    Example:
+        >>> f = formula_payload(g, "n1"); f["known"], "exponent" in f["latex"]
+        (True, True)
+    """
+    try:
+        nf = node_formula(graph, node_id)
+    except Exception as e:  # the inspector must answer whatever the node holds
+        return {"known": False, "latex": "", "shapes": "", "note": f"no formula: {e}"}
+    if not nf.known:
+        return {"known": False, "latex": "", "shapes": "", "note": nf.text}
+    notes = [n for n in (nf.note, nf.shape_note) if n]
+    return {"known": True, "latex": nf.latex or "", "shapes": nf.latex_shapes or "",
+            "note": " ".join(notes)}
+
+
+def _explanation(stepper: Any, node_id: str) -> dict[str, Any] | None:
+    """Why `node_id`'s step failed, when it is the failing one (live stepper or recording)."""
+    if stepper is None:
+        return None
+    err = stepper.last_error
+    if err is None or err[0] != node_id:
+        return None
+    try:
+        why = stepper.explain_failure()
+    except Exception:  # never break the inspector over an explanation
+        return None
+    if why is None:
+        return None
+    return {"sentence": why.sentence, "hint": why.hint, "kind": why.kind,
+            "culprit": why.culprit, "traceback": why.traceback}
 
 
 def _recorded_run(replay: Replay, node_id: str) -> dict[str, Any] | None:

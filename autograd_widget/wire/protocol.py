@@ -449,8 +449,9 @@ def _first_nonfinite(s: Session, seconds: float | None) -> dict[str, Any]:
             + ("" if st.done else " (run further: only flowed edges count)"),
         }
     edge, summary = found
-    born = next((o for o in st.nonfinite_origins() if o.node == edge.src and o.kind == "born"),
-                None)
+    born = st.first_birth()
+    if born is not None and born.node != edge.src:
+        born = None
     s.scene.reveal(edge.src)
     s.scene.reveal(edge.dst)
     s.redraw()
