@@ -168,6 +168,20 @@ export function createInspector(doc, handlers) {
     out.push(table(rows));
     const stepError = data?.error ?? (t.state.error && t.state.error.id === t.id ? t.state.error.message : null);
     if (stepError) out.push(h('div', { class: 'agw-insp-error', role: 'alert' }, `✖ this step failed: ${stepError}`));
+    const why = data?.explanation;
+    if (why && typeof why === 'object' && why.sentence) {
+      // why it failed, in words (Python's failure.py): the saved value, its versions, the culprit
+      const box = h('div', { class: 'agw-insp-why', role: 'note' }, h('b', {}, 'Why: '), String(why.sentence));
+      if (why.hint) box.append(h('div', { class: 'agw-insp-hint' }, String(why.hint)));
+      if (typeof why.culprit === 'string' && why.culprit) {
+        const go = h('button', { type: 'button', class: 'agw-link', title: 'Select the node whose in-place op changed the saved value' }, 'show the in-place op');
+        go.addEventListener('click', () => handlers.selectNode(why.culprit));
+        box.append(' ', go);
+      }
+      const tbw = tracebackText(why.traceback);
+      if (tbw) box.append(h('details', { class: 'agw-traceback' }, h('summary', {}, 'Where the in-place op ran (forward traceback)'), h('pre', {}, tbw)));
+      out.push(box);
+    }
     const wait = loadingOrError(t);
     if (wait) {
       out.push(wait);

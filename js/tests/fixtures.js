@@ -180,6 +180,8 @@ export function addmmReply() {
     ],
     saved_error: null,
     run: null,
+    formula: { known: true, latex: "G", shapes: "", note: "" },
+    explanation: null,
     hooks: [
       { on: '2.weight', kind: 'tensor hook', fn: 'scale_grad' },
       { on: 'AddmmBackward0', kind: 'note', fn: 'Hooks registered on this node cannot be listed from the graph' },

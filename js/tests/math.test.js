@@ -55,3 +55,26 @@ describe('inspector: the Formula tab', () => {
     expect(panel.textContent).toContain('No formula for FooBackward0 yet.');
   });
 });
+
+describe('inspector: why a step failed', () => {
+  it('says why under the error, with the culprit to select and the traceback', () => {
+    document.body.innerHTML = '';
+    const g = decodeGraph(boxGraph());
+    const s = decodeState(boxState(3), g);
+    const hd = { close: vi.fn(), collapse: vi.fn(), expand: vi.fn(), runTo: vi.fn(), selectNode: vi.fn(), highlight: vi.fn() };
+    const insp = createInspector(document, hd);
+    document.body.append(insp.el);
+    const data = {
+      ...addmmReply(),
+      error: 'one of the variables needed for gradient computation has been modified by an inplace operation',
+      explanation: { sentence: 'saved `result` was changed in place (version 0 -> 1) by MulBackward0', hint: 'run the forward under torch.autograd.set_detect_anomaly(True)', culprit: 'n3', traceback: ['  File "x.py", line 3, in f', '    b.mul_(2)'] },
+    };
+    insp.render({ kind: 'node', key: 'node:n6', id: 'n6', item: -1, data, graph: g, state: s });
+    const why = insp.el.querySelector('.agw-insp-why');
+    expect(why.textContent).toContain('Why: saved `result` was changed in place');
+    expect(why.textContent).toContain('set_detect_anomaly');
+    [...why.querySelectorAll('button')].find((b) => b.textContent === 'show the in-place op').click();
+    expect(hd.selectNode).toHaveBeenCalledWith('n3');
+    expect(why.querySelector('details pre').textContent).toContain('b.mul_(2)');
+  });
+});
