@@ -34,14 +34,16 @@ __all__ = [
     "dtype_max",
     "nonfinite_saved",
     "overflow_sentence",
+    "plausible_overflow",
     "read_saved_values",
     "rule_for",
 ]
 
 _CUSTOM = torch._C._FunctionBase  # custom autograd.Function nodes (core/capture.py's test)
 
-#: A rule: (saved values by name, incoming gradients, outgoing gradients) -> sentence or None.
-Rule = Callable[[dict[str, Any], Sequence[Any], Sequence[Any]], str | None]
+#: A rule: (the node, its saved values by name, incoming gradients, outgoing gradients) ->
+#: sentence or None.
+Rule = Callable[[Any, dict[str, Any], Sequence[Any], Sequence[Any]], str | None]
 
 
 def _plural(n: int, word: str, many: str | None = None) -> str:
@@ -155,15 +157,36 @@ def _numel(g: Any) -> int | None:
 
 
 # ------------------------------------------------------------------------------ the rules
-def _sqrt(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _sqrt(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     r = _tensor(s.get("result"))
     n = 0 if r is None else _n(r == 0)
     if not n:
         return None
-    return f"saved `result` has {_plural(n, 'zero')}: the derivative of sqrt at 0 is infinite"
+    return (
+        f"saved `result` has {_plural(n, 'zero')}: the derivative of sqrt at 0 is infinite"
+        + _norm_note(fn)
+    )
 
 
-def _rsqrt(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _norm_note(fn: Any) -> str:
+    """A note when sqrt's input is a sum of squares: a hand-written norm of a zero vector."""
+    summed = fn.next_functions[0][0] if fn.next_functions else None
+    if summed is None or not summed.name().startswith("Sum") or not summed.next_functions:
+        return ""
+    sq = summed.next_functions[0][0]
+    name = "" if sq is None else sq.name()
+    squared = (name == "PowBackward0" and getattr(sq, "_saved_exponent", None) == 2) or (
+        name == "MulBackward0" and sq.next_functions[0] == sq.next_functions[1]
+    )
+    if not squared:
+        return ""
+    return (
+        " (a norm written as sqrt(sum(x²)) of a zero vector; torch.linalg.vector_norm's "
+        "gradient is 0 there)"
+    )
+
+
+def _rsqrt(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     r = _tensor(s.get("result"))
     n = 0 if r is None else _n(torch.isinf(r))
     if not n:
@@ -175,7 +198,7 @@ def _rsqrt(s: dict, gin: Sequence, gout: Sequence) -> str | None:
 
 
 def _log_rule(at: float, fname: str) -> Rule:
-    def rule(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+    def rule(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
         x = _tensor(s.get("self"))
         if x is None:
             return None
@@ -195,7 +218,7 @@ def _log_rule(at: float, fname: str) -> Rule:
     return rule
 
 
-def _div(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _div(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     other = s.get("other")
     if isinstance(other, int | float) and other == 0:
         return "division by zero (`other` is 0)"
@@ -207,7 +230,7 @@ def _div(s: dict, gin: Sequence, gout: Sequence) -> str | None:
     return f"division by a saved zero ({_plural(n, 'element')} of `other` {verb} 0)"
 
 
-def _reciprocal(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _reciprocal(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     r = _tensor(s.get("result"))
     n = 0 if r is None else _n(torch.isinf(r))
     if not n:
@@ -218,7 +241,7 @@ def _reciprocal(s: dict, gin: Sequence, gout: Sequence) -> str | None:
     )
 
 
-def _pow(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _pow(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     base, e = s.get("self"), s.get("exponent")
     b = _tensor(base)
     if b is None or not (b.is_floating_point() or b.is_complex()) or b.is_complex():
@@ -250,7 +273,7 @@ def _pow(s: dict, gin: Sequence, gout: Sequence) -> str | None:
 
 
 def _arc_rule(fname: str) -> Rule:
-    def rule(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+    def rule(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
         x = _tensor(s.get("self"))
         if x is None:
             return None
@@ -269,22 +292,8 @@ def _arc_rule(fname: str) -> Rule:
     return rule
 
 
-def _norm(s: dict, gin: Sequence, gout: Sequence) -> str | None:
-    r = _tensor(s.get("result"))
-    order = s.get("ord", s.get("p", 2.0))
-    if r is None or (isinstance(order, int | float) and (order == 1 or math.isinf(order))):
-        return None
-    n = _n(r == 0)
-    if not n:
-        return None
-    return (
-        f"norm of a zero vector ({_plural(n, 'zero norm')} in saved `result`): the derivative "
-        "x/‖x‖ is 0/0"
-    )
-
-
 def _spread_rule(fname: str) -> Rule:
-    def rule(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+    def rule(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
         x = _tensor(s.get("self"))
         r = _tensor(s.get("result"))
         out_n = r.numel() if r is not None else _numel(gin[0] if gin else None)
@@ -298,18 +307,12 @@ def _spread_rule(fname: str) -> Rule:
                 f"{fname} of {_plural(n, 'element')} with correction {c:g}: the divisor "
                 f"n - correction is {n - c:g}"
             )
-        zeros = 0 if r is None or fname != "std" else _n(r == 0)
-        if zeros:
-            return (
-                f"std is 0 in {_plural(zeros, 'place')} (all the elements equal): its "
-                "derivative (x - mean) / ((n - correction) * std) is 0/0"
-            )
         return None
 
     return rule
 
 
-def _exp(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _exp(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     r = _tensor(s.get("result"))
     n = 0 if r is None or r.is_complex() else _n(torch.isposinf(r))
     if not n:
@@ -321,7 +324,7 @@ def _exp(s: dict, gin: Sequence, gout: Sequence) -> str | None:
     )
 
 
-def _softmax(s: dict, gin: Sequence, gout: Sequence) -> str | None:
+def _softmax(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
     r = _tensor(s.get("result"))
     n = 0 if r is None else _n(torch.isnan(r))
     if not n:
@@ -345,8 +348,6 @@ _RULES: dict[str, Rule] = {
     "Acos": _arc_rule("acos"),
     "Asin": _arc_rule("asin"),
     "Atanh": _arc_rule("atanh"),
-    "LinalgVectorNorm": _norm,
-    "Norm": _norm,
     "Std": _spread_rule("std"),
     "Var": _spread_rule("var"),
     "Exp": _exp,
@@ -428,6 +429,25 @@ def _dtype_of(g: Any) -> str | None:
     if isinstance(g, torch.Tensor):
         return dtype_name(g.dtype)
     return g.dtype if isinstance(g, Summary) else None
+
+
+def plausible_overflow(grads_in: Sequence[Any], grads_out: Sequence[Any], saved: dict) -> bool:
+    """Whether an Inf in `grads_out` can be an overflow of finite values: the largest incoming
+    |gradient| times the largest saved |value| (1 when none) is within 1000x of the output
+    dtype's largest value; when the incoming magnitudes are unknown, whether that dtype is a
+    16-bit float.
+
+    Example:
+        >>> g = torch.full((2,), 60000.0, dtype=torch.float16)
+        >>> plausible_overflow([g], [g * 2], {}), plausible_overflow([torch.ones(2)], [g * 2], {})
+        (True, False)
+    """
+    dt = next((d for d in map(_dtype_of, grads_out) if d is not None), None) or "float32"
+    biggest = [v for v in map(_largest, grads_in) if v is not None]
+    if not biggest:
+        return dt in ("float16", "bfloat16")
+    factor = max([1.0, *(v for v in map(_largest, saved.values()) if v is not None)])
+    return max(biggest) * factor >= dtype_max(dt) / 1000
 
 
 def overflow_sentence(

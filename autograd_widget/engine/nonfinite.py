@@ -21,7 +21,7 @@ summaries, and `birth_cause` never raises; saved values of checkpointed nodes ar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -40,7 +40,13 @@ __all__ = ["StepOrigins"]
 Row = tuple[int, str, list[Summary | None], list[Summary | None]]
 
 
-def _summary(v: Any) -> Summary | None:
+def _slot_summary(state: StepState, s: int) -> Summary | None:
+    """What slot `s` of a step that ran received: its one edge's summary (stored, so computed
+    once) when a single edge feeds it, else the slot's own (a fan-in sum, a root seed)."""
+    ei = state.plan.slot_edge[s]
+    if ei >= 0:
+        return state.summary_of(ei)
+    v = state.slot_view(s)
     return Summary.of(v) if isinstance(v, torch.Tensor) else v
 
 
@@ -80,14 +86,23 @@ class StepOrigins:
         if edits.seq != self._seq:
             self._causes.clear()
             self._seq = edits.seq
-        rows, fanin = self._rows(state)
+        rows: list[Row] = []
+        fanin: dict[int, str] = {}
+        for row in self._rows(state, fanin):
+            if first:
+                label = classify([row])
+                if label and label[0].kind == "born":
+                    rows = [row]
+                    break
+            else:
+                rows.append(row)
+        else:
+            if first:
+                return []
         labelled = classify(rows)
         born = [o for o in labelled if o.kind == "born"]
-        if first:
-            born = born[:1]
-            rows = [r for r in rows if born and r[0] == born[0].step]
         if not born:
-            return [] if first else labelled
+            return labelled
         causes = self._born_causes(state, edits, born, fanin)
         return classify(
             rows,
@@ -96,9 +111,9 @@ class StepOrigins:
         )
 
     # ------------------------------------------------------------------ labels
-    def _rows(self, state: StepState) -> tuple[list[Row], dict[int, str]]:
+    def _rows(self, state: StepState, fanin: dict[int, str]) -> Iterator[Row]:
         """Summaries in/out of every step an edge with a NaN/Inf touches (plus roots seeded with
-        one), and the fan-in overflow sentences (step -> sentence)."""
+        one), in step order; the fan-in overflow sentences go to `fanin` (step -> sentence)."""
         plan, graph, pos = state.plan, state.graph, state.pos
         sums = state.edge_summaries()
         edges = graph.edges
@@ -114,19 +129,16 @@ class StepOrigins:
             k = plan.step_of[f"n{plan.slot_node[slot]}"]
             if k < pos and counts_of(seed) != (0, 0):
                 steps.add(k)
-        rows: list[Row] = []
-        fanin: dict[int, str] = {}
         for k in sorted(steps):
             a, n = plan.start[k], plan.arity[k]
-            gin = [_summary(state.slot_view(s)) for s in range(a, a + n)]
+            gin = [_slot_summary(state, s) for s in range(a, a + n)]
             gout = [sums.get(plan.edge_ids[ei]) for ei in plan.out_edges[k]]
             for i in range(n):
                 note = self._fanin_overflow(state, sums, k, i, gin[i])
                 if note is not None and any(_bad(s) for s in gout):
                     fanin[k] = note
                     gin[i] = None  # the sum is where it is born: this node received it
-            rows.append((k, plan.order[k], gin, gout))
-        return rows, fanin
+            yield (k, plan.order[k], gin, gout)
 
     @staticmethod
     def _fanin_overflow(

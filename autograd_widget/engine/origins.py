@@ -33,6 +33,7 @@ from .causes import (
     describe_counts,
     nonfinite_saved,
     overflow_sentence,
+    plausible_overflow,
     read_saved_values,
     rule_for,
 )
@@ -170,10 +171,12 @@ def birth_cause(
     region (the sentence then says "saved values are recomputed inside a checkpointed region:
     not read"); reads saved values without changing them. What is checked, in order: the op's
     own rule (sqrt/rsqrt at 0, log of zeros or negatives, division by a saved zero, reciprocal,
-    pow, acos/asin/atanh at |x| >= 1, a norm of a zero vector, std/var of too few elements,
-    exp/softmax overflow), then a saved value that is itself non-finite ("produced in the
-    forward"), then an overflow of the dtype (finite inputs and saved values, a product past
-    the dtype's largest value), then the generic sentence.
+    pow, acos/asin/atanh at |x| >= 1, std/var of too few elements, exp/softmax overflow;
+    a sqrt of a sum of squares is named a hand-written norm of a zero vector), then a saved
+    value that is itself non-finite ("produced in the forward"), then an overflow of the dtype
+    (finite inputs and saved values whose magnitudes multiply to within 1000x of the dtype's
+    largest value, or a float16/bfloat16 output where they are unknown), then the generic
+    sentence.
 
     Example:
         >>> a = torch.tensor([0.0, 0.0, 0.0, 4.0], requires_grad=True)
@@ -201,7 +204,7 @@ def _cause(
         return f"{_generic(name, grads_in, grads_out)}; {CHECKPOINTED}", False
     rule = rule_for(name)
     if rule is not None:
-        sentence = rule(saved, grads_in, grads_out)
+        sentence = rule(fn, saved, grads_in, grads_out)
         if sentence:
             return sentence, False
     sentence = nonfinite_saved(saved, name)
@@ -209,7 +212,7 @@ def _cause(
         return sentence, False
     nan_out = sum(counts_of(g)[0] for g in grads_out)
     inf_out = sum(counts_of(g)[1] for g in grads_out)
-    if inf_out:
+    if inf_out and plausible_overflow(grads_in, grads_out, saved):
         over = overflow_sentence(grads_in, grads_out, saved, inf_out, nan_out)
         if scale is not None:
             return (
