@@ -20,6 +20,7 @@ from .util.compat import UnsupportedTorchError, check_torch
 check_torch()
 
 from .core.capture import capture  # noqa: E402
+from .core.formulas.api import formula  # noqa: E402
 from .core.graph import BackwardGraph  # noqa: E402
 from .core.memory import SavedMemory  # noqa: E402
 from .core.records import Edge, Node, TensorMeta  # noqa: E402
@@ -58,5 +59,6 @@ __all__ = [
     "UnsupportedTorchError",
     "capture",
     "explore",
+    "formula",
     "track",
 ]

@@ -71,7 +71,7 @@ UNARY = [
     _one("ReciprocalBackward0", -(G * Y**2), "y = 1/x"),
     _one("Log2Backward0", G / (X * LN2)),
     _one("Log10Backward0", G / (X * Const(math.log(10.0), r"\ln 10"))),
-    _one("Log1pBackward0", G / (1 + X)),
+    _one("Log1PBackward0", G / (1 + X)),
     _one("Expm1Backward0", G * (Y + 1), "y = e^{x} - 1"),
     _one("Exp2Backward0", G * (Y * LN2), "y = 2^{x}"),
     _one("SinhBackward0", G * cosh(X)),

@@ -88,7 +88,7 @@ def _conv_bias(g):
     return g.sum([0] + list(range(2, g.dim())))
 
 
-CONV_ARGS = (G, X, Saved("weight", "W"), Param("stride", "s"), Param("padding", "p"),
+CONV_ARGS = (G, Saved("input", "x"), Saved("weight", "W"), Param("stride", "s"), Param("padding", "p"),
              Param("dilation", r"\delta"), Param("transposed", "t"),
              Param("output_padding", "q"), Param("groups", "k"))
 

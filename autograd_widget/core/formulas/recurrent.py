@@ -31,7 +31,7 @@ O = Saved("output", "O")
 LSE = Saved("logsumexp", r"\ell")
 P = Ref("p", "P")
 DS = Ref("ds", "dS")
-SCALE = Param("scale", "s")
+SCALE = op("s", lambda s, q: _scale(s, q), Param("scale", "s"), Q, prec=100, scalar=True)
 
 
 def _scale(s: Any, q: torch.Tensor) -> float:
