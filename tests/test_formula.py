@@ -22,7 +22,7 @@ from autograd_widget.core.formulas.api import (
     formula,
     formula_record,
 )
-from tests._formula_programs import BINARY, EXTRA, OTHER, POSITIVE, S, UNARY, UNIT, find, pos, r
+from tests._formula_programs import BINARY, EXTRA, OTHER, POSITIVE, UNARY, UNIT, S, find, pos, r
 from tests._formula_programs import unit as unit_t
 
 _ALL_PROGRAMS: dict[str, object] = {**UNARY, **POSITIVE, **UNIT, **BINARY, **OTHER}

@@ -14,8 +14,9 @@ outputs whose tree recomputes a forward (`Vjp` trees enable grad themselves).
 Example:
     >>> from autograd_widget.core.formulas.ops import G, X, cos
     >>> f = Formula("SinBackward0", (Output("self", G * cos(X)),))
-    >>> print(f.latex())
-    \\begin{aligned} \\mathrm{grad}_{\\mathrm{self}} &= G \\odot \\cos\\left(x\\right) \\end{aligned}
+    >>> print(f.latex())  # doctest: +NORMALIZE_WHITESPACE
+    \\begin{aligned} \\mathrm{grad}_{\\mathrm{self}}
+    &= G \\odot \\cos\\left(x\\right) \\end{aligned}
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from .sequence import AllGrads
 __all__ = ["FORMULAS", "rnn_layer"]
 
 Q, K, V = Saved("query", "Q"), Saved("key", "K"), Saved("value", "V")
-O = Saved("output", "O")
+OUT = Saved("output", "O")
 LSE = Saved("logsumexp", r"\ell")
 P = Ref("p", "P")
 DS = Ref("ds", "dS")
@@ -133,7 +133,7 @@ FORMULAS: tuple[Formula, ...] = (
                           Saved("attn_mask"), Param("is_causal", "c"), Param("dropout_p", "p"),
                           prec=90)),
             ("ds", "dS", op(r"#3 \odot \left(#0\,#1^{\top} - \operatorname{rowsum}(#0 \odot #2)"
-                            r"\right)", _ds, G, V, O, P, prec=30, need=(31, 100, 31, 100))),
+                            r"\right)", _ds, G, V, OUT, P, prec=30, need=(31, 100, 31, 100))),
         ),
         note=r"P: the attention probabilities, rebuilt from the saved log-sum-exp \ell; "
              r"s = 1/\sqrt{E} unless given; M: the mask (-\infty where masked or causal); "
