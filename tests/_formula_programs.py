@@ -230,6 +230,8 @@ EXTRA: list[tuple[str, Callable[[], torch.Tensor]]] = [
                                                         stride=2, padding=1)),
     ("ConvolutionBackward0", lambda: F.conv1d(r(2, 3, 9), r(4, 3, 3))),
     ("ScaledDotProductFlashAttentionForCpuBackward0", lambda: _sdpa(False, True)),
+    ("ScaledDotProductFlashAttentionForCpuBackward0", lambda: F.scaled_dot_product_attention(
+        r(2, 4, 5, 8), r(2, 2, 6, 8), r(2, 2, 6, 8), scale=0.3, enable_gqa=True)),
     ("LinalgVectorNormBackward0", lambda: torch.linalg.vector_norm(r(3, 4))),
     ("LinalgVectorNormBackward0", lambda: torch.linalg.vector_norm(r(3, 4), 1, 0)),
     ("NllLossBackward0", lambda: F.nll_loss(r(4, 5), torch.tensor([1, 0, 4, 1]),

@@ -41,7 +41,8 @@ def _build(name: str, shape=S, other_shape=None) -> torch.Tensor:
 
 
 def _engine_reduce(v, fn, i):
-    """What the engine's validate_outputs makes of raw output i: sum to the input's shape."""
+    """What the engine's validate_outputs makes of raw output i: summed to the input's shape,
+    cast to its dtype."""
     nxt, nr = fn.next_functions[i]
     if v is None or nxt is None:
         return v
@@ -50,7 +51,7 @@ def _engine_reduce(v, fn, i):
     shape = tuple(nxt._input_metadata[nr].shape)
     if tuple(v.shape) != shape:
         v = v.sum() if len(shape) == 0 else v.sum_to_size(shape)
-    return v
+    return v.to(nxt._input_metadata[nr].dtype)
 
 
 def check_node(fn, name: str, *, none_slot: int | None = None) -> None:
