@@ -150,7 +150,7 @@ class FormulaLine:
     Example:
         >>> nf = node_formula(g, "n1")
         >>> nf.lines[0].label, nf.lines[0].shapes
-        ('self', '[\\\\,]\\\\odot[\\\\,] \\\\to [\\\\,]')
+        ('self', 'G\\\\,[\\\\,],\\\\ x\\\\,[\\\\,] \\\\to [\\\\,]')
     """
 
     label: str
@@ -196,8 +196,8 @@ def _main(e: Expr) -> Expr:
     """The operation a line is about: through scalar factors, negations and unbroadcasts."""
     while isinstance(e, Op):
         tensor_args = [a for a in e.args if not a.scalar and a.tex()]
-        if e.join is None and len(tensor_args) == 1 and e.template in (
-            "-#0", r"#0\,#1") or e.template.startswith(r"\operatorname{sum}_{\text{bcast}"):
+        if (e.join is None and len(tensor_args) == 1 and e.template in (
+            "-#0", r"#0\,#1")) or e.template.startswith(r"\operatorname{sum}_{\text{bcast}"):
             e = tensor_args[0]
             continue
         break

@@ -93,7 +93,7 @@ class Env:
         >>> w = x * y
         >>> env = Env(w.grad_fn, (torch.tensor(1.0),))
         >>> env.saved("other")
-        tensor(3., grad_fn=<...>)
+        tensor(3.)
     """
 
     def __init__(self, fn: Any, grads: Sequence[torch.Tensor | None], *, meta: bool = False):
@@ -282,7 +282,7 @@ class Expr:
         return op("#0^{#1}", lambda a, b: a**b, self, _wrap(other), prec=POW, need=(ATOM, 0))
 
     @property
-    def T(self) -> Expr:  # noqa: N802 - the math name
+    def T(self) -> Expr:
         """The transpose of the last two dimensions (`^{\\top}`)."""
         return op(r"#0^{\top}", lambda a: a.transpose(-2, -1) if a.dim() >= 2 else a, self,
                   prec=POW, need=(ATOM,))

@@ -57,7 +57,7 @@ def _bn_xhat(x, mu, r, rm, rv, eps, training):
 
 
 def _bn_input(g, x, w, xh, r, rv, eps, training):
-    dims = [0] + list(range(2, x.dim()))
+    dims = [0, *range(2, x.dim())]
     inv = _bn_view(r if training else (rv + eps).rsqrt(), x)
     scale = inv * (_bn_view(w, x) if w is not None else 1.0)
     if not training:
@@ -66,7 +66,7 @@ def _bn_input(g, x, w, xh, r, rv, eps, training):
 
 
 def _bn_sum(v):
-    return v.sum([0] + list(range(2, v.dim())))
+    return v.sum([0, *range(2, v.dim())])
 
 
 def _conv_input(g, x, w, stride, padding, dilation, transposed, out_pad, groups):
@@ -85,11 +85,11 @@ def _conv_weight(g, x, w, stride, padding, dilation, transposed, out_pad, groups
 
 
 def _conv_bias(g):
-    return g.sum([0] + list(range(2, g.dim())))
+    return g.sum([0, *range(2, g.dim())])
 
 
-CONV_ARGS = (G, X, Saved("weight", "W"), Param("stride", "s"), Param("padding", "p"),
-             Param("dilation", r"\delta"), Param("transposed", "t"),
+CONV_ARGS = (G, Saved("input", "x"), Saved("weight", "W"), Param("stride", "s"),
+             Param("padding", "p"), Param("dilation", r"\delta"), Param("transposed", "t"),
              Param("output_padding", "q"), Param("groups", "k"))
 
 
@@ -177,7 +177,7 @@ RED = Param("reduction", "r")
 TARGET = Saved("target", "t")
 LOSS_NOTE = "with reduction='mean' (r = 1) divided by the number of elements N"
 
-FORMULAS: tuple[Formula, ...] = (
+_NN: tuple[Formula, ...] = (
     Formula("NativeLayerNormBackward0", (
         Output("input", op(
             r"#3 \odot \left(\hat{g} - \overline{\hat{g}} - #2 \odot \overline{\hat{g} \odot "
@@ -270,4 +270,5 @@ FORMULAS: tuple[Formula, ...] = (
         Param("divisor_override", "v"))),),
         note="each window's G is shared evenly by its k_h k_w inputs (ceil_mode=False, "
              "count_include_pad=True only)"),
-) + RECURRENT
+)
+FORMULAS: tuple[Formula, ...] = (*_NN, *RECURRENT)

@@ -8,14 +8,16 @@ block; `evaluate(fn, grads)` computes every output with torch from the live node
 Guarantees: `evaluate` returns one entry per `fn.next_functions` entry, None exactly where no
 gradient is needed (the slot feeds nothing) or where every incoming gradient is None (the engine
 does not call such a node); each value is what the engine passes on (already reduced to the
-forward input's shape where the forward broadcast). It runs under `torch.no_grad()` except for
-outputs whose tree recomputes a forward (`Vjp` trees enable grad themselves).
+forward input's shape where the forward broadcast, and cast to its dtype). It runs under
+`torch.no_grad()`; a tree that recomputes a forward (the RNN layer's backpropagation through
+time) enables grad for that recompute itself.
 
 Example:
     >>> from autograd_widget.core.formulas.ops import G, X, cos
     >>> f = Formula("SinBackward0", (Output("self", G * cos(X)),))
-    >>> print(f.latex())
-    \\begin{aligned} \\mathrm{grad}_{\\mathrm{self}} &= G \\odot \\cos\\left(x\\right) \\end{aligned}
+    >>> print(f.latex())  # doctest: +NORMALIZE_WHITESPACE
+    \\begin{aligned} \\mathrm{grad}_{\\mathrm{self}}
+    &= G \\odot \\cos\\left(x\\right) \\end{aligned}
 """
 
 from __future__ import annotations
@@ -149,5 +151,9 @@ class Formula:
                     out.append(None)
                     continue
                 env.index = i - len(self.outputs)
-                out.append(o.expr.value(env))
+                v = o.expr.value(env)
+                meta = env.out_meta(i)
+                if isinstance(v, torch.Tensor) and meta is not None and v.dtype != meta[1]:
+                    v = v.to(meta[1])  # the engine casts to the input's dtype, so do we
+                out.append(v)
         return tuple(out)

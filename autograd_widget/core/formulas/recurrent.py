@@ -27,21 +27,41 @@ from .sequence import AllGrads
 __all__ = ["FORMULAS", "rnn_layer"]
 
 Q, K, V = Saved("query", "Q"), Saved("key", "K"), Saved("value", "V")
-O = Saved("output", "O")
+OUT = Saved("output", "O")
 LSE = Saved("logsumexp", r"\ell")
 P = Ref("p", "P")
 DS = Ref("ds", "dS")
-SCALE = Param("scale", "s")
+SCALE = op("s", lambda s, q: _scale(s, q), Param("scale", "s"), Q, prec=100, scalar=True)
 
 
 def _scale(s: Any, q: torch.Tensor) -> float:
     return s if s is not None else 1.0 / math.sqrt(q.shape[-1])
 
 
+def _f(t: torch.Tensor) -> torch.Tensor:
+    """Reduced-precision values in float32 (the CPU kernel accumulates in float)."""
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
+def _rep(t: torch.Tensor, heads: int) -> torch.Tensor:
+    """Key/value heads repeated for grouped-query attention (each serves heads/h query heads)."""
+    h = t.shape[-3] if t.dim() >= 3 else heads
+    return t if h == heads else t.repeat_interleave(heads // h, dim=-3)
+
+
+def _unrep(t: torch.Tensor, heads: int) -> torch.Tensor:
+    """A per-query-head gradient summed back onto the shared key/value heads."""
+    h = t.shape[-3] if t.dim() >= 3 else heads
+    if h == heads:
+        return t
+    return t.reshape(*t.shape[:-3], heads, h // heads, *t.shape[-2:]).sum(-3)
+
+
 def _probs(q, k, lse, s, mask, causal, dropout):
     if dropout:
         raise NotImplementedError("attention with dropout_p > 0: the dropout mask is not saved")
-    scores = (q @ k.transpose(-2, -1)) * _scale(s, q)
+    q = _f(q)
+    scores = (q @ _rep(_f(k), q.shape[-3]).transpose(-2, -1)) * _scale(s, q)
     if causal:
         L, S = scores.shape[-2:]
         keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()
@@ -49,12 +69,25 @@ def _probs(q, k, lse, s, mask, causal, dropout):
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else (
             scores + mask)
-    return torch.exp(scores - lse.unsqueeze(-1))
+    return torch.exp(scores - _f(lse).unsqueeze(-1))
 
 
 def _ds(g, v, o, p):
+    g, o = _f(g), _f(o)
     d = (g * o).sum(-1, keepdim=True)
-    return p * (g @ v.transpose(-2, -1) - d)
+    return p * (g @ _rep(_f(v), g.shape[-3]).transpose(-2, -1) - d)
+
+
+def _dq(ds, k):
+    return ds @ _rep(_f(k), ds.shape[-3])
+
+
+def _dk(ds, q, k):
+    return _unrep(ds.transpose(-2, -1) @ _f(q), k.shape[-3])
+
+
+def _dv(p, g, v):
+    return _unrep(p.transpose(-2, -1) @ _f(g), v.shape[-3])
 
 
 def rnn_layer(mode: int, x: torch.Tensor, ws: list[torch.Tensor], h0: torch.Tensor,
@@ -123,21 +156,22 @@ def _rnn_out(which: int, label: str) -> Output:
 
 FORMULAS: tuple[Formula, ...] = (
     Formula("ScaledDotProductFlashAttentionForCpuBackward0", (
-        Output("query", SCALE * op(r"#0\,#1", lambda d, k: d @ k, DS, K, prec=30,
-                                   join=r"\cdot")),
-        Output("key", SCALE * op(r"#0^{\top} #1", lambda d, q: d.transpose(-2, -1) @ q, DS, Q,
-                                 prec=30, need=(100, 31), join=r"\cdot")),
-        Output("value", P.T @ G)),
+        Output("query", SCALE * op(r"#0\,#1", _dq, DS, K, prec=30, join=r"\cdot")),
+        Output("key", SCALE * op(r"#0^{\top} #1", _dk, DS, Q, K, prec=30, need=(100, 31, 0),
+                                 join=r"\cdot")),
+        Output("value", op(r"#0^{\top} #1", _dv, P, G, V, prec=30, need=(100, 31, 0),
+                           join=r"\cdot"))),
         defs=(
             ("p", "P", op(r"\exp\left(s\,#0 #1^{\top} + M - #2\right)", _probs, Q, K, LSE, SCALE,
                           Saved("attn_mask"), Param("is_causal", "c"), Param("dropout_p", "p"),
                           prec=90)),
             ("ds", "dS", op(r"#3 \odot \left(#0\,#1^{\top} - \operatorname{rowsum}(#0 \odot #2)"
-                            r"\right)", _ds, G, V, O, P, prec=30, need=(31, 100, 31, 100))),
+                            r"\right)", _ds, G, V, OUT, P, prec=30, need=(31, 100, 31, 100))),
         ),
         note=r"P: the attention probabilities, rebuilt from the saved log-sum-exp \ell; "
              r"s = 1/\sqrt{E} unless given; M: the mask (-\infty where masked or causal); "
-             "dropout_p > 0 cannot be reproduced (its mask is not saved)"),
+             "dropout_p > 0 cannot be reproduced (its mask is not saved); grouped-query attention: "
+             "K, V are shared by groups of query heads and their gradients summed per group"),
     Formula("MkldnnRnnLayerBackward0", (
         _rnn_out(0, "input"), _rnn_out(1, "weight_ih"), _rnn_out(2, "weight_hh"),
         _rnn_out(3, "bias_ih"), _rnn_out(4, "bias_hh"), _rnn_out(5, "hx"), _rnn_out(6, "cx")),

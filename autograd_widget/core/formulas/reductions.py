@@ -232,7 +232,8 @@ FORMULAS: tuple[Formula, ...] = (
         Output("self", sum_to(BETA * G, 0, "self")),
         Output("batch1", ALPHA * (G @ B2.T)),
         Output("batch2", ALPHA * (B1.T @ G))),
-        note=r"baddbmm = \beta\,\mathrm{self} + \alpha\,\mathrm{batch1}\,\mathrm{batch2} per batch"),
+        note=r"baddbmm = \beta\,\mathrm{self} + \alpha\,\mathrm{batch1}\,\mathrm{batch2} "
+             "per batch"),
     Formula("MvBackward0", (Output("self", outer(G, VEC)), Output("vec", mtv(SELF_M, G)))),
     Formula("DotBackward0", (Output("self", G * TENSOR), Output("tensor", G * Saved(
         "self", r"\mathrm{self}"))), note="G is a scalar"),

@@ -5,8 +5,8 @@ split/unbind take one incoming gradient per piece (`G_0, G_1, ...`; a piece that
 gradient counts as zeros, as in torch).
 
 Example:
-    >>> [f.name for f in FORMULAS]
-    ['CatBackward0', 'StackBackward0', 'SplitBackward0', 'SplitWithSizesBackward0', 'UnbindBackward0']
+    >>> [f.name for f in FORMULAS][:3]
+    ['CatBackward0', 'StackBackward0', 'SplitBackward0']
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def _slice_back(g, sizes, dim, start, end, step):
 
 def _index_back(g, sizes, indices):
     z = g.new_zeros(sizes)
-    return z.index_put_(tuple(indices), g, accumulate=True)
+    return torch.ops.aten.index_put_(z, list(indices), g, True)
 
 
 def _diag_back(g, sizes, offset, d1, d2):
