@@ -3,8 +3,9 @@
 Run by notebook 06 (and usable alone): `python -m torch.distributed.run --nproc-per-node 2
 notebooks/ddp_record.py OUT_DIR`. CPU and gloo only, 127.0.0.1: each rank trains the same model
 on its own batch, records its backward with `aw.record` (DDP's all-reduce hooks fire as usual) and
-saves `OUT_DIR/step_rank{rank}.awrec`. Rank 1's batch holds one corrupted sample (a huge
-feature), so the two recordings differ, and where they differ is what the notebook shows.
+saves `OUT_DIR/step_rank{rank}.awrec`. Both ranks read the same batch, except that rank 1's
+copy holds one corrupted sample (a NaN feature, as a broken data loader gives): where the two
+recordings differ, and where rank 1's NaN is born, is what the notebook shows.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ def main(out_dir: str) -> None:
         torch.nn.Linear(16, 1),
     )
     ddp = DistributedDataParallel(model)
-    torch.manual_seed(100 + rank)  # each rank its own batch
+    torch.manual_seed(100)  # the same batch on both ranks...
     x, y = torch.randn(32, 8), torch.randn(32, 1)
     if rank == 1:
-        x[3, 2] = 1e4  # one corrupted sample on rank 1 only
+        x[3, 2] = float("nan")  # ...but one corrupted sample on rank 1
     with aw.track(model):
         pred = ddp(x)
     loss = torch.nn.functional.mse_loss(pred, y)

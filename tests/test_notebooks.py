@@ -63,3 +63,23 @@ def test_tour_runs_and_shows_the_graph(tmp_path):
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     widgets = [m for m in state.values() if m["model_name"] == "AnyModel"]
     assert len(widgets) == 2
+
+
+@pytest.mark.slow
+def test_debugging_a_real_run_finds_the_birth_the_failure_and_the_rank():
+    nb = execute("06_debugging_a_real_run.ipynb")
+    text = text_of(nb)
+    assert "NaN in 0.weight.grad: True" in text
+    assert "born in: SqrtBackward0 -> saved `result` has 1 zero" in text
+    assert "the step just taken: SqrtBackward0" in text
+    assert "backward raised: CheckedLog: 2 inputs are not positive" in text
+    assert "failing node: CheckedLogBackward" in text
+    assert "the in-place op is n1 (MulBackward0)" in text
+    assert "rank 1: loss nan" in text and "rank 0: loss 0.6084" in text
+    assert "rank 1, born in MseLossBackward0 -> saved `self` has 1 NaN: produced in the forward" in text
+    assert r"\mathrm{mat2}^{\top}" in text
+    assert "grad of mat1  [16\\times 4]\\cdot[4\\times 8] \\to [16\\times 8]" in text
+    assert "wrote rank1.html" in text
+    widgets = [o for c in nb.cells for o in c.get("outputs", [])
+               if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widgets) >= 3  # the NaN run, the failing run, the two ranks side by side
