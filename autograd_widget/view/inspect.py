@@ -9,6 +9,7 @@ standalone export (which records the inspector as of the end of its run) share t
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..core.formulas.api import node_formula
@@ -33,6 +34,7 @@ __all__ = [
     "inspect_node",
     "leaf_diff_report",
     "memory_report",
+    "plain_note",
     "saved_values_reply",
     "search_matches",
     "sensitivity_report",
@@ -208,14 +210,39 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
     }
 
 
+_TEX_WORDS = {
+    r"\alpha": "α", r"\beta": "β", r"\delta": "δ", r"\sigma": "σ", r"\mu": "μ", r"\pi": "π",
+    r"\tau": "τ", r"\zeta": "ζ", r"\iota": "ι", r"\psi": "ψ", r"\varphi": "φ", r"\Phi": "Φ",
+    r"\ell": "ℓ", r"\infty": "∞", r"\le": "≤", r"\approx": "≈", r"\odot": "⊙", r"\top": "ᵀ",
+    r"\sum": "Σ", r"\lVert": "‖", r"\rVert": "‖", r"\,": " ", r"\left": "", r"\right": "",
+    r"\sqrt": "√", r"\tfrac": "", r"\ln": "ln", r"\log": "log", r"\max": "max",
+    r"\min": "min", r"\tan": "tan", r"\tanh": "tanh", r"\hat": "", r"\bar": "",
+    r"\overline": "", r"\mathrm": "", r"\operatorname": "", r"\mathbb": "",
+}
+_TEX_COMMAND = re.compile(r"\\[A-Za-z]+|\\,")
+
+
+def plain_note(note: str) -> str:
+    r"""A formula's note (prose with bits of LaTeX) as plain text for the inspector: commands
+    become their symbols, braces and sub/superscript marks go.
+
+    Example:
+        >>> plain_note(r"\mathrm{mat2}^{\top} is mat2 transposed; y = \sqrt{x}")
+        'mat2ᵀ is mat2 transposed; y = √x'
+    """
+    text = _TEX_COMMAND.sub(lambda m: _TEX_WORDS.get(m.group(0), m.group(0)[1:]), note)
+    text = text.replace("^{", "").replace("_{", "_").replace("{", "").replace("}", "")
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
 def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
     """The inspector's Formula tab: what the node type computes (LaTeX for KaTeX), the same
     with this node's shapes, and a sentence (the whole reply never fails: a formula error
     becomes the sentence).
 
     Example:
-        >>> f = formula_payload(g, "n1"); f["known"], "exponent" in f["latex"]
-        (True, True)
+        >>> f = formula_payload(g, "n1"); f["known"], f["latex"] != "", f["shapes"] != ""
+        (True, True, True)
     """
     try:
         nf = node_formula(graph, node_id)
@@ -223,9 +250,10 @@ def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
         return {"known": False, "latex": "", "shapes": "", "note": f"no formula: {e}"}
     if not nf.known:
         return {"known": False, "latex": "", "shapes": "", "note": nf.text}
-    notes = [n for n in (nf.note, nf.shape_note) if n]
-    return {"known": True, "latex": nf.latex or "", "shapes": nf.latex_shapes or "",
-            "note": " ".join(notes)}
+    notes = [plain_note(n) for n in (nf.note, nf.shape_note) if n]
+    shaped = any(line.shapes for line in nf.lines) or nf.name == "AccumulateGrad"
+    return {"known": True, "latex": nf.latex or "", "shapes": nf.latex_shapes if shaped else "",
+            "note": ". ".join(n.rstrip(".") for n in notes) + ("." if notes else "")}
 
 
 def _explanation(stepper: Any, node_id: str) -> dict[str, Any] | None:
