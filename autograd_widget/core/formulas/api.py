@@ -27,7 +27,7 @@ import torch
 from ..checkpoint import CHECKPOINT_NOTE
 from . import activations, elementwise, nn, reductions, sequence, shapes
 from .expr import Expr, Grad, Op, Saved, ShapeUnknown
-from .record import Formula, label_tex
+from .record import Formula
 
 if TYPE_CHECKING:
     from ..graph import BackwardGraph
@@ -42,6 +42,7 @@ __all__ = [
     "formula",
     "formula_record",
     "node_formula",
+    "unknown_sentence",
 ]
 
 #: What an AccumulateGrad node does (it has no formula to evaluate: it writes `.grad`).
@@ -136,8 +137,6 @@ def unknown_sentence(name: str) -> str:
         return f"No formula for {name}: {NOT_COVERABLE[name]}."
     return f"No formula for {name} yet: its gradients are computed by torch's C++ code."
 
-
-__all__ += ["unknown_sentence"]
 
 
 @dataclass(frozen=True)
@@ -306,5 +305,3 @@ def _shaped_lines(graph: BackwardGraph, node_id: str, f: Formula
         lines.append(FormulaLine(label, o.expr.tex(), shapes_tex, needed))
     return lines, note
 
-
-_ = label_tex

@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
-from .expr import Const, Param, Saved, op
+from .expr import Param, Saved, op
 from .ops import ALPHA, BETA, G, X, Y, sum_to
 from .record import Formula, Output
 
-__all__ = ["FORMULAS", "restore"]
+__all__ = ["FORMULAS", "mtv", "outer", "restore"]
 
 DIMS = Param("dim", "d")
 KEEP = Param("keepdim", "k")
@@ -157,8 +157,6 @@ def mtv(a, b):
     return op(r"#0^{\top} #1", _mt, a, b, prec=30, need=(100, 31), join=r"\cdot")
 
 
-__all__ += ["mtv", "outer"]
-
 FORMULAS: tuple[Formula, ...] = (
     Formula("SumBackward0", (Output("self", op(EXPAND, _expand, G, SIZES)),)),
     Formula("SumBackward1", (Output("self", op(EXPAND, _expand, G, SIZES, DIMS, KEEP)),),
@@ -248,4 +246,3 @@ FORMULAS: tuple[Formula, ...] = (
         Output("vec2", ALPHA * mtv(G, V1))),
         note=r"addr = \beta\,\mathrm{self} + \alpha\,\mathrm{vec1}\,\mathrm{vec2}^{\top}"),
 )
-_ = Const

@@ -116,10 +116,6 @@ def _trace_back(g, sizes):
     return g * torch.eye(sizes[0], sizes[1], dtype=g.dtype, device=g.device)
 
 
-def _squeeze_back(g, sizes):
-    return g.reshape(sizes)
-
-
 ID_NOTE = "the identity: the forward copied or aliased its input"
 FORMULAS: tuple[Formula, ...] = (
     Formula("TBackward0", (Output("self", G.T),)),
@@ -208,4 +204,3 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("TraceBackward0", (Output("self", op(r"#0\,I", _trace_back, G, SIZES)),),
             note="I is the identity matrix of x's shape"),
 )
-_ = _squeeze_back
