@@ -154,3 +154,25 @@ def test_no_failure_no_explanation():
     assert st.explain_failure() is None
     st.run()
     assert st.explain_failure() is None
+
+
+def test_custom_function_saved_tensor_modified_in_place():
+    class Keep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return g * t
+
+    x = torch.randn(3, requires_grad=True)
+    a = x * 1.0
+    out = Keep.apply(a)
+    a.add_(1)
+    graph, e = failed(out.sum() + a.sum())
+    assert name_of(graph, e.node) == "KeepBackward" and e.kind == "inplace"
+    assert e.saved_name == "saved_tensors[0]" and (e.saved_version, e.current_version) == (0, 1)
+    assert name_of(graph, e.culprit) == "AddBackward0"
