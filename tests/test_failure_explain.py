@@ -70,7 +70,7 @@ def test_in_place_node_outside_the_graph_is_still_named():
     a = x.exp()
     b = a * w
     a.add_(1)
-    graph, e = failed(b.sum())  # a.add_ is not reached from b
+    _graph, e = failed(b.sum())  # a.add_ is not reached from b
     assert e.culprit is None and e.culprit_name == "AddBackward0"
     assert "the in-place op is AddBackward0 (not in this graph)" in e.sentence
 
@@ -81,7 +81,7 @@ def test_forward_traceback_under_anomaly_mode():
         y = x.sigmoid()
         y.mul_(2)  # the culprit line
         out = y.sum()
-    graph, e = failed(out)
+    _graph, e = failed(out)
     assert e.traceback is not None
     assert "y.mul_(2)  # the culprit line" in "".join(e.traceback)
     assert e.hint.startswith("the in-place op's forward traceback is in `traceback`")
@@ -92,7 +92,7 @@ def test_leaf_changed_under_no_grad_names_no_node():
     out = (w * w).sum()
     with torch.no_grad():
         w.add_(1)
-    graph, e = failed(out)
+    _graph, e = failed(out)
     assert e.kind == "inplace" and e.saved_name in ("self", "other")
     assert e.culprit is None and e.culprit_name is None
     assert "no autograd node did it: it was changed under torch.no_grad() or through .data" in (
