@@ -70,7 +70,7 @@ def test_in_place_node_outside_the_graph_is_still_named():
     a = x.exp()
     b = a * w
     a.add_(1)
-    graph, e = failed(b.sum())  # a.add_ is not reached from b
+    _graph, e = failed(b.sum())  # a.add_ is not reached from b
     assert e.culprit is None and e.culprit_name == "AddBackward0"
     assert "the in-place op is AddBackward0 (not in this graph)" in e.sentence
 
@@ -81,7 +81,7 @@ def test_forward_traceback_under_anomaly_mode():
         y = x.sigmoid()
         y.mul_(2)  # the culprit line
         out = y.sum()
-    graph, e = failed(out)
+    _graph, e = failed(out)
     assert e.traceback is not None
     assert "y.mul_(2)  # the culprit line" in "".join(e.traceback)
     assert e.hint.startswith("the in-place op's forward traceback is in `traceback`")
@@ -92,7 +92,7 @@ def test_leaf_changed_under_no_grad_names_no_node():
     out = (w * w).sum()
     with torch.no_grad():
         w.add_(1)
-    graph, e = failed(out)
+    _graph, e = failed(out)
     assert e.kind == "inplace" and e.saved_name in ("self", "other")
     assert e.culprit is None and e.culprit_name is None
     assert "no autograd node did it: it was changed under torch.no_grad() or through .data" in (
@@ -154,3 +154,25 @@ def test_no_failure_no_explanation():
     assert st.explain_failure() is None
     st.run()
     assert st.explain_failure() is None
+
+
+def test_custom_function_saved_tensor_modified_in_place():
+    class Keep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            return g * t
+
+    x = torch.randn(3, requires_grad=True)
+    a = x * 1.0
+    out = Keep.apply(a)
+    a.add_(1)
+    graph, e = failed(out.sum() + a.sum())
+    assert name_of(graph, e.node) == "KeepBackward" and e.kind == "inplace"
+    assert e.saved_name == "saved_tensors[0]" and (e.saved_version, e.current_version) == (0, 1)
+    assert name_of(graph, e.culprit) == "AddBackward0"

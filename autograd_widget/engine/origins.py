@@ -216,8 +216,8 @@ def _cause(
         over = overflow_sentence(grads_in, grads_out, saved, inf_out, nan_out)
         if scale is not None:
             return (
-                f"{over}: the expected overflow of the mixed-precision loss scaler (scale "
-                f"{scale:g}); GradScaler skips this step and lowers the scale, not a bug"
+                f"the expected overflow of the mixed-precision loss scaler (scale {scale:g}), "
+                f"not a bug: {over}; GradScaler skips this step and lowers the scale"
             ), True
         return over, False
     return _generic(name, grads_in, grads_out), False
@@ -228,7 +228,8 @@ def loss_scale(graph: BackwardGraph) -> float | None:
 
     `scaler.scale(loss)` is `loss * scale` with a one-element float tensor `scale` (a power of
     two: 65536 at first, halved on each overflow, doubled after 2000 clean steps): a root that is
-    a `MulBackward0` whose saved `other` has one element, >= 2 and a power of two.
+    a `MulBackward0` whose saved `other` has one element, >= 2 and a power of two, and does not
+    require grad. (So `loss * 1024.0` reads as a scale of 1024 too: the graph cannot tell.)
 
     Args:
         graph: a captured `BackwardGraph` (a graph without live nodes gives None).
@@ -249,7 +250,12 @@ def loss_scale(graph: BackwardGraph) -> float | None:
                 continue
             saved, checkpointed = read_saved_values(graph.fn(nid), ("other",))
             other = saved.get("other")
-            if checkpointed or not isinstance(other, torch.Tensor) or other.numel() != 1:
+            if (
+                checkpointed
+                or not isinstance(other, torch.Tensor)
+                or other.numel() != 1
+                or other.requires_grad
+            ):
                 continue
             v = float(other.reshape(()).item())
             if v >= 2 and v == 2.0 ** round(torch.tensor(v).log2().item()):
