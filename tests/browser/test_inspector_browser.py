@@ -249,8 +249,11 @@ def test_first_nonfinite_jumps_to_the_edge_and_stale_marks(page, lab_server):
     run_cell(page, 0)
     root = widget_in(page, 0)
     nan = button(root, "First NaN/Inf")
-    nan.click()  # nothing has flowed yet
-    expect(root.locator(".agw-alert")).to_contain_text("no NaN/Inf gradient so far")
+    nan.click()  # nothing has flowed yet: it runs ahead to the birth and says why
+    alert = root.locator(".agw-alert")
+    expect(alert).to_contain_text("The first NaN/Inf is born in Sqrt")
+    expect(alert).to_contain_text("the derivative of sqrt at 0 is infinite")
+    expect(status(root)).not_to_contain_text("done")  # it stopped right after the birth
     button(root, "Run to end").click()
     expect(status(root)).to_contain_text("done")
     nan.click()
