@@ -18,7 +18,9 @@ import autograd_widget as aw
 from autograd_widget.export.html import record
 from autograd_widget.util.jsonsafe import decode_float, encode, encode_float, encode_number
 
-OTHER_SPELLINGS = ('"NaN"', '"Infinity"', '"-Infinity"', '"+inf"', "NaN", "Infinity")
+# Quoted: a number spelled another way. (Bare NaN/Infinity tokens are what allow_nan=False
+# refuses; the words themselves may appear in prose, e.g. "The first NaN/Inf is born in ...".)
+OTHER_SPELLINGS = ('"NaN"', '"Infinity"', '"-Infinity"', '"+inf"')
 
 
 def strict_json(obj) -> str:
