@@ -67,7 +67,9 @@ class Walk:
         self.exp: dict = {}
 
     def status(self) -> str:
-        return self.root.locator(".agw-status-text").inner_text()
+        # textContent: innerText reads "" while JupyterLab keeps the cell out of view
+        # (content-visibility), which running the readout cell below can do
+        return self.root.locator(".agw-status-text").text_content() or ""
 
     def view(self) -> None:
         self.root.locator("canvas.agw-canvas").scroll_into_view_if_needed()
