@@ -50,8 +50,11 @@ class RecordingPair(ipywidgets.HBox):
             src, dst = source.stepper, target.stepper
             pos = min(src.position, len(dst.order))
             with dst.batch():
-                if pos < dst.position or dst.failure is not None:
-                    dst.reset()
+                # a replay undoes a step in O(1): Back, not a reset and a walk from the start
+                if dst.failure is not None:
+                    dst.back()
+                while dst.position > pos:
+                    dst.back()
                 while dst.position < pos:
                     rec = dst.step()
                     if rec is None or rec.error is not None:

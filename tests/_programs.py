@@ -23,6 +23,22 @@ from hypothesis import strategies as st
 
 
 # --------------------------------------------------------------------------- custom Functions
+def raising(exc: type[Exception], message: str) -> type[torch.autograd.Function]:
+    """A custom Function "Boom" (node "BoomBackward") that doubles its input in forward and
+    whose backward raises `exc(message)`: a backward that fails inside the user's own code."""
+
+    class Boom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise exc(message)
+
+    return Boom
+
+
 class Scale(torch.autograd.Function):
     """Non-tensor forward arguments (a float and a string) and a ctx attribute."""
 

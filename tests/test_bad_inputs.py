@@ -15,6 +15,7 @@ import time
 
 import pytest
 import torch
+from _programs import raising
 from torch.utils.checkpoint import checkpoint
 
 import autograd_widget as aw
@@ -468,14 +469,7 @@ def test_reentrant_checkpoint_is_refused_without_writing_grad():
 
 
 # --------------------------------------------------------------------------- custom Functions
-class Boom(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        raise ValueError("boom: this backward is broken")
+Boom = raising(ValueError, "boom: this backward is broken")
 
 
 def test_a_custom_backward_that_raises_is_a_failed_step_and_the_stepper_stays_usable():

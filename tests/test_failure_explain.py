@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _programs import raising
 
 import autograd_widget as aw
 from autograd_widget.engine.failure import ANOMALY_HINT, explain_failure
@@ -134,14 +135,7 @@ def test_second_backward_without_retain_graph():
 
 
 def test_custom_function_error_is_other_and_quoted():
-    class Boom(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            return t * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            raise ValueError("shapes do not match\nsecond line")
+    Boom = raising(ValueError, "shapes do not match\nsecond line")
 
     graph, e = failed(Boom.apply(torch.ones(2, requires_grad=True)).sum())
     assert e.kind == "other" and name_of(graph, e.node) == "BoomBackward"

@@ -13,6 +13,7 @@ import weakref
 
 import pytest
 import torch
+from _programs import raising
 from torch.utils.checkpoint import checkpoint
 from zoo.models import MODELS, TRANSFORMERS, forward, params
 
@@ -188,14 +189,7 @@ def test_no_recorder_hook_left_on_any_node_by_behaviour():
     assert counted == []
 
 
-class Boom(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        raise ValueError("boom in backward: custom message")
+Boom = raising(ValueError, "boom in backward: custom message")
 
 
 def test_exception_propagates_unchanged_and_failure_names_the_node():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _programs import raising
 
 import autograd_widget as aw
 from autograd_widget.engine import recfile
@@ -19,14 +20,7 @@ from autograd_widget.engine import recfile
 ROOT = Path(__file__).parents[1]
 
 
-class Boom(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        raise RuntimeError("boom")
+Boom = raising(RuntimeError, "boom")
 
 
 def nan_recording(keep="tensors"):

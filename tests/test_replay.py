@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import torch
+from _programs import raising
 
 import autograd_widget as aw
 from autograd_widget.engine.replay import Replay
@@ -75,14 +76,7 @@ def test_replay_inspector_says_what_a_recording_has_and_refuses_live_only_action
 
 
 def test_replay_of_a_failing_backward_stops_on_the_failing_node():
-    class Boom(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            raise ValueError("boom in backward")
+    Boom = raising(ValueError, "boom in backward")
 
     x = torch.randn(3, requires_grad=True)
     loss = Boom.apply(x.exp()).sum()

@@ -28,7 +28,7 @@ from .records import History, ReadOnlyList, StepInfo, StepRecord
 if TYPE_CHECKING:
     from .failure import FailureExplanation
     from .origins import Origin
-    from .recording import Recording
+    from .recording import NodeRun, Recording
 
 __all__ = ["Replay", "recording_name"]
 
@@ -182,6 +182,18 @@ class Replay:
             e.id: (outs[e.output_nr] if e.output_nr < len(outs) else None)
             for e in self._graph.out_edges(nid)
         }
+
+    def run_of(self, node_id: str) -> NodeRun | None:
+        """How the engine ran `node_id` (its `NodeRun` in the recording), None if it did not.
+
+        Example:
+            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
+            >>> with aw.record(loss) as rec:
+            ...     loss.backward()
+            >>> Replay(rec).run_of("n1").step
+            1
+        """
+        return self._runs.get(node_id)
 
     def record(self, index: int) -> StepRecord:
         """The record of step `index` (< position): the recorded summaries and time.

@@ -275,7 +275,7 @@ def _explanation(stepper: Any, node_id: str) -> dict[str, Any] | None:
 
 def _recorded_run(replay: Replay, node_id: str) -> dict[str, Any] | None:
     """What the recording knows of how the engine ran `node_id` (None: it did not run)."""
-    run = next((r for r in replay.recording.runs if r.node == node_id), None)
+    run = replay.run_of(node_id)
     if run is None:
         return None
     return {"step": run.step, "seq": run.seq, "thread": run.thread, "pass": run.pass_index,
