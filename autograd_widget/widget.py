@@ -13,6 +13,8 @@ The widget is traits and dispatch; everything else lives below it:
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,7 +36,7 @@ from .view.folding import SubgraphRun
 from .view.labels import status_line
 from .view.repeats import Repeat
 from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
-from .wire.protocol import dispatch
+from .wire.protocol import BUNDLE, REPLY, dispatch
 from .wire.session import Session, freed_notice
 
 __all__ = ["AutogradWidget", "explore"]
@@ -44,23 +46,41 @@ log = logging.getLogger("autograd_widget")
 _STATIC = Path(__file__).parent / "static"
 
 
-# The bundle's TEXT, not its path: anywidget turns a path into a watched FileContents whose
-# class-level `changed` signal keeps a strong reference to every widget ever made (so no widget,
-# graph or activation could be freed). The text costs the same: anywidget syncs it anyway.
-def _esm() -> str:
-    path = _STATIC / "widget.js"
-    if path.exists():
-        return path.read_text(encoding="utf-8")
-    return (
-        "export default { render({ el }) { el.textContent = 'autograd_widget: the front-end "
-        "bundle is missing (autograd_widget/static/widget.js). Build it: cd js && npm ci && "
-        "npm run build'; } };"
-    )
+_MISSING = (
+    "export default { render({ el }) { el.textContent = 'autograd_widget: the front-end "
+    "bundle is missing (autograd_widget/static/). Build it: cd js && npm ci && "
+    "npm run build'; } };"
+)
 
 
-def _css() -> str:
-    path = _STATIC / "widget.css"
-    return path.read_text(encoding="utf-8") if path.exists() else ""
+# Each widget's `_esm` is the small loader (static/loader.js), as TEXT, not a path: anywidget
+# turns a path into a watched FileContents whose class-level `changed` signal keeps a strong
+# reference to every widget ever made. The loader asks for the bundle once per page (HOST
+# message BUNDLE), so ten widgets do not carry, sync and save ten copies of it.
+def _loader() -> str:
+    paths = [_STATIC / name for name in ("loader.js", "widget.js")]
+    if not all(p.exists() for p in paths):
+        return _MISSING
+    return paths[0].read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _bundle() -> dict[str, str]:
+    """The front-end bundle sent to the loader: code, stylesheet and a hash naming both (read
+    once per process; the page caches the module by this hash)."""
+    code = (_STATIC / "widget.js").read_text(encoding="utf-8")
+    css_path = _STATIC / "widget.css"
+    css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
+    digest = hashlib.sha256(code.encode() + b"\0" + css.encode()).hexdigest()[:16]
+    return {"code": code, "css": css, "hash": digest}
+
+
+def _bundle_id() -> dict[str, Any]:
+    """What the `_bundle` trait says of the bundle: its hash and size (not its text)."""
+    if not (_STATIC / "widget.js").exists():
+        return {}
+    b = _bundle()
+    return {"hash": b["hash"], "bytes": len(b["code"]) + len(b["css"])}
 
 
 class _Traits:
@@ -96,8 +116,7 @@ class AutogradWidget(anywidget.AnyWidget):
     way keeps the view and the kernel in agreement.
     """
 
-    _esm = _esm()
-    _css = _css()
+    _esm = _loader()
     # None until __init__ has built the session, so a widget whose construction failed closes
     # cleanly when garbage-collected.
     _session: Session | None = None
@@ -105,6 +124,8 @@ class AutogradWidget(anywidget.AnyWidget):
 
     _graph = traitlets.Dict().tag(sync=True)
     _state = traitlets.Dict().tag(sync=True)
+    #: The front-end bundle's hash and size; the loader fetches it once per page by this hash.
+    _bundle = traitlets.Dict(_bundle_id()).tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     #: The selected edge id ("src:output_nr"), e.g. after "First NaN/Inf".
     selected_edge = traitlets.Unicode(None, allow_none=True).tag(sync=True)
@@ -197,6 +218,9 @@ class AutogradWidget(anywidget.AnyWidget):
         self._session.refresh()
 
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
+        if isinstance(msg, dict) and msg.get("type") == BUNDLE:
+            self.send({"type": REPLY, "request": msg.get("request"), "data": _bundle()})
+            return
         for out in dispatch(self._session, msg):
             self.send(out)
 

@@ -1,4 +1,6 @@
-// Bundles js/src/index.js into autograd_widget/static/widget.js (ESM, what anywidget's _esm loads).
+// Bundles js/src/index.js into autograd_widget/static/widget.js (+ widget.css): the front-end,
+// sent once per page; and js/src/loader.js into static/loader.js: each widget's `_esm`, which
+// asks the kernel for that bundle (see loader.js).
 // `node build.mjs` builds once; `node build.mjs --watch` rebuilds on change.
 import * as esbuild from 'esbuild';
 import { dirname, join } from 'node:path';
@@ -9,7 +11,10 @@ const outdir = join(here, '..', 'autograd_widget', 'static');
 
 /** @type {import('esbuild').BuildOptions} */
 const options = {
-  entryPoints: { widget: join(here, 'src', 'index.js') },
+  entryPoints: {
+    widget: join(here, 'src', 'index.js'),
+    loader: join(here, 'src', 'loader.js'),
+  },
   outdir,
   bundle: true,
   format: 'esm',

@@ -35,6 +35,7 @@ def test_wheel_contains_the_bundle(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "autograd_widget/static/widget.js" in names
     assert "autograd_widget/static/widget.css" in names
+    assert "autograd_widget/static/loader.js" in names
     assert "autograd_widget/widget.py" in names and "autograd_widget/engine/stepper.py" in names
     assert not any(n.startswith(("js/", "tests/")) for n in names)
     bundle = zipfile.ZipFile(wheel).read("autograd_widget/static/widget.js")

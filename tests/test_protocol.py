@@ -35,6 +35,11 @@ def test_message_names_agree():
     assert sorted(js_values("MSG")) == sorted(protocol.MESSAGES)
 
 
+def test_host_messages_agree():
+    assert js_values("HOST") == list(protocol.HOST_MESSAGES)
+    assert not set(protocol.HOST_MESSAGES) & set(protocol.MESSAGES)
+
+
 def test_reply_types_agree():
     assert sorted(js_values("REPLY")) == sorted(protocol.REPLY_TYPES)
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = [
+    "BUNDLE",
+    "HOST_MESSAGES",
     "MAX_CHUNK_MS",
     "MESSAGES",
     "REPLY",
@@ -46,6 +48,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("autograd_widget")
+
+#: Messages to the widget's host rather than its session: the loader (js/src/loader.js) asks
+#: for the front-end bundle once per page; widget.py answers with a REPLY.
+BUNDLE = "bundle"
+HOST_MESSAGES = (BUNDLE,)
 
 #: Reply types Python sends to the front-end.
 REPLY, WARNING = "reply", "warning"

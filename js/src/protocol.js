@@ -31,6 +31,14 @@ export const MSG = Object.freeze({
   LEAF_DIFF: 'leaf_diff',
 });
 
+/**
+ * Messages to the widget's host, not its session (`HOST_MESSAGES`): the loader's request for
+ * the front-end bundle (js/src/loader.js; answered by widget.py).
+ */
+export const HOST = Object.freeze({
+  BUNDLE: 'bundle',
+});
+
 /** Types of the messages the kernel sends back (`REPLY_TYPES`). */
 export const REPLY = Object.freeze({
   REPLY: 'reply',
