@@ -21,7 +21,7 @@ const options = {
   target: 'es2020',
   minify: true,
   legalComments: 'none',
-  logLevel: 'info',
+  logLevel: 'warning',
   metafile: true,
 };
 
@@ -33,7 +33,10 @@ if (process.argv.includes('--watch')) {
   if (process.argv.includes('--analyze')) {
     console.log(await esbuild.analyzeMetafile(result.metafile));
   }
-  for (const [file, { bytes }] of Object.entries(result.metafile.outputs)) {
-    console.log(`${file}: ${(bytes / 1024).toFixed(0)} KiB`);
-  }
+  // One line per file, with what its size means: widget.js + widget.css go to a page once (the
+  // loader fetches them), loader.js is every widget's `_esm`. tests/test_js.py caps the bundle.
+  const sizes = Object.entries(result.metafile.outputs).map(
+    ([file, { bytes }]) => `${file.split('/').pop()} ${(bytes / 1024).toFixed(0)} KiB`,
+  );
+  console.log(`built ${sizes.join(', ')} (bundle sent once per page; limit 1 MiB)`);
 }
