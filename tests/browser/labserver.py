@@ -118,10 +118,20 @@ class LabServer:
             self.proc.kill()
 
 
-def start_lab(base: Path, timeout: float = 60) -> LabServer:
+def start_lab(
+    base: Path,
+    timeout: float = 60,
+    *,
+    python: str = sys.executable,
+    checkout_on_path: bool = True,
+    path: str | None = None,
+) -> LabServer:
     """Start JupyterLab with every Jupyter directory under `base` (an empty directory) and wait
     until it answers `/api/status`; raise RuntimeError (with the log's tail) when it exits or
-    does not answer within `timeout` seconds. The kernel sees this checkout first on PYTHONPATH.
+    does not answer within `timeout` seconds. By default the server and kernel run on this
+    interpreter with this checkout first on PYTHONPATH; the wheel test passes another venv's
+    `python`, `checkout_on_path=False` (the package comes from that venv) and its own `path`
+    (PATH, e.g. without Node).
 
     Example:
         server = start_lab(Path(tempfile.mkdtemp()))
@@ -141,13 +151,19 @@ def start_lab(base: Path, timeout: float = 60) -> LabServer:
         JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
         IPYTHONDIR=str(dirs["ipython"]),
         JUPYTER_PLATFORM_DIRS="1",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
         PYTHONWARNINGS="ignore::DeprecationWarning",
     )
+    if checkout_on_path:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    else:
+        env.pop("PYTHONPATH", None)
+        env.pop("VIRTUAL_ENV", None)
+    if path is not None:
+        env["PATH"] = path
     port = free_port()
     log = base / "server.log"
     cmd = [
-        sys.executable,
+        python,
         "-m",
         "jupyterlab",
         "--no-browser",
