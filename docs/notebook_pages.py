@@ -24,6 +24,7 @@ import base64
 import hashlib
 import html
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -193,6 +194,24 @@ def build_one(notebook: Path, out: Path, *, timeout: int = 600) -> NotebookPage:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     nb = nbformat.read(notebook, as_version=4)
+    # The kernel imports this checkout's package (the one the API reference documents).
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
+    try:
+        frames = _execute(nb, folder, timeout)
+    finally:
+        os.environ["PYTHONPATH"] = path
+        if not path:
+            del os.environ["PYTHONPATH"]
+    page = out / "notebooks" / f"{stem}.md"
+    page.write_text(_to_markdown(nb, stem, frames, folder), encoding="utf-8")
+    widgets = tuple(sorted(folder.glob("widget-*.html")))
+    return NotebookPage(stem, page, widgets, time.perf_counter() - t0)
+
+
+def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str, list]:
+    """Run every cell; after each, save the AutogradWidgets it displayed into `folder`.
+    Returns {model id of a displayed widget: its pages, [file, stepper type, height, label]}."""
     frames: dict[str, list] = {}
     count = 0
     with tempfile.TemporaryDirectory(prefix="agw-docs-") as scratch:
@@ -216,10 +235,7 @@ def build_one(notebook: Path, out: Path, *, timeout: int = 600) -> NotebookPage:
                     for mid, pages in json.loads(printed):
                         frames[mid] = pages
                         count += len(pages)
-    page = out / "notebooks" / f"{stem}.md"
-    page.write_text(_to_markdown(nb, stem, frames, folder), encoding="utf-8")
-    widgets = tuple(sorted(folder.glob("widget-*.html")))
-    return NotebookPage(stem, page, widgets, time.perf_counter() - t0)
+    return frames
 
 
 def _run_hidden(client: NotebookClient, source: str) -> str:
