@@ -124,7 +124,8 @@ def _iframe(stem: str, page: list, name: str | None) -> str:
         f'<figure class="agw-frame">\n'
         f'<iframe src="{src}" height="{int(height) + FRAME_EXTRA_PX}" loading="lazy" '
         f'title="{html.escape(title)}the widget, as its standalone page"></iframe>\n'
-        f"<figcaption>{html.escape(title)}the widget as its standalone page: {what} "
+        f"<figcaption>{html.escape(title + 'the widget' if name else 'The widget')} "
+        f"as its standalone page: {what} "
         f'replays here without a kernel (<a href="{src}" target="_blank">open it alone</a>).'
         "</figcaption>\n"
         "</figure>\n"
