@@ -1,5 +1,5 @@
 # The two commands of the README. Everything they need is installed by .ci/setup.
-.PHONY: tour test setup compat
+.PHONY: tour test setup compat docs
 
 # make tour            -> JupyterLab on notebooks/01_tour.ipynb
 # make tour HTML=x.html -> the tour's graph as a standalone, offline HTML file (no browser needed)
@@ -11,6 +11,13 @@ test:  ## lint + the full test suite
 
 setup:
 	bash .ci/setup
+
+# make docs            -> the documentation site (mkdocs.yml, docs/) on http://127.0.0.1:8000
+#                         (PORT=8001 for another port); the first build executes the notebooks
+#                         (~50 s on 2 cores), later ones reuse them (build/docs-notebooks)
+docs:
+	bash .ci/setup
+	NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs serve -a 127.0.0.1:$(or $(PORT),8000)
 
 # make compat TORCH=2.4.0 -> the non-browser suite on that torch, in a throwaway venv
 #   (.venv-compat/<version>, removed afterwards unless KEEP=1; never touches .venv)

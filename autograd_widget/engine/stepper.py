@@ -502,7 +502,8 @@ class Stepper:
         """Run the real engine once and list where it disagrees with manual stepping (compare.py).
 
         Args:
-            rtol, atol: tolerances; default torch.testing's for the dtype.
+            rtol: relative tolerance; default torch.testing's for the dtype.
+            atol: absolute tolerance; default torch.testing's for the dtype.
             tensors: non-leaf tensors whose `.grad` (retain_grad) must be restored.
 
         Guarantees: this stepper's position, edits and records are untouched (the manual side

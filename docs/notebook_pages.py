@@ -1,0 +1,279 @@
+"""The notebooks under notebooks/ as documentation pages, each widget shown as its offline page.
+
+A widget needs a kernel; a documentation site has none. So each notebook is executed (nbclient, a
+real kernel, as tests/test_notebooks.py does: notebook 06 starts its two torch.distributed ranks
+itself, on 127.0.0.1 with gloo), and after every cell each AutogradWidget that cell displayed is
+written with `save_html` (the whole step-through recorded, replayable with no kernel) and shown
+in the page as an iframe of that file, where the notebook showed the live widget.
+
+Output, for notebooks/NN_name.ipynb, under `out`:
+    notebooks/NN_name.md              the page: markdown cells as they are, code cells as Python
+                                      blocks, outputs as text / images / iframes
+    notebooks/NN_name/widget-K.html   the K-th widget, standalone (`save_html`)
+    notebooks/NN_name/output-K.png    the K-th image output
+
+Pages are cached: a notebook is executed again only when it, this file, or the package's sources
+or front-end bundle changed (a stamp per notebook). Run alone to (re)build them:
+
+    python docs/notebook_pages.py [OUT_DIR]
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+__all__ = ["NOTEBOOKS", "ROOT", "NotebookPage", "build", "build_one", "source_stamp"]
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# Height of the standalone page's own chrome around the drawing (header, toolbar, status line).
+FRAME_EXTRA_PX = 150
+
+# Runs once in the kernel, before the notebook: remember every widget built (weakly), so that
+# after a cell the widgets it displayed can be found from the model ids in its outputs.
+_KERNEL_SETUP = """
+import weakref as __agw_weakref
+import ipywidgets as __agw_ipywidgets
+__agw_built = __agw_weakref.WeakSet()
+__agw_ipywidgets.Widget.on_widget_constructed(__agw_built.add)
+
+
+def __agw_save(model_ids, folder, start):
+    \"\"\"Save each AutogradWidget in the displayed widgets (boxes searched); print what was
+    written, one JSON line: [[model_id, [[file, title, height], ...]], ...].\"\"\"
+    import json, pathlib, re
+    import autograd_widget as __aw
+    found, k = [], start
+    by_id = {w.comm.comm_id: w for w in list(__agw_built) if w.comm is not None}
+    for mid in model_ids:
+        top = by_id.get(mid)
+        pages, todo = [], [(top, None)] if top is not None else []
+        while todo:
+            w, label = todo.pop(0)
+            if isinstance(w, __aw.AutogradWidget):
+                k += 1
+                path = pathlib.Path(folder) / f"widget-{k}.html"
+                w.save_html(path)
+                pages.append([path.name, type(w.stepper).__name__, w.height, label])
+            else:
+                kids = list(getattr(w, "children", ()))
+                # a box titled by an HTML label beside its widget (aw.side_by_side's names)
+                text = [c.value for c in kids if isinstance(c, __agw_ipywidgets.HTML)]
+                label = re.sub("<[^>]*>", "", text[0]).strip() if len(text) == 1 else label
+                todo.extend((c, label) for c in kids)
+        found.append([mid, pages])
+    print(json.dumps(found))
+"""
+
+
+@dataclass(frozen=True)
+class NotebookPage:
+    """One built notebook page: its markdown file, its widget pages, the seconds it took
+    (0.0 when it came from the cache)."""
+
+    stem: str
+    markdown: Path
+    widgets: tuple[Path, ...]
+    seconds: float
+
+
+def source_stamp(notebook: Path) -> str:
+    """A hash of everything a notebook's page depends on: the notebook, the other files next to
+    it (ddp_record.py), this script, the package's Python sources and its front-end bundle."""
+    h = hashlib.sha256()
+    paths = [notebook, Path(__file__).resolve()]
+    paths += sorted(p for p in NOTEBOOKS.iterdir() if p.is_file() and p.suffix == ".py")
+    paths += sorted((ROOT / "autograd_widget").rglob("*.py"))
+    paths += sorted((ROOT / "autograd_widget" / "static").glob("*"))
+    for p in paths:
+        h.update(str(p.relative_to(ROOT)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _fence(text: str, lang: str = "") -> str:
+    """A fenced code block that survives backticks inside `text`."""
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}\n"
+
+
+def _iframe(stem: str, page: list, name: str | None) -> str:
+    file, kind, height, label = page
+    name = label or name
+    what = ("the engine's recorded run" if kind == "Replay"
+            else "its whole step-through, recorded when this cell ran,")
+    title = f"{name}: " if name else ""
+    src = f"{stem}/{file}"
+    return (
+        f'<figure class="agw-frame">\n'
+        f'<iframe src="{src}" height="{int(height) + FRAME_EXTRA_PX}" loading="lazy" '
+        f'title="{html.escape(title)}the widget, as its standalone page"></iframe>\n'
+        f"<figcaption>{html.escape(title + 'the widget' if name else 'The widget')} "
+        f"as its standalone page: {what} "
+        f'replays here without a kernel (<a href="{src}" target="_blank">open it alone</a>).'
+        "</figcaption>\n"
+        "</figure>\n"
+    )
+
+
+def _text_output(text: str) -> str:
+    return _fence(text, "text")
+
+
+def _to_markdown(nb: nbformat.NotebookNode, stem: str, frames: dict, folder: Path) -> str:
+    """The executed notebook as one markdown page (iframes in place of widget views)."""
+    parts: list[str] = []
+    images = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            parts.append(cell.source.rstrip() + "\n")
+            continue
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        parts.append(_fence(cell.source, "python"))
+        stream: list[str] = []
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "stream":
+                stream.append(out["text"])
+                continue
+            if stream:
+                parts.append(_text_output("".join(stream)))
+                stream = []
+            if kind == "error":
+                parts.append(_text_output("\n".join(out.get("traceback", []))))
+                continue
+            data = out.get("data", {})
+            if WIDGET_VIEW in data:
+                pages = frames.get(data[WIDGET_VIEW]["model_id"], [])
+                if not pages:
+                    raise RuntimeError(f"{stem}: a widget view with no AutogradWidget inside")
+                names = [None] * len(pages)
+                if len(pages) > 1:
+                    names = [f"widget {i + 1} of {len(pages)}" for i in range(len(pages))]
+                row = "".join(_iframe(stem, p, n) for p, n in zip(pages, names))
+                cls = "agw-frames agw-frames--row" if len(pages) > 1 else "agw-frames"
+                parts.append(f'<div class="{cls}">\n{row}</div>\n')
+            elif "image/png" in data:
+                images += 1
+                name = f"output-{images}.png"
+                (folder / name).write_bytes(base64.b64decode(data["image/png"]))
+                parts.append(f"![output {images}]({stem}/{name})\n")
+            elif "text/plain" in data:
+                parts.append(_text_output(data["text/plain"]))
+        if stream:
+            parts.append(_text_output("".join(stream)))
+    return "\n".join(parts)
+
+
+def build_one(notebook: Path, out: Path, *, timeout: int = 600) -> NotebookPage:
+    """Execute `notebook` in a fresh kernel (in a scratch copy of notebooks/, so nothing is
+    written next to the sources) and write its page and widget pages under `out`/notebooks.
+
+    Raises whatever the notebook raises (nbclient's CellExecutionError): a page is never built
+    from a notebook that fails."""
+    t0 = time.perf_counter()
+    stem = notebook.stem
+    folder = out / "notebooks" / stem
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    nb = nbformat.read(notebook, as_version=4)
+    # The kernel imports this checkout's package (the one the API reference documents).
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
+    try:
+        frames = _execute(nb, folder, timeout)
+    finally:
+        os.environ["PYTHONPATH"] = path
+        if not path:
+            del os.environ["PYTHONPATH"]
+    page = out / "notebooks" / f"{stem}.md"
+    page.write_text(_to_markdown(nb, stem, frames, folder), encoding="utf-8")
+    widgets = tuple(sorted(folder.glob("widget-*.html")))
+    return NotebookPage(stem, page, widgets, time.perf_counter() - t0)
+
+
+def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str, list]:
+    """Run every cell; after each, save the AutogradWidgets it displayed into `folder`.
+    Returns {model id of a displayed widget: its pages, [file, stepper type, height, label]}."""
+    frames: dict[str, list] = {}
+    count = 0
+    with tempfile.TemporaryDirectory(prefix="agw-docs-") as scratch:
+        for p in NOTEBOOKS.iterdir():
+            if p.is_file() and p.suffix != ".ipynb":
+                shutil.copy(p, scratch)
+        client = NotebookClient(
+            nb, timeout=timeout, kernel_name="python3",
+            resources={"metadata": {"path": scratch}},
+        )
+        with client.setup_kernel():
+            _run_hidden(client, _KERNEL_SETUP)
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                client.execute_cell(cell, index)
+                ids = [o["data"][WIDGET_VIEW]["model_id"] for o in cell.get("outputs", [])
+                       if WIDGET_VIEW in o.get("data", {})]
+                if ids:
+                    printed = _run_hidden(client, f"__agw_save({ids!r}, {str(folder)!r}, {count})")
+                    for mid, pages in json.loads(printed):
+                        frames[mid] = pages
+                        count += len(pages)
+    return frames
+
+
+def _run_hidden(client: NotebookClient, source: str) -> str:
+    """Run `source` in the notebook's kernel without adding it to the notebook or its history;
+    return what it printed. Raises if it raised."""
+    cell = nbformat.v4.new_code_cell(source)
+    client.nb.cells.append(cell)  # nbclient writes the cell back at its index
+    try:
+        client.execute_cell(cell, len(client.nb.cells) - 1, store_history=False)
+    finally:
+        client.nb.cells.pop()
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+
+
+def build(out: Path, *, notebooks: list[Path] | None = None, log=print) -> list[NotebookPage]:
+    """Every notebook's page under `out` (cached: see the module docstring), in name order."""
+    pages = []
+    for nb in notebooks or sorted(NOTEBOOKS.glob("*.ipynb")):
+        stamp_file = out / "notebooks" / f".{nb.stem}.stamp"
+        stamp = source_stamp(nb)
+        page = out / "notebooks" / f"{nb.stem}.md"
+        if page.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
+            folder = out / "notebooks" / nb.stem
+            pages.append(NotebookPage(nb.stem, page, tuple(sorted(folder.glob("widget-*.html"))),
+                                      0.0))
+            continue
+        stamp_file.unlink(missing_ok=True)
+        built = build_one(nb, out)
+        stamp_file.write_text(stamp)
+        log(f"docs: executed {nb.name} in {built.seconds:.1f} s "
+            f"({len(built.widgets)} widget page(s))")
+        pages.append(built)
+    return pages
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "docs-notebooks"
+    t0 = time.perf_counter()
+    done = build(target)
+    print(f"{len(done)} notebook pages in {target} ({time.perf_counter() - t0:.1f} s)")
