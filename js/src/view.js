@@ -13,7 +13,7 @@ import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
 import { MEMORY_COLORS, decodeMemory, memoryLegend } from './memory.js';
 import { createInspector, createMemoryPanel, createSensitivityPanel } from './panel.js';
 import { PROBE_SAMPLES, SENSITIVITY_COLORS, decodeLeafDiff, decodeProbe, normText, sensitivityLegend } from './sensitivity.js';
-import { createHelp, shortcutFor } from './help.js';
+import { GESTURES, RECORDING_GESTURES, createHelp, shortcutFor } from './help.js';
 import { createMinimap } from './minimap.js';
 import { createSearch } from './search.js';
 import { MSG } from './protocol.js';
@@ -122,7 +122,7 @@ export function createView({ model, el, backend, options = {} }) {
   const colorMode = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient), by the bytes their saved tensors hold (memory) or by the norm of their Jacobian (sensitivity)' }));
   colorMode.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'), h('option', { value: 'sensitivity' }, 'Colour: sensitivity'));
   const counts = h('span', { class: 'agw-counts', 'aria-label': 'Visible nodes' });
-  const help = createHelp(doc, { onClose: () => root.focus({ preventScroll: true }) });
+  const help = createHelp(doc, { gestures: backend.live !== false ? GESTURES : RECORDING_GESTURES, onClose: () => root.focus({ preventScroll: true }) });
   nav.append(search.el, nanBtn, sep(), plumbingBox, sep(), colorMode, counts, help.button);
   // A recording (standalone export) has no kernel to re-lay out, fold or unfold: those controls
   // are absent there; the modes whose replies it recorded (`backend.answers`) stay.

@@ -165,6 +165,9 @@ describe('the standalone page', () => {
     expect(help.hidden).toBe(true);
     document.body.dispatchEvent(new KeyboardEvent('keydown', { key: '?', shiftKey: true, bubbles: true, cancelable: true }));
     expect(help.hidden).toBe(false);
+    // its mouse table says what a click on a folded module does here: inspect (no kernel to unfold)
+    expect(help.querySelector('.agw-help-mouse').textContent).toMatch(/click a folded moduleinspect it/);
+    expect(help.querySelector('.agw-help-mouse').textContent).not.toMatch(/unfold it/);
     document.body.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
     expect(help.hidden).toBe(true);
     cleanup();
