@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 #: The demo page's paragraph under its title.
 _DEMO_DESCRIPTION = (
     "The tour's model: a small MLP (Linear 4\u21928, ReLU, Linear 8\u21928, ReLU, Linear 8\u21923) "

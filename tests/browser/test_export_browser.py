@@ -3,6 +3,7 @@ recorded step-through and shows the same gradients as the kernel-backed widget."
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -125,7 +126,7 @@ def nan_widget():
     return aw.explore(loss, model=model, collapse="none")
 
 
-PAINTED = "() => { const c = document.querySelector('canvas.agw-canvas'); return +c.dataset.painted; }"
+PAINTED = "() => +document.querySelector('canvas.agw-canvas').dataset.painted"
 # the item index of the first node whose name label reads `text`
 ITEM_NAMED = """text => document.querySelector('canvas.agw-canvas').agwPainted.labels
   .find((l) => l.kind === 'node' && l.line === 0 && l.text === text)?.index ?? -1"""
@@ -136,7 +137,8 @@ def click_item(page, index: int) -> None:
     x, y = page.evaluate(
         """i => { const c = document.querySelector('canvas.agw-canvas');
           const it = c.agwPainted.items.find((t) => t.index === i);
-          const r = c.getBoundingClientRect(); return [r.left + it.x + it.w / 2, r.top + it.y + it.h / 2]; }""",
+          const r = c.getBoundingClientRect();
+          return [r.left + it.x + it.w / 2, r.top + it.y + it.h / 2]; }""",
         index,
     )
     page.mouse.click(x, y)
@@ -167,17 +169,20 @@ def test_standalone_page_works_offline_with_every_recorded_mode(browser, tmp_pat
         canvas = page.locator("canvas.agw-canvas")
         assert canvas.bounding_box()["height"] > 350
         page.set_viewport_size({"width": 1100, "height": 900})
-        page.wait_for_function("() => document.querySelector('.agw-root').getBoundingClientRect().bottom >= 900 - 16")
+        page.wait_for_function(
+            "() => document.querySelector('.agw-root').getBoundingClientRect().bottom >= 900 - 16"
+        )
         # no kernel-only control, no empty separator
         for name in ("Collapse module", "Expand"):
             assert root.get_by_role("button", name=name, exact=True).count() == 0
         assert root.locator(".agw-direction").count() == 0
         assert not root.locator(".agw-plumbing-input").is_visible()
         seps = page.evaluate("""() => [...document.querySelectorAll('.agw-toolbar')].map((bar) =>
-            [...bar.children].filter((c) => c.offsetParent !== null).map((c) => c.classList.contains('agw-sep')))""")
+            [...bar.children].filter((c) => c.offsetParent !== null)
+              .map((c) => c.classList.contains('agw-sep')))""")
         for bar in seps:
             assert bar and not bar[0] and not bar[-1], seps
-            assert not any(a and b for a, b in zip(bar, bar[1:], strict=False)), seps
+            assert not any(a and b for a, b in itertools.pairwise(bar)), seps
         # Step and Back
         root.get_by_role("button", name="Step", exact=True).click()
         expect(status).to_have_text(re.compile(r"^ran SumBackward0 \(step 1 / 14\)"))
