@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Player, RECORDING_FORMAT, RECORDING_FORMATS, recordedBackend, recordedModel, recordedNonfinite, replay } from '../src/replay.js';
 import { tidySeparators } from '../src/view.js';
 import { broken, nonfinite, z } from './fixtures.js';
-import { clickItem, flush, useViewTestHooks } from './mount.js';
+import { clickItem, flush, mountView, useViewTestHooks } from './mount.js';
 
 useViewTestHooks();
 
@@ -108,6 +108,20 @@ describe('toolbar separators', () => {
     mk('d', true);
     tidySeparators(bar);
     expect([s1.hidden, s2.hidden, s3.hidden]).toEqual([false, true, true]);
+  });
+});
+
+describe('the live widget showing a replayed engine run', () => {
+  it('hides the colour modes and leaves no empty separator where they were', () => {
+    // a graph with no plumbing to hide: that toggle is hidden too, so two separators meet
+    const { el, cleanup } = mountView({ _graph: { ...z.graph(), source: 'recording', show_plumbing: undefined }, _state: z.state(0), selected: null, selected_edge: null });
+    expect(el.querySelector('.agw-plumbing-input').closest('label').hidden).toBe(true);
+    const nav = el.querySelector('.agw-nav');
+    expect(el.querySelector('select[aria-label="Colour mode"]').hidden).toBe(true);
+    const shown = [...nav.children].filter((c) => !c.hidden).map((c) => c.classList.contains('agw-sep'));
+    expect(shown.at(-1)).toBe(false);
+    expect(shown.some((v, i) => v && shown[i + 1])).toBe(false);
+    cleanup();
   });
 });
 
