@@ -404,20 +404,24 @@ class AutogradWidget(anywidget.AnyWidget):
             self._graph, s.scene.state.visible_arrays(), status_line(s.graph, s.stepper)
         )
 
-    def save_html(self, path: Any) -> Any:
+    def save_html(
+        self, path: Any, title: str | None = None, description: str | None = None
+    ) -> Any:
         """Write the whole step-through (recorded by a separate stepper from step 0 to the end;
-        this widget's stepper is not moved) as one self-contained, offline HTML file.
+        this widget's stepper is not moved) as one self-contained, offline HTML file: a header
+        with `title` (None: "autograd_widget — backward of MODEL (N nodes)"), `description`
+        (plain text, optional) and how to use it, then the widget filling the window.
 
         Example:
             >>> import tempfile, pathlib
             >>> w = aw.explore(z, params={"x": x, "y": y})
             >>> with tempfile.TemporaryDirectory() as d:
-            ...     w.save_html(pathlib.Path(d) / "run.html").name
+            ...     w.save_html(pathlib.Path(d) / "run.html", title="z = x² + y").name
             'run.html'
         """
         if self._session.released:
             raise RuntimeError("this widget was released: explore() the tensors again to export")
-        return save_html(self, path)
+        return save_html(self, path, title=title, description=description)
 
     def release(self) -> None:
         """Drop every torch reference (graph, stepper, kept tensors); the drawing stays.

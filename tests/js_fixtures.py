@@ -10,7 +10,9 @@ never against a hand-made format. Each file holds one widget:
   reply's `data`) for every visible node and edge, at position `inspect_at`;
 - `decoded` (some files): `decode_graph`'s view of the graph payload, the Python side of the
   cross-check in `model.test.js`;
-- `recording` (z only): the recording a standalone export (`widget.save_html`) embeds.
+- `recording` (z, nonfinite, broken): the recording a standalone export (`widget.save_html`)
+  embeds (z: no NaN/Inf, the run ends; nonfinite: the first NaN/Inf flows at step 4; broken: a
+  step fails).
 
 Binary buffers (memoryviews; they reach the front-end as DataViews) are written as
 `{"$base64": "..."}`; `js/tests/fixtures.js` turns them back into DataViews at odd byte offsets, as
@@ -178,7 +180,10 @@ def _mlp(*, broken: bool = False) -> dict[str, Any]:
         with torch.no_grad():
             model[1][1].weight.mul_(1.0)
     w = aw.explore(loss, model=model, collapse="modules")
-    return _widget_fixture(w, inspect_at=None if broken else 3, decoded=True)
+    out = _widget_fixture(w, inspect_at=None if broken else 3, decoded=True)
+    if broken:
+        out["recording"] = _recording(w)
+    return out
 
 
 def _folds() -> dict[str, Any]:
@@ -228,7 +233,9 @@ def _nonfinite() -> dict[str, Any]:
     x = torch.tensor([0.0, 1.0], requires_grad=True)
     z = x.log().sum() + (x.sqrt() * 0).sum()
     w = aw.explore(z, params={"x": x})
-    return _widget_fixture(w, inspect_at=len(w.stepper.order))
+    out = _widget_fixture(w, inspect_at=len(w.stepper.order))
+    out["recording"] = _recording(w)
+    return out
 
 
 def build() -> dict[str, Any]:

@@ -2,8 +2,12 @@
 
 A recording is the widget's own protocol frozen in time: the `_graph` payload, the `_state` of
 position 0, and per step only what changed (indices with old and new values, so the front-end can
-step forward and back without a kernel), plus the inspector data as of the end of the run. The HTML
-file wraps the same JS bundle the widget uses and this recording; nothing else: no CDN, no request.
+step forward and back without a kernel), plus the inspector data as of the end of the run and the
+replies of the modes that need no kernel once answered (format /2): the memory report (with and
+without leaves), the sensitivity probe, and what "First NaN/Inf" answers (the step after which
+the first NaN/Inf has flowed, and the reply there). The HTML file wraps the same JS bundle the
+widget uses and this recording, under a header (title, description, how to use it); nothing
+else: no CDN, no request.
 
 The run is recorded by a Session of its own (a separate `Stepper` over the same graph, a fresh
 `Scene` with the widget's folds) driven through the protocol, so the live widget is not moved.
@@ -29,7 +33,16 @@ if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
     from ..view.repeats import Repeat
 
-__all__ = ["RECORDING_FORMAT", "Exportable", "html", "record", "record_session", "save_html"]
+__all__ = [
+    "HOW_TO",
+    "PROBE_SAMPLES",
+    "RECORDING_FORMAT",
+    "Exportable",
+    "html",
+    "record",
+    "record_session",
+    "save_html",
+]
 
 
 class Exportable(Protocol):
@@ -52,7 +65,12 @@ class Exportable(Protocol):
         """Runs of repeated blocks folded now, by fold key."""
         ...
 
-RECORDING_FORMAT = "autograd_widget.recording/1"
+RECORDING_FORMAT = "autograd_widget.recording/2"
+#: Samples of the recorded sensitivity probe (js/src/sensitivity.js PROBE_SAMPLES asks the same).
+PROBE_SAMPLES = 16
+#: The page's one-line how-to, under its title.
+HOW_TO = ("Step with \u2192 / \u2190 (or the Step and Back buttons), click a node or an edge to "
+          "inspect it, ? for all keys.")
 _STATIC = Path(__file__).parent.parent / "static"
 
 
@@ -112,8 +130,65 @@ def _ask(session: Session, msg: dict[str, Any]) -> Any:
     return out["data"]
 
 
+def _try_ask(session: Session, msg: dict[str, Any]) -> dict[str, Any]:
+    """A request whose refusal is recorded as `{"error": message}` (the front-end shows it)."""
+    (out,) = dispatch(session, {**msg, "request": 0})
+    if out["type"] != REPLY:
+        return {"error": str(out.get("message"))}
+    return out["data"]
+
+
+def _record_modes(session: Session) -> dict[str, Any] | None:
+    """The colour modes' replies, asked at step 0 (they do not change with the step): memory with
+    and without leaves, and the sensitivity probe. None for a replayed engine run (it has no saved
+    tensors to weigh nor nodes to call)."""
+    if session.recorded:
+        return None
+    return {
+        "memory": {
+            "false": _try_ask(session, {"type": "memory", "exclude_leaves": False}),
+            "true": _try_ask(session, {"type": "memory", "exclude_leaves": True}),
+        },
+        "probe": _try_ask(session, {"type": "probe", "samples": PROBE_SAMPLES, "seed": 0}),
+    }
+
+
+def _record_nonfinite(session: Session) -> dict[str, Any]:
+    """What "First NaN/Inf" answers, asked through the protocol at the end of the recorded run:
+    `step` (the position after which the first NaN/Inf has flowed; None: none flows) and `reply`
+    (the reply from there on, its `edge` the recorded drawing's edge index) and `select` (the node
+    the live widget selects: where the NaN/Inf is born); with none, `reply` is what the live
+    widget answers at the end without searching and `seek` what a search from an earlier step
+    answers (it stops at a failing node)."""
+    stepper, scene = session.stepper, session.scene
+    found = stepper.first_nonfinite()
+    if found is None:
+        reply = _try_ask(session, {"type": "first_nonfinite"})
+        if stepper.last_error is None and not stepper.done:
+            seek = None  # a recording cut short (max_steps): nothing recorded beyond, no search
+        elif stepper.last_error is None:
+            seek = _try_ask(session, {"type": "first_nonfinite", "chunk_ms": 1000})
+        else:  # a search from before the failing step stops at it: ask one from step 0
+            dispatch(session, {"type": "reset"})
+            seek = {"searching": True}
+            while seek.get("searching"):
+                seek = _try_ask(session, {"type": "first_nonfinite", "chunk_ms": 1000})
+        return {"step": None, "reply": reply, "seek": seek, "select": None}
+    edge = found[0]
+    real = session.graph.edges.index(edge)
+    shown = [int(j) for j in (scene.visible.edge_real == real).nonzero()[0]]
+    step = stepper.order.index(edge.src) + 1
+    reply = dict(_ask(session, {"type": "first_nonfinite"}))  # reveals on this (last) scene
+    reply["edge"] = shown[0] if shown else None
+    if not shown:  # inside a folded box of the recorded drawing: say where, select nothing
+        reply["message"] = (f"{reply.get('sentence', '')} (The edge is inside a folded module: "
+                            "unfold it in the live widget to see it.)").strip()
+    return {"step": step, "reply": reply, "seek": None, "select": edge.src if shown else None}
+
+
 def record_session(
-    session: Session, *, title: str, height: int, max_steps: int | None = None
+    session: Session, *, title: str, height: int, max_steps: int | None = None,
+    description: str | None = None,
 ) -> dict[str, Any]:
     """Record `session`'s run from its stepper's position (step 0 for a fresh one) to the end
     (or `max_steps` steps), driving it through the protocol like the front-end does.
@@ -122,15 +197,22 @@ def record_session(
         session: a session of its own (its stepper is moved; it needs no front).
         title, height: the page's title and the drawing's height in pixels.
         max_steps: stop after this many steps.
+        description: a paragraph the page shows under its title (plain text).
+
+    Guarantees: the replies a recording answers offline (inspector, colour modes, First NaN/Inf)
+    are the protocol's own replies, asked of this session; the front-end computes none of them.
 
     Example:
         >>> session = Session(g, st, Scene(g, st))
         >>> rec = record_session(session, title="z", height=600)
         >>> rec["format"], len(rec["steps"]), st.position
-        ('autograd_widget.recording/1', 4, 4)
+        ('autograd_widget.recording/2', 4, 4)
+        >>> rec["modes"]["memory"]["false"]["total"], rec["first_nonfinite"]["step"]
+        (4, None)
     """
     stepper, sv = session.stepper, session.scene.state
     state0 = sv.update()
+    modes = _record_modes(session)
     arrays = sv.visible_arrays()
     first = {name: arrays[name] for name in STATE_ARRAYS}
     steps: list[dict[str, Any]] = []
@@ -168,29 +250,45 @@ def record_session(
         "edges": {str(k): _ask(session, {"type": "inspect", "edge": k})
                   for k in range(len(vis.edge_real))},
     }
+    graph = _encode(_typed_graph(session.graph_payload()))  # before First NaN/Inf reveals
+    nonfinite = _record_nonfinite(session)
     return {
         "format": RECORDING_FORMAT,
         "title": title,
+        "description": description,
         "height": height,
-        "graph": _encode(_typed_graph(session.graph_payload())),
+        "graph": graph,
         "state": _encode({**state0, **first}),
         "steps": _encode(steps),
         "failed": failed,
         "inspect": _encode(inspect),
+        "modes": _encode(modes),
+        "first_nonfinite": _encode(nonfinite),
     }
 
 
-def record(widget: Exportable, *, max_steps: int | None = None) -> dict[str, Any]:
+def record(
+    widget: Exportable, *, max_steps: int | None = None, title: str | None = None,
+    description: str | None = None,
+) -> dict[str, Any]:
     """Record the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it.
 
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
     widget's current folds, plumbing and orientation; the widget is only read through its
     public API, and its stepper is not moved.
 
+    Args:
+        widget: what to record.
+        max_steps: stop after this many steps.
+        title: the page's title (None: "autograd_widget — backward of MODEL (N nodes)").
+        description: a paragraph under the title (plain text; None: none).
+
     Example:
         >>> w = aw.explore(z, params={"x": x, "y": y})
         >>> record(w)["format"], w.stepper.position  # the widget's stepper is not moved
-        ('autograd_widget.recording/1', 0)
+        ('autograd_widget.recording/2', 0)
+        >>> record(w, title="z = x² + y")["title"]
+        'z = x² + y'
     """
     graph = widget.graph
     source = widget.stepper
@@ -202,8 +300,10 @@ def record(widget: Exportable, *, max_steps: int | None = None) -> dict[str, Any
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
                       folds=widget.folds)
-        return record_session(Session(graph, stepper, scene), title=_title(graph),
-                              height=widget.height, max_steps=max_steps)
+        return record_session(
+            Session(graph, stepper, scene), title=_title(graph) if title is None else title,
+            height=widget.height, max_steps=max_steps, description=description,
+        )
     finally:
         stepper.close()
 
@@ -219,27 +319,59 @@ def _script_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
+def _escape(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+#: The page's own layout: a header, then the widget filling the rest of the window's height.
+_PAGE_CSS = """
+html, body { height: 100%; margin: 0; }
+body { display: flex; flex-direction: column; box-sizing: border-box; padding: 8px 12px 12px;
+  font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: #222;
+  background: #fff; }
+.agw-page-head { flex: none; margin: 0 0 8px; }
+.agw-page-head h1 { font-size: 1.25rem; font-weight: 600; margin: 0 0 2px; }
+.agw-page-desc { margin: 2px 0; max-width: 70em; white-space: pre-line; }
+.agw-page-howto { margin: 2px 0; font-size: 0.85rem; color: #555; }
+.agw-page-howto kbd { font: inherit; border: 1px solid #bbb; border-radius: 3px; padding: 0 3px; }
+#autograd-widget-root { flex: 1 1 auto; min-height: 320px; display: flex; }
+#autograd-widget-root > .agw-root { flex: 1 1 auto; height: auto !important; min-height: 0; }
+@media (prefers-color-scheme: dark) {
+  body { background: #111; color: #ddd; }
+  .agw-page-howto { color: #aaa; }
+  .agw-page-howto kbd { border-color: #555; }
+}
+"""
+
+
 def html(recording: dict[str, Any]) -> str:
-    """A self-contained page: the widget's bundle and stylesheet inlined, and the recording.
+    """A self-contained page: a header (the recording's title, its description, a one-line
+    how-to), then the widget's bundle and stylesheet inlined, replaying the recording in the rest
+    of the window's height. The title and description are plain text (escaped).
 
     Example:
-        >>> page = html(record(aw.explore(z, params={"x": x, "y": y})))
-        >>> page.startswith("<!doctype html>")
-        True
+        >>> page = html(record(aw.explore(z, params={"x": x, "y": y}), description="a <small> z"))
+        >>> page.startswith("<!doctype html>"), "a &lt;small&gt; z" in page
+        (True, True)
     """
     bundle = (_STATIC / "widget.js").read_text(encoding="utf-8")
     css_path = _STATIC / "widget.css"
     css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
-    title = recording.get("title", "autograd_widget")
-    safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    safe_css = css.replace("</", "<\\/")
+    title = _escape(str(recording.get("title") or "autograd_widget"))
+    desc = recording.get("description")
+    desc_html = f'<p class="agw-page-desc">{_escape(str(desc))}</p>' if desc else ""
+    how = _escape(HOW_TO).replace("?", "<kbd>?</kbd>", 1)
+    safe_css = (css + _PAGE_CSS).replace("</", "<\\/")
     # The bundle is an ES module; it is imported from a blob: URL (no network), and its
     # `replay` export draws the recording into the page.
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{safe_title}</title>"
+        f"<title>{title}</title>"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<style>{safe_css}</style></head>\n<body>"
+        f"<header class=\"agw-page-head\"><h1>{title}</h1>{desc_html}"
+        f"<p class=\"agw-page-howto\">{how}</p></header>\n"
         "<main id=\"autograd-widget-root\"></main>\n"
         f"<script type=\"application/json\" id=\"autograd-widget-recording\">"
         f"{_script_json(recording)}</script>\n"
@@ -251,13 +383,23 @@ def html(recording: dict[str, Any]) -> str:
         " { type: 'text/javascript' }));\n"
         "const mod = await import(url);\n"
         "mod.replay(document.getElementById('autograd-widget-root'),"
-        " read('autograd-widget-recording'));\n"
+        " read('autograd-widget-recording'), { fill: true });\n"
         "</script>\n</body></html>\n"
     )
 
 
-def save_html(widget: Exportable, path: str | Path) -> Path:
+def save_html(
+    widget: Exportable, path: str | Path, title: str | None = None,
+    description: str | None = None,
+) -> Path:
     """Write the recorded step-through of `widget` as one offline HTML file; return its path.
+
+    Args:
+        widget: what to record (its stepper is not moved).
+        path: where to write (an .html or .htm file; folders are created).
+        title: the page's title and heading (None: "autograd_widget — backward of MODEL (N
+            nodes)").
+        description: a paragraph under the title, plain text (None: none).
 
     Example:
         >>> import tempfile
@@ -277,5 +419,6 @@ def save_html(widget: Exportable, path: str | Path) -> Path:
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"save_html writes an .html file, got {str(path)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html(record(widget)), encoding="utf-8")
+    rec = record(widget, title=title, description=description)
+    out.write_text(html(rec), encoding="utf-8")
     return out

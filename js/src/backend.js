@@ -11,6 +11,8 @@
  *   message (search, memory, first_nonfinite, inspect): `request` is added, the reply's `data` returned
  * @property {(cb: (message: string) => void) => () => void} onWarning returns unsubscribe
  * @property {boolean} live true when a kernel answers (false: a recording)
+ * @property {ReadonlySet<string>} [answers] without a kernel: the request types this backend
+ *   answers (the view offers no control whose request it would refuse)
  * @property {() => void} dispose
  */
 

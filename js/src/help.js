@@ -37,6 +37,10 @@ export const GESTURES = Object.freeze([
   ['double-click / Fit', 'the whole graph when it is legible, else the next node at the smallest legible size'],
 ]);
 
+/** The gestures of a replayed recording (the standalone page): a folded module cannot unfold
+ * without a kernel, so a click inspects it. */
+export const RECORDING_GESTURES = Object.freeze(GESTURES.map(([g, what]) => (g === 'click a folded module' ? ['click a folded module', 'inspect it (unfolding needs the live widget)'] : [g, what])));
+
 /**
  * The shortcut a key event triggers, or null: no Alt/Ctrl/Meta, and Shift only for shortcuts
  * typed with it.
@@ -54,9 +58,10 @@ export function shortcutFor(ev, table = SHORTCUTS) {
 /**
  * The "?" button and the help overlay (a dialog inside the widget).
  * @param {Document} doc
- * @param {{ shortcuts?: readonly Readonly<Shortcut>[], onClose?: () => void }} [opts]
+ * @param {{ shortcuts?: readonly Readonly<Shortcut>[], gestures?: readonly (readonly string[])[], onClose?: () => void }} [opts]
+ *   `gestures`: the mouse table (default GESTURES; a recording: RECORDING_GESTURES)
  */
-export function createHelp(doc, { shortcuts = SHORTCUTS, onClose } = {}) {
+export function createHelp(doc, { shortcuts = SHORTCUTS, gestures = GESTURES, onClose } = {}) {
   const button = doc.createElement('button');
   button.type = 'button';
   button.className = 'agw-help-button';
@@ -103,7 +108,7 @@ export function createHelp(doc, { shortcuts = SHORTCUTS, onClose } = {}) {
   mouseTitle.textContent = 'Mouse';
   const mouse = doc.createElement('table');
   mouse.className = 'agw-help-mouse';
-  for (const [g, what] of GESTURES) {
+  for (const [g, what] of gestures) {
     const tr = doc.createElement('tr');
     const a = doc.createElement('td');
     a.textContent = g;

@@ -82,9 +82,11 @@ export function replyRows(data, graph) {
   if (!data || typeof data !== 'object') return rows;
   // The inspector shows the long fields (saved values, hooks, traceback); the card stays short.
   const skip = new Set(['id', 'name', 'label', 'kind', 'module', 'leaf_name', 'inputs', 'src', 'dst', 'error', 'index', 'node', 'edge',
-    'traceback', 'saved', 'saved_error', 'hooks', 'in_edges', 'group', 'members', 'progress', 'ops', 'leaves']);
+    'traceback', 'saved', 'saved_error', 'hooks', 'in_edges', 'group', 'members', 'progress', 'ops', 'leaves',
+    'formula', 'explanation', 'run']);
   for (const [key, value] of Object.entries(data)) {
     if (skip.has(key) || value === undefined) continue;
+    if (key === 'sequence_nr' && value === null) continue; // a leaf has none: nothing to say
     if (key === 'summary') {
       rows.push(['grad', summaryText(value)]);
     } else if (key === 'incoming' && Array.isArray(value)) {

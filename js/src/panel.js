@@ -28,8 +28,8 @@ import { SENSITIVITY_COLORS, editText, parseFactor, powText, sensitivityLegend }
 /**
  * @typedef {object} InspectorHandlers
  * @property {() => void} close clear the selection
- * @property {(group: string) => void} collapse fold a module
- * @property {(group: string) => void} expand unfold a box
+ * @property {(group: string) => void} [collapse] fold a module (absent: no fold control, e.g. a recording)
+ * @property {(group: string) => void} [expand] unfold a box (absent: no unfold control)
  * @property {(target: { item: number } | { id: string }) => void} runTo
  * @property {(id: string) => void} selectNode select a real node by id
  * @property {(ids: string[]) => void} highlight mark nodes on the graph ([] clears)
@@ -140,9 +140,9 @@ export function createInspector(doc, handlers) {
     const module = data ? data.module ?? null : i >= 0 ? graph.modules[i] : null;
     const out = [header(name || 'node', [label && label !== name ? label : '', kind].filter(Boolean).join(' · '))];
     const actions = h('div', { class: 'agw-insp-actions' });
-    if (module !== null && module !== undefined) {
+    if (module !== null && module !== undefined && handlers.collapse) {
       const b = button('Collapse module', `Fold ${module || 'the whole model'} into one box`);
-      b.addEventListener('click', () => handlers.collapse(module));
+      b.addEventListener('click', () => handlers.collapse?.(module));
       actions.append(b);
     }
     if (t.id) {
@@ -214,8 +214,10 @@ export function createInspector(doc, handlers) {
     }
     moduleAncestors(module).forEach((path, k) => {
       if (k) span.append('.');
-      const b = h('button', { type: 'button', class: 'agw-link', title: `Fold ${path} into one box` }, path.split('.').pop() ?? path);
-      b.addEventListener('click', () => handlers.collapse(path));
+      const part = path.split('.').pop() ?? path;
+      if (!handlers.collapse) return void span.append(part); // a recording cannot fold
+      const b = h('button', { type: 'button', class: 'agw-link', title: `Fold ${path} into one box` }, part);
+      b.addEventListener('click', () => handlers.collapse?.(path));
       span.append(b);
     });
     return span;
@@ -482,9 +484,11 @@ export function createInspector(doc, handlers) {
     const fold = i >= 0 ? graph.foldAt?.get(i) : undefined;
     const out = [header(label || 'module', fold ? `folded repeats · ${fold.count} blocks · ${members} nodes` : `folded module · ${members} nodes`)];
     const actions = h('div', { class: 'agw-insp-actions' });
-    const expand = button('Expand', `Unfold ${label}: its submodules become boxes`);
-    expand.addEventListener('click', () => handlers.expand(path));
-    actions.append(expand);
+    if (handlers.expand) {
+      const expand = button('Expand', `Unfold ${label}: its submodules become boxes`);
+      expand.addEventListener('click', () => handlers.expand?.(path));
+      actions.append(expand);
+    }
     if (i >= 0) {
       const run = button('Run through module', 'Run until every node inside it has run');
       run.disabled = p >= 1 || state.done;

@@ -1,17 +1,24 @@
 /**
- * Replaying a recorded run (autograd_widget.recording/1) with no kernel: the standalone export.
+ * Replaying a recorded run (autograd_widget.recording/2, or /1) with no kernel: the standalone
+ * export.
  *
  * Python recorded the widget's own protocol: the `_graph` payload, the `_state` at step 0 and, per
- * step, what changed (indices with old and new values) plus the scalars after the step. A
- * `Player` walks those deltas forward and back; `recordedModel` exposes the player as the same
- * model interface the live view reads (get/set/on/off/save_changes), and `recordedBackend` answers
- * the view's commands and inspector requests from the recording. The view itself is unchanged.
+ * step, what changed (indices with old and new values) plus the scalars after the step, the
+ * inspector's replies and (format /2) the colour modes' replies (`modes`: memory with and without
+ * leaves, the sensitivity probe) and what First NaN/Inf answers (`first_nonfinite`). A `Player`
+ * walks those deltas forward and back; `recordedModel` exposes the player as the same model
+ * interface the live view reads (get/set/on/off/save_changes), and `recordedBackend` answers the
+ * view's commands and requests from the recording, and lists the requests it can answer
+ * (`answers`): the view offers no control whose request would be refused. Nothing here computes
+ * an autograd fact: every answer is one Python gave.
  */
 import { createView } from './view.js';
 import { decodeGraph } from './model.js';
 import { MSG, STATE_ARRAYS, STEP_SCALARS } from './protocol.js';
 
-export const RECORDING_FORMAT = 'autograd_widget.recording/1';
+export const RECORDING_FORMAT = 'autograd_widget.recording/2';
+/** The formats a player reads: /1 has no colour modes and no First NaN/Inf replies. */
+export const RECORDING_FORMATS = Object.freeze([RECORDING_FORMAT, 'autograd_widget.recording/1']);
 
 const CTORS = /** @type {Record<string, any>} */ ({
   float32: Float32Array,
@@ -62,7 +69,7 @@ export function decodeBuffers(obj) {
 export class Player {
   /** @param {any} recording */
   constructor(recording) {
-    if (!recording || recording.format !== RECORDING_FORMAT) {
+    if (!recording || !RECORDING_FORMATS.includes(recording.format)) {
       throw new Error(`not an autograd_widget recording (expected format ${RECORDING_FORMAT})`);
     }
     this.graph = decodeBuffers(recording.graph);
@@ -71,7 +78,12 @@ export class Player {
     this.initial = decodeBuffers(recording.state);
     this.steps = decodeBuffers(recording.steps) ?? [];
     this.inspectData = recording.inspect ?? { nodes: {}, edges: {} };
+    /** The colour modes' replies (`{ memory: { false, true }, probe }`), or null: not recorded. */
+    this.modes = recording.modes ? decodeBuffers(recording.modes) : null;
+    /** First NaN/Inf: `{ step, reply, seek, select }` (see firstNonfinite), or null. */
+    this.nonfinite = recording.first_nonfinite ?? null;
     this.title = String(recording.title ?? 'autograd_widget');
+    this.description = recording.description ? String(recording.description) : '';
     this.height = Number(recording.height ?? 600);
     this.reset();
   }
@@ -200,6 +212,49 @@ export class Player {
 }
 
 /**
+ * The recorded memory report (`exclude` leaves or not), or null when not recorded.
+ * @param {Player} player @param {boolean} exclude
+ */
+function recordedMemory(player, exclude) {
+  return player.modes?.memory?.[exclude ? 'true' : 'false'] ?? null;
+}
+
+/**
+ * A recorded reply that is a refusal (`{ error }`) becomes the rejection the kernel would give.
+ * @param {any} data @param {string} what
+ */
+function answer(data, what) {
+  if (data === null || data === undefined) return Promise.reject(new Error(`${what} was not recorded in this page`));
+  if (data && typeof data === 'object' && typeof data.error === 'string' && Object.keys(data).length === 1) return Promise.reject(new Error(data.error));
+  return Promise.resolve(data);
+}
+
+/**
+ * First NaN/Inf over a recording, as the live widget answers it. Python recorded `step` (the
+ * position after which the first NaN/Inf has flowed; null: none does), `reply` (the reply from
+ * there on; with none, the reply at the end) and `seek` (with none: what a search from an earlier
+ * step answers, e.g. "stopped looking: X failed"; null: no search, the recording was cut short).
+ * A search (`chunk_ms`) moves the player to where the live search stops: `step`, else the end.
+ * Before `step`, a plain ask searches too: the recording holds no other answer.
+ * @param {Player} player
+ * @param {{ chunk_ms?: unknown }} msg
+ * @returns {{ data: any, moved: boolean, select: string | null }}
+ */
+export function recordedNonfinite(player, msg) {
+  const f = player.nonfinite;
+  let moved = false;
+  if (f.step !== null && f.step !== undefined) {
+    while (player.k < Number(f.step) && player.forward()) moved = true;
+    return { data: f.reply, moved, select: f.select ?? null };
+  }
+  if (msg.chunk_ms !== undefined && f.seek) {
+    while (player.forward()) moved = true;
+    return { data: f.seek, moved, select: null };
+  }
+  return { data: f.reply, moved, select: null };
+}
+
+/**
  * A model the view can read, backed by a player.
  * @param {Player} player
  */
@@ -294,8 +349,14 @@ export function recordedBackend(player, model) {
     }
     model.refresh();
   }
+  /** The requests this recording can answer (the view hides the controls of the others). */
+  const answers = new Set([MSG.INSPECT, MSG.SEARCH]);
+  if (player.modes?.memory) answers.add(MSG.MEMORY);
+  if (player.modes?.probe) answers.add(MSG.PROBE);
+  if (player.nonfinite) answers.add(MSG.FIRST_NONFINITE);
   return {
     live: false,
+    answers,
     command,
     inspect(target) {
       return Promise.resolve(player.inspect(/** @type {any} */ (target)));
@@ -314,6 +375,18 @@ export function recordedBackend(player, model) {
         }
         return Promise.resolve({ matches: matches.slice(0, 50) });
       }
+      if (msg.type === MSG.MEMORY && answers.has(MSG.MEMORY)) return answer(recordedMemory(player, msg.exclude_leaves === true), 'memory');
+      if (msg.type === MSG.PROBE && answers.has(MSG.PROBE)) return answer(player.modes?.probe, 'sensitivity');
+      if (msg.type === MSG.FIRST_NONFINITE && answers.has(MSG.FIRST_NONFINITE)) {
+        const { data, moved, select } = recordedNonfinite(player, msg);
+        if (moved) model.refresh();
+        if (select !== null && data && typeof data.id === 'string') {
+          // what the live handler does: select the node where it is born and the edge
+          model.set('selected', select);
+          model.set('selected_edge', data.id);
+        }
+        return answer(data, 'First NaN/Inf');
+      }
       return Promise.reject(new Error(`${msg.type} needs the live widget (this is a recording)`));
     },
     onWarning(cb) {
@@ -328,18 +401,38 @@ export function recordedBackend(player, model) {
 
 /**
  * Draw a recording into `el`: the same view as the live widget, replayed from the recording.
+ * With `fill` (the standalone page), the widget takes `el`'s height (the page sizes `el` to the
+ * window) instead of the recorded pixel height, takes the keyboard focus, and keys pressed on
+ * the page outside any control (e.g. `?` after a click on the header) reach it.
  * @param {HTMLElement} el
  * @param {any} recording
+ * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
-export function replay(el, recording) {
+export function replay(el, recording, opts = {}) {
   const player = new Player(recording);
   const model = recordedModel(player);
   const backend = recordedBackend(player, model);
   const doc = el.ownerDocument;
   if (doc && player.title) doc.title = player.title;
   const destroy = createView({ model, el, backend });
+  const root = /** @type {HTMLElement | null} */ (el.querySelector('.agw-root'));
+  /** @param {KeyboardEvent} ev */
+  const forward = (ev) => {
+    const t = /** @type {HTMLElement | null} */ (ev.target);
+    if (!root || (t && t !== doc.body && t !== doc.documentElement)) return;
+    const KE = doc.defaultView?.KeyboardEvent ?? KeyboardEvent;
+    const copy = new KE('keydown', { key: ev.key, code: ev.code, shiftKey: ev.shiftKey, altKey: ev.altKey, ctrlKey: ev.ctrlKey, metaKey: ev.metaKey, bubbles: true, cancelable: true });
+    root.focus({ preventScroll: true });
+    if (!root.dispatchEvent(copy)) ev.preventDefault();
+  };
+  if (opts.fill && root) {
+    root.style.height = '100%';
+    root.focus({ preventScroll: true });
+    doc.addEventListener('keydown', forward);
+  }
   return () => {
+    doc.removeEventListener('keydown', forward);
     destroy();
     backend.dispose();
   };

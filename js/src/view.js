@@ -13,7 +13,7 @@ import { edgeRows, nodeRows, replyRows, waitingRows } from './labels.js';
 import { MEMORY_COLORS, decodeMemory, memoryLegend } from './memory.js';
 import { createInspector, createMemoryPanel, createSensitivityPanel } from './panel.js';
 import { PROBE_SAMPLES, SENSITIVITY_COLORS, decodeLeafDiff, decodeProbe, normText, sensitivityLegend } from './sensitivity.js';
-import { createHelp, shortcutFor } from './help.js';
+import { GESTURES, RECORDING_GESTURES, createHelp, shortcutFor } from './help.js';
 import { createMinimap } from './minimap.js';
 import { createSearch } from './search.js';
 import { MSG } from './protocol.js';
@@ -43,6 +43,29 @@ export const JUMP_PX_PER_UNIT = 20;
  *   what the inspector shows: a real node, a real edge, or a module box (local: boxes are not
  *   nodes, so they are not `selected`)
  */
+
+/**
+ * Show a toolbar's separators (`.agw-sep`) only between two groups that each show a control: no
+ * separator at either end, none next to another, none where the controls it parted are hidden.
+ * @param {HTMLElement} bar
+ * @example tidySeparators(nav) // [search][NaN] | [plumbing hidden] | [colour] -> one separator
+ */
+export function tidySeparators(bar) {
+  /** @type {HTMLElement | null} */
+  let pending = null;
+  let seen = false;
+  for (const el of /** @type {HTMLElement[]} */ (Array.from(bar.children))) {
+    if (el.classList.contains('agw-sep')) {
+      el.hidden = true;
+      if (seen) pending = el;
+      seen = false;
+    } else if (!el.hidden) {
+      if (pending) pending.hidden = false;
+      pending = null;
+      seen = true;
+    }
+  }
+}
 
 /**
  * @param {{ model: Model, el: HTMLElement, backend: import('./backend.js').Backend, options?: ViewOptions }} ctx
@@ -99,14 +122,16 @@ export function createView({ model, el, backend, options = {} }) {
   const colorMode = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient), by the bytes their saved tensors hold (memory) or by the norm of their Jacobian (sensitivity)' }));
   colorMode.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'), h('option', { value: 'sensitivity' }, 'Colour: sensitivity'));
   const counts = h('span', { class: 'agw-counts', 'aria-label': 'Visible nodes' });
-  const help = createHelp(doc, { onClose: () => root.focus({ preventScroll: true }) });
+  const help = createHelp(doc, { gestures: backend.live !== false ? GESTURES : RECORDING_GESTURES, onClose: () => root.focus({ preventScroll: true }) });
   nav.append(search.el, nanBtn, sep(), plumbingBox, sep(), colorMode, counts, help.button);
-  // A recording (standalone export) has no kernel to re-lay out, fold plumbing or count bytes.
+  // A recording (standalone export) has no kernel to re-lay out, fold or unfold: those controls
+  // are absent there; the modes whose replies it recorded (`backend.answers`) stay.
   const live = backend.live !== false;
-  if (!live) {
-    nanBtn.hidden = true;
-    colorMode.hidden = true;
-  }
+  /** Can the backend answer this request? (a kernel answers all) @param {string} type */
+  const canAsk = (type) => live || !!backend.answers?.has(type);
+  nanBtn.hidden = !canAsk(MSG.FIRST_NONFINITE);
+  /** @type {HTMLOptionElement | null} */ (colorMode.querySelector('option[value="memory"]')).hidden = !canAsk(MSG.MEMORY);
+  /** @type {HTMLOptionElement | null} */ (colorMode.querySelector('option[value="sensitivity"]')).hidden = !canAsk(MSG.PROBE);
 
   const progress = h('div', { class: 'agw-progress', role: 'progressbar', 'aria-label': 'Steps done', 'aria-valuemin': '0' });
   const progressBar = h('div', { class: 'agw-progress-bar' });
@@ -129,8 +154,9 @@ export function createView({ model, el, backend, options = {} }) {
   const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
   const inspector = createInspector(doc, {
     close: () => clearSelection(),
-    collapse: (group) => refold(MSG.COLLAPSE, group),
-    expand: (group) => refold(MSG.EXPAND, group),
+    // folding needs Python to lay the graph out again: no such control on a recording
+    collapse: live ? (group) => refold(MSG.COLLAPSE, group) : undefined,
+    expand: live ? (group) => refold(MSG.EXPAND, group) : undefined,
     runTo: (target) => {
       if (mode !== 'idle' || refuseAfterFailure('run to a node')) return;
       const i = 'item' in target ? target.item : graph.indexOf.get(target.id) ?? -1;
@@ -442,9 +468,12 @@ export function createView({ model, el, backend, options = {} }) {
     counts.textContent = countsText(graph);
     counts.title = counts.textContent;
     plumbingBox.hidden = !live || (graph.showPlumbing === null && model.get('show_plumbing') === undefined);
-    // A replayed recording has no saved values to weigh nor nodes to probe: gradient colours only.
-    colorMode.hidden = !live || graph.source === 'recording';
+    // A replayed engine run has no saved values to weigh nor nodes to probe: gradient colours
+    // only; a standalone page has the modes it recorded.
+    colorMode.hidden = graph.source === 'recording' || !(canAsk(MSG.MEMORY) || canAsk(MSG.PROBE));
     if (colorMode.hidden && colorBy !== 'gradient') setColorMode('gradient');
+    tidySeparators(nav);
+    tidySeparators(toolbar);
     const show = graph.showPlumbing ?? model.get('show_plumbing');
     plumbing.checked = show === false;
     buildLegend();

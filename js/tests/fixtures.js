@@ -72,8 +72,8 @@ export const z = { ...widgetFixture(Z), recording: () => structuredClone(Z.recor
  * replies at position 3.
  */
 export const boxes = widgetFixture(BOXES);
-/** {@link boxes} with box "0" freed by an earlier backward and box "1.1" stale: step 3 fails. */
-export const broken = widgetFixture(BROKEN);
+/** {@link boxes} with box "0" freed by an earlier backward and box "1.1" stale: step 3 fails. `recording()`: its page's. */
+export const broken = { ...widgetFixture(BROKEN), recording: () => structuredClone(BROKEN.recording) };
 /**
  * An input layer, 3 identical blocks folded into one box (item 3, "layers.0–2 ×3", 15 nodes) and
  * the head collapsed into a module box (item 2, 4 nodes); 25 real nodes.
@@ -93,7 +93,7 @@ export const freed = widgetFixture(FREED);
  * log(x).sum() + (sqrt(x) * 0).sum() at x = [0, 1]: gradients with inf (log) and NaN (sqrt at 0
  * times 0) as Python sends them ("inf", "nan"). Inspector replies at the end.
  */
-export const nonfinite = widgetFixture(NONFINITE);
+export const nonfinite = { ...widgetFixture(NONFINITE), recording: () => structuredClone(NONFINITE.recording) };
 
 export const zGraph = () => z.graph();
 export const zState = (position, overrides = {}) => z.state(position, overrides);

@@ -88,6 +88,10 @@ describe('summaries and inspect replies', () => {
     ]);
     expect(replyRows(null)).toEqual([]);
   });
+  it('leaves the inspector-only fields (formula, why it failed, the engine run) off the card', () => {
+    const rows = replyRows({ id: 'n3', sequence_nr: null, formula: { known: true, latex: 'x' }, explanation: null, run: null, incoming: [null] }, g);
+    expect(rows).toEqual([['in 0', 'empty']]);
+  });
   it('turns an edge reply into a gradient row', () => {
     const rows = replyRows({ id: 'n1:0', src: { id: 'n1' }, dst: { id: 'n2' }, summary: null });
     expect(rows).toEqual([['grad', 'no gradient']]);

@@ -1,0 +1,189 @@
+// The standalone page's offline modes: the recorded replies (format /2) answered by the replay
+// backend exactly as Python recorded them, and the view offering only what the recording answers.
+import { describe, expect, it } from 'vitest';
+import { Player, RECORDING_FORMAT, RECORDING_FORMATS, recordedBackend, recordedModel, recordedNonfinite, replay } from '../src/replay.js';
+import { tidySeparators } from '../src/view.js';
+import { broken, nonfinite, z } from './fixtures.js';
+import { clickItem, flush, mountView, useViewTestHooks } from './mount.js';
+
+useViewTestHooks();
+
+/** @param {any} rec */
+function open(rec) {
+  const p = new Player(rec);
+  const model = recordedModel(p);
+  const backend = recordedBackend(p, model);
+  return { p, model, backend };
+}
+
+describe('recorded modes (format /2)', () => {
+  it('Python writes the format the player reads; /1 pages still open, without the modes', () => {
+    expect(z.recording().format).toBe(RECORDING_FORMAT);
+    const old = { ...z.recording(), format: 'autograd_widget.recording/1' };
+    delete old.modes;
+    delete old.first_nonfinite;
+    expect(RECORDING_FORMATS).toContain(old.format);
+    const { backend, p } = open(old);
+    expect(p.modes).toBeNull();
+    expect([...backend.answers].sort()).toEqual(['inspect', 'search']);
+    expect(open(z.recording()).backend.answers.has('memory')).toBe(true);
+  });
+
+  it('answers memory (with and without leaves) and the probe with the recorded replies', async () => {
+    const rec = z.recording();
+    const { backend } = open(rec);
+    const all = await backend.request({ type: 'memory', exclude_leaves: false });
+    expect(all).toEqual(rec.modes.memory.false);
+    expect(all.top.map((t) => t.name)).toEqual(['PowBackward0']); // Pow saved x
+    const noLeaves = await backend.request({ type: 'memory', exclude_leaves: true });
+    expect(noLeaves).toEqual(rec.modes.memory.true);
+    expect(noLeaves.total).toBeLessThan(all.total); // x is a leaf
+    const probe = await backend.request({ type: 'probe', samples: 16, seed: 0 });
+    expect(probe).toEqual(rec.modes.probe);
+    expect(probe.nodes.n1.estimate).toBe(16); // d(x**2)/dx = 4, squared: Python's number
+  });
+
+  it('a refusal Python recorded comes back as the rejection the kernel would give', async () => {
+    const rec = z.recording();
+    rec.modes.probe = { error: 'probe: no can do' };
+    await expect(open(rec).backend.request({ type: 'probe' })).rejects.toThrow('no can do');
+  });
+
+  it('First NaN/Inf: a search runs to the recorded step and selects where it is born', async () => {
+    const rec = nonfinite.recording();
+    const { p, model, backend } = open(rec);
+    const f = rec.first_nonfinite;
+    expect(f.step).toBe(4);
+    const positions = [];
+    model.on('change:_state', () => positions.push(model.get('_state').position));
+    const data = await backend.request({ type: 'first_nonfinite', chunk_ms: 100 });
+    expect(p.k).toBe(f.step);
+    expect(positions).toEqual([f.step]);
+    expect(data).toEqual(f.reply);
+    expect(data.sentence).toMatch(/born in SqrtBackward0/);
+    expect(model.get('selected')).toBe(f.select);
+    expect(model.get('selected_edge')).toBe(data.id);
+    // later on (or at the end, without searching), the same answer, no move
+    backend.command({ type: 'run' });
+    const end = p.k;
+    expect(await backend.request({ type: 'first_nonfinite' })).toEqual(f.reply);
+    expect(p.k).toBe(end);
+  });
+
+  it('First NaN/Inf with none: the end says so, a search runs to the end', async () => {
+    const { p, backend } = open(z.recording());
+    const seek = await backend.request({ type: 'first_nonfinite', chunk_ms: 100 });
+    expect(seek.edge).toBeNull();
+    expect(seek.message).toBe('no NaN/Inf gradient in the whole backward');
+    expect(p.atEnd).toBe(true);
+    expect((await backend.request({ type: 'first_nonfinite' })).message).toBe('no NaN/Inf gradient so far');
+  });
+
+  it('First NaN/Inf stops at a failing step, as the live search does', () => {
+    const p = new Player(broken.recording());
+    const out = recordedNonfinite(p, { chunk_ms: 100 });
+    expect(out.moved).toBe(true);
+    expect(p.atEnd).toBe(true);
+    expect(p.scalars().error).not.toBeNull();
+    expect(out.data.message).toMatch(/^stopped looking: AddmmBackward0 failed/);
+  });
+});
+
+describe('toolbar separators', () => {
+  it('shows one separator between two shown groups, none at the ends or doubled', () => {
+    const bar = document.createElement('div');
+    const mk = (cls, hidden = false) => {
+      const e = document.createElement('span');
+      e.className = cls;
+      e.hidden = hidden;
+      bar.append(e);
+      return e;
+    };
+    mk('a');
+    const s1 = mk('agw-sep');
+    mk('b', true);
+    const s2 = mk('agw-sep');
+    mk('c');
+    const s3 = mk('agw-sep');
+    mk('d', true);
+    tidySeparators(bar);
+    expect([s1.hidden, s2.hidden, s3.hidden]).toEqual([false, true, true]);
+  });
+});
+
+describe('the live widget showing a replayed engine run', () => {
+  it('hides the colour modes and leaves no empty separator where they were', () => {
+    // a graph with no plumbing to hide: that toggle is hidden too, so two separators meet
+    const { el, cleanup } = mountView({ _graph: { ...z.graph(), source: 'recording', show_plumbing: undefined }, _state: z.state(0), selected: null, selected_edge: null });
+    expect(el.querySelector('.agw-plumbing-input').closest('label').hidden).toBe(true);
+    const nav = el.querySelector('.agw-nav');
+    expect(el.querySelector('select[aria-label="Colour mode"]').hidden).toBe(true);
+    const shown = [...nav.children].filter((c) => !c.hidden).map((c) => c.classList.contains('agw-sep'));
+    expect(shown.at(-1)).toBe(false);
+    expect(shown.some((v, i) => v && shown[i + 1])).toBe(false);
+    cleanup();
+  });
+});
+
+describe('the standalone page', () => {
+  /** @param {any} rec */
+  function page(rec) {
+    const el = document.createElement('main');
+    document.body.append(el);
+    const cleanup = replay(el, rec, { fill: true });
+    const shown = (sel) => [...el.querySelectorAll(sel)].filter((e) => !e.hidden && !e.closest('[hidden]'));
+    const button = (name) => [...el.querySelectorAll('button')].find((b) => b.textContent === name);
+    return { el, cleanup, shown, button };
+  }
+
+  it('offers the recorded modes and no kernel-only control, with no empty separator', async () => {
+    const { el, cleanup, button } = page(nonfinite.recording());
+    const nav = el.querySelector('.agw-nav');
+    const kids = [...nav.children].filter((c) => !c.hidden);
+    expect(kids[0].classList.contains('agw-sep')).toBe(false);
+    for (let i = 1; i < kids.length; i++) {
+      expect(kids[i].classList.contains('agw-sep') && kids[i - 1].classList.contains('agw-sep')).toBe(false);
+    }
+    expect(kids.at(-1).classList.contains('agw-sep')).toBe(false);
+    expect(button('First NaN/Inf').hidden).toBe(false);
+    const select = el.querySelector('select[aria-label="Colour mode"]');
+    expect(select.hidden).toBe(false);
+    expect([...select.options].filter((o) => !o.hidden).map((o) => o.value)).toEqual(['gradient', 'memory', 'sensitivity']);
+    expect(el.querySelector('.agw-plumbing-input').closest('label').hidden).toBe(true);
+    expect(el.querySelector('.agw-direction')).toBeNull();
+    cleanup();
+  });
+
+  it('a click on a folded box inspects it, with no unfold or fold control', async () => {
+    const { el, cleanup, button } = page(broken.recording());
+    const canvas = el.querySelector('canvas.agw-canvas');
+    const box = canvas.agwPainted.items.find((it) => it.kind === 'box');
+    expect(box).toBeTruthy();
+    clickItem(el, box.index); // a recording cannot unfold: a click inspects the box
+    await flush();
+    await flush();
+    const insp = el.querySelector('section[aria-label="Inspector"]');
+    expect(insp.hidden).toBe(false);
+    expect(insp.textContent).toMatch(/folded module/);
+    expect(button('Expand')).toBeUndefined();
+    expect(button('Collapse module')).toBeUndefined();
+    expect(button('Run through module')).toBeTruthy(); // stepping works offline
+    cleanup();
+  });
+
+  it('fills its element and takes keys pressed on the page: ? opens the help', () => {
+    const { el, cleanup } = page(z.recording());
+    const root = el.querySelector('.agw-root');
+    expect(root.style.height).toBe('100%');
+    const help = el.querySelector('.agw-help');
+    expect(help.hidden).toBe(true);
+    document.body.dispatchEvent(new KeyboardEvent('keydown', { key: '?', shiftKey: true, bubbles: true, cancelable: true }));
+    expect(help.hidden).toBe(false);
+    // its mouse table says what a click on a folded module does here: inspect (no kernel to unfold)
+    expect(help.querySelector('.agw-help-mouse').textContent).toMatch(/click a folded moduleinspect it/);
+    expect(help.querySelector('.agw-help-mouse').textContent).not.toMatch(/unfold it/);
+    document.body.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
+    expect(help.hidden).toBe(true);
+    cleanup();
+  });
+});
