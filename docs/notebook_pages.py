@@ -52,7 +52,7 @@ __agw_built = __agw_weakref.WeakSet()
 __agw_ipywidgets.Widget.on_widget_constructed(__agw_built.add)
 
 
-def __agw_save(model_ids, folder, start):
+def __agw_save(model_ids, folder, start, title, description):
     \"\"\"Save each AutogradWidget in the displayed widgets (boxes searched); print what was
     written, one JSON line: [[model_id, [[file, title, height], ...]], ...].\"\"\"
     import json, pathlib, re
@@ -67,7 +67,8 @@ def __agw_save(model_ids, folder, start):
             if isinstance(w, __aw.AutogradWidget):
                 k += 1
                 path = pathlib.Path(folder) / f"widget-{k}.html"
-                w.save_html(path)
+                w.save_html(path, title=title if label is None else f"{title} — {label}",
+                            description=description)
                 pages.append([path.name, type(w.stepper).__name__, w.height, label])
             else:
                 kids = list(getattr(w, "children", ()))
@@ -223,20 +224,37 @@ def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str,
             nb, timeout=timeout, kernel_name="python3",
             resources={"metadata": {"path": scratch}},
         )
+        notebook_title = section = _heading(nb.cells[0]) if nb.cells else None
         with client.setup_kernel():
             _run_hidden(client, _KERNEL_SETUP)
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
+                    section = _heading(cell) or section
                     continue
                 client.execute_cell(cell, index)
                 ids = [o["data"][WIDGET_VIEW]["model_id"] for o in cell.get("outputs", [])
                        if WIDGET_VIEW in o.get("data", {})]
                 if ids:
-                    printed = _run_hidden(client, f"__agw_save({ids!r}, {str(folder)!r}, {count})")
+                    title = section or notebook_title or "autograd_widget"
+                    # the docs page around the frame already says where it comes from
+                    description = None
+                    printed = _run_hidden(client, f"__agw_save({ids!r}, {str(folder)!r}, "
+                                                  f"{count}, {title!r}, {description!r})")
                     for mid, pages in json.loads(printed):
                         frames[mid] = pages
                         count += len(pages)
     return frames
+
+
+def _heading(cell: nbformat.NotebookNode) -> str | None:
+    """The text of a markdown cell's first heading ("## 3. Saved tensors" -> "3. Saved
+    tensors"), or None."""
+    if cell.cell_type != "markdown":
+        return None
+    for line in cell.source.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").replace("`", "").strip() or None
+    return None
 
 
 def _run_hidden(client: NotebookClient, source: str) -> str:
