@@ -13,12 +13,15 @@ widgets work in `mo.hstack`), and a page write to a trait re-runs the cells that
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import expect
+
+from autograd_widget.wire.protocol import BUNDLE
 
 from .conftest import SERVER_TIMEOUT
 from .labserver import ROOT
@@ -68,7 +71,9 @@ def open_marimo(page, server: MarimoServer, name: str, widgets: int) -> None:
     `page.agw_requests`."""
     if not hasattr(page, "agw_requests"):
         page.agw_requests = []
+        page.agw_posts = []
         page.on("request", lambda r: page.agw_requests.append(r.url))
+        page.on("request", lambda r: r.method == "POST" and page.agw_posts.append(r.post_data))
     page.goto(server.notebook_url(name))
     page.wait_for_function(ALL_PAINTED, arg=widgets, timeout=SERVER_TIMEOUT * 1000)
 
@@ -81,6 +86,13 @@ def widget(page, i: int):
 def bundle_requests(page) -> list[str]:
     """The URLs of the scripts marimo served from `_esm` (its virtual files, /@file/...)."""
     return [u for u in page.agw_requests if "/@file/" in u and u.endswith(".js")]
+
+
+def bundle_messages(page) -> int:
+    """How many times the page asked a kernel for the front-end bundle (the loader's custom
+    message, posted to marimo's /api/kernel/set_model_value)."""
+    want = json.dumps({"type": BUNDLE}, separators=(",", ":"))[1:-1]
+    return sum(1 for body in page.agw_posts if body and want in body)
 
 
 def test_tour_steps_from_the_page_and_from_python(page, marimo_server):
@@ -132,8 +144,10 @@ def test_tour_steps_from_the_page_and_from_python(page, marimo_server):
     assert painted(page, replay)["marks"]["selectedEdge"] >= 0
     save(replay, "marimo_tour_replay.png")
 
-    # marimo imports the widget's `_esm` once per page, however many widgets show it.
+    # marimo imports the widget's `_esm` (the loader) once per page, however many widgets show
+    # it, and the loader asks the kernel for the bundle once.
     assert len(bundle_requests(page)) == 1, bundle_requests(page)
+    assert bundle_messages(page) == 1
     page.page_log.assert_clean()
 
 
