@@ -28,7 +28,16 @@ from .labserver import ROOT
 from .labtools import button, click_item, edge_labels, painted, save, status, wait_edge_labels
 from .marimoserver import MarimoServer, start_marimo
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# Known marimo flake, not this widget's: on a loaded machine (other suites beside it), about one
+# run in four loses the first interaction after the notebook opened, even after marimo says it is
+# idle: a click on the widget's Step (its custom message is dropped by marimo's front-end, whose
+# model was closed: marimo suppresses sends on a closed model) or on marimo's OWN run_button.
+# Never seen on a quiet machine (0 in 24). One re-run, only for a UI expectation that timed out.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.flaky(reruns=1, only_rerun=["Locator expected"]),
+]
 
 expect.set_options(timeout=20_000)
 
@@ -65,6 +74,15 @@ ALL_PAINTED = """(n) => {
 }"""
 
 
+# marimo has connected to its kernel and no cell is running or queued (each cell's status
+# element carries data-status; the connection indicator data-connection-state).
+NOTEBOOK_IDLE = """() => {
+  const open = document.querySelector('[data-connection-state="OPEN"]');
+  const busy = document.querySelector('[data-status="running"], [data-status="queued"]');
+  return !!open && !busy;
+}"""
+
+
 def open_marimo(page, server: MarimoServer, name: str, widgets: int) -> None:
     """Open notebook `name` in marimo's editor (its cells run on open: marimoserver's config)
     and wait until `widgets` widgets have painted. The page's requests are kept on
@@ -76,6 +94,10 @@ def open_marimo(page, server: MarimoServer, name: str, widgets: int) -> None:
         page.on("request", lambda r: r.method == "POST" and page.agw_posts.append(r.post_data))
     page.goto(server.notebook_url(name))
     page.wait_for_function(ALL_PAINTED, arg=widgets, timeout=SERVER_TIMEOUT * 1000)
+    # Interact only once the notebook has finished running, as a user would see it: a click
+    # made while marimo still runs the cells it opened with can be dropped by marimo's front-end
+    # (its own run_button's too), under load.
+    page.wait_for_function(NOTEBOOK_IDLE, timeout=SERVER_TIMEOUT * 1000)
 
 
 def widget(page, i: int):
