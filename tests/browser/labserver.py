@@ -28,6 +28,7 @@ __all__ = [
     "free_port",
     "notebook_json",
     "start_lab",
+    "wait_until_up",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,18 +188,31 @@ def start_lab(
             cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=dirs["root"]
         )
     url = f"http://127.0.0.1:{port}"
+    wait_until_up(proc, f"{url}/api/status", log, timeout, "JupyterLab")
+    return LabServer(url=url, root=dirs["root"], proc=proc, log=log)
+
+
+def wait_until_up(
+    proc: subprocess.Popen, probe: str, log: Path, timeout: float, what: str
+) -> None:
+    """Wait until `probe` (a URL on 127.0.0.1) answers 200; raise RuntimeError with the log's
+    tail when `proc` exits first or `timeout` seconds pass (the process is killed then).
+
+    Example:
+        wait_until_up(proc, "http://127.0.0.1:8888/api/status", log, 60, "JupyterLab")
+    """
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+            raise RuntimeError(f"{what} exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
+            with urllib.request.urlopen(probe, timeout=2) as r:
                 if r.status == 200:
-                    return LabServer(url=url, root=dirs["root"], proc=proc, log=log)
+                    return
         except OSError:
             pass
         if time.monotonic() > deadline:
             proc.kill()
-            tail = log.read_text()[-3000:]
-            raise RuntimeError(f"JupyterLab did not start in {timeout} s:\n{tail}")
+            proc.wait(10)
+            raise RuntimeError(f"{what} did not start in {timeout} s:\n{log.read_text()[-3000:]}")
         time.sleep(0.25)

@@ -14,13 +14,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from .labserver import ROOT, free_port
+from .labserver import ROOT, free_port, wait_until_up
 
 __all__ = ["MARIMO_CONFIG", "MarimoServer", "start_marimo"]
 
@@ -136,18 +134,5 @@ def start_marimo(base: Path, timeout: float = 60) -> MarimoServer:
             cwd=dirs["root"],
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"marimo exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return MarimoServer(url=url, root=dirs["root"], proc=proc, log=log)
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            proc.wait(10)
-            raise RuntimeError(f"marimo did not start in {timeout} s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.25)
+    wait_until_up(proc, f"{url}/health", log, timeout, "marimo")
+    return MarimoServer(url=url, root=dirs["root"], proc=proc, log=log)
