@@ -186,15 +186,21 @@ def _norm_note(fn: Any) -> str:
     )
 
 
-def _rsqrt(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
-    r = _tensor(s.get("result"))
-    n = 0 if r is None else _n(torch.isinf(r))
-    if not n:
-        return None
-    return (
-        f"rsqrt of {_plural(n, 'zero')}: saved `result` has {_plural(n, 'Inf')}, and the "
-        "derivative -x^(-3/2)/2 is infinite there"
-    )
+def _inf_result_rule(fname: str, derivative: str) -> Rule:
+    """Rsqrt and Reciprocal: an infinite saved `result` means a zero input, where `derivative`
+    is infinite."""
+
+    def rule(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
+        r = _tensor(s.get("result"))
+        n = 0 if r is None else _n(torch.isinf(r))
+        if not n:
+            return None
+        return (
+            f"{fname} of {_plural(n, 'zero')}: saved `result` has {_plural(n, 'Inf')}, and the "
+            f"derivative {derivative} is infinite there"
+        )
+
+    return rule
 
 
 def _log_rule(at: float, fname: str) -> Rule:
@@ -228,17 +234,6 @@ def _div(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
         return None
     verb = "is" if n == 1 else "are"
     return f"division by a saved zero ({_plural(n, 'element')} of `other` {verb} 0)"
-
-
-def _reciprocal(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
-    r = _tensor(s.get("result"))
-    n = 0 if r is None else _n(torch.isinf(r))
-    if not n:
-        return None
-    return (
-        f"reciprocal of {_plural(n, 'zero')}: saved `result` has {_plural(n, 'Inf')}, and the "
-        "derivative -1/x² is infinite there"
-    )
 
 
 def _pow(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
@@ -337,13 +332,13 @@ def _softmax(fn: Any, s: dict, gin: Sequence, gout: Sequence) -> str | None:
 
 _RULES: dict[str, Rule] = {
     "Sqrt": _sqrt,
-    "Rsqrt": _rsqrt,
+    "Rsqrt": _inf_result_rule("rsqrt", "-x^(-3/2)/2"),
     "Log": _log_rule(0.0, "log"),
     "Log2": _log_rule(0.0, "log2"),
     "Log10": _log_rule(0.0, "log10"),
     "Log1P": _log_rule(-1.0, "log1p"),
     "Div": _div,
-    "Reciprocal": _reciprocal,
+    "Reciprocal": _inf_result_rule("reciprocal", "-1/x²"),
     "Pow": _pow,
     "Acos": _arc_rule("acos"),
     "Asin": _arc_rule("asin"),
