@@ -13,7 +13,8 @@
  * load is forgotten, so the next view asks again); a view whose kernel does not answer shows one
  * clear message and no traceback.
  */
-import { HOST, REPLY } from './protocol.js';
+import { kernelBackend } from './backend.js';
+import { HOST } from './protocol.js';
 
 /** How long a view waits for the kernel to send the bundle (it answers only between cells). */
 export const BUNDLE_TIMEOUT_MS = 120000;
@@ -31,36 +32,21 @@ export function bundleCache(scope = globalThis) {
 }
 
 /**
- * Ask the kernel for the bundle over the widget's custom messages.
+ * Ask the kernel for the bundle over the widget's custom messages (the kernel backend's
+ * request/reply, with its own timeout).
  * @param {{ send(msg: any): void, on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} model
  * @param {number} timeoutMs
  * @returns {Promise<{ code: string, css: string, hash: string }>}
  */
-export function requestBundle(model, timeoutMs = BUNDLE_TIMEOUT_MS) {
-  const request = 1 + Math.floor(Math.random() * 1e9);
-  return new Promise((resolve, reject) => {
-    /** @param {any} msg */
-    const onMsg = (msg) => {
-      if (!msg || msg.type !== REPLY.REPLY || Number(msg.request) !== request) return;
-      done();
-      const data = msg.data;
-      if (msg.error || !data || typeof data.code !== 'string') {
-        reject(new Error(String(msg.error ?? 'the kernel sent no front-end bundle')));
-      } else {
-        resolve(data);
-      }
-    };
-    const timer = setTimeout(() => {
-      done();
-      reject(new Error(`no answer from the kernel in ${Math.round(timeoutMs / 1000)} s`));
-    }, timeoutMs);
-    function done() {
-      clearTimeout(timer);
-      model.off('msg:custom', onMsg);
-    }
-    model.on('msg:custom', onMsg);
-    model.send({ type: HOST.BUNDLE, request });
-  });
+export async function requestBundle(model, timeoutMs = BUNDLE_TIMEOUT_MS) {
+  const backend = kernelBackend(model, { timeoutMs });
+  try {
+    const data = await backend.request({ type: HOST.BUNDLE });
+    if (!data || typeof data.code !== 'string') throw new Error('the kernel sent no front-end bundle');
+    return data;
+  } finally {
+    backend.dispose();
+  }
 }
 
 /**

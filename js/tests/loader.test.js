@@ -27,7 +27,7 @@ describe('requestBundle', () => {
       const model = new FakeModel();
       const p = requestBundle(model, 50);
       vi.advanceTimersByTime(60);
-      await expect(p).rejects.toThrow(/no answer from the kernel/);
+      await expect(p).rejects.toThrow(/no reply from the kernel/);
       expect(model.listeners('msg:custom')).toBe(0);
       const q = requestBundle(model, 50);
       answer(model, { nothing: true });
@@ -106,7 +106,7 @@ describe('render', () => {
       expect(el.textContent).toMatch(/loading the front-end/);
       await vi.advanceTimersByTimeAsync(130000);
       const cleanup = await p;
-      expect(el.textContent).toMatch(/could not be loaded .*no answer from the kernel.*save_html/);
+      expect(el.textContent).toMatch(/could not be loaded .*no reply from the kernel.*save_html/);
       cleanup();
       expect(el.textContent).toBe('');
     } finally {
