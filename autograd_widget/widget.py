@@ -13,11 +13,8 @@ The widget is traits and dispatch; everything else lives below it:
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -31,6 +28,8 @@ from .engine.replay import Replay, recording_name
 from .engine.stepper import Stepper
 from .export.figure import to_figure
 from .export.html import save_html
+from .util import static
+from .util.static import MISSING_MESSAGE
 from .view import inspect
 from .view.folding import SubgraphRun
 from .view.labels import status_line
@@ -43,13 +42,9 @@ __all__ = ["AutogradWidget", "explore"]
 
 log = logging.getLogger("autograd_widget")
 
-_STATIC = Path(__file__).parent / "static"
-
-
 _MISSING = (
-    "export default { render({ el }) { el.textContent = 'autograd_widget: the front-end "
-    "bundle is missing (autograd_widget/static/). Build it: cd js && npm ci && "
-    "npm run build'; } };"
+    "export default { render({ el }) { el.textContent = 'autograd_widget: " + MISSING_MESSAGE
+    .replace("'", "\\'") + "'; } };"
 )
 
 
@@ -57,30 +52,16 @@ _MISSING = (
 # turns a path into a watched FileContents whose class-level `changed` signal keeps a strong
 # reference to every widget ever made. The loader asks for the bundle once per page (HOST
 # message BUNDLE), so ten widgets do not carry, sync and save ten copies of it.
-def _loader() -> str:
-    paths = [_STATIC / name for name in ("loader.js", "widget.js")]
-    if not all(p.exists() for p in paths):
-        return _MISSING
-    return paths[0].read_text(encoding="utf-8")
-
-
-@functools.lru_cache(maxsize=1)
-def _bundle() -> dict[str, str]:
-    """The front-end bundle sent to the loader: code, stylesheet and a hash naming both (read
-    once per process; the page caches the module by this hash)."""
-    code = (_STATIC / "widget.js").read_text(encoding="utf-8")
-    css_path = _STATIC / "widget.css"
-    css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
-    digest = hashlib.sha256(code.encode() + b"\0" + css.encode()).hexdigest()[:16]
-    return {"code": code, "css": css, "hash": digest}
+def _esm() -> str:
+    return static.loader() if static.has_bundle() else _MISSING
 
 
 def _bundle_id() -> dict[str, Any]:
     """What the `_bundle` trait says of the bundle: its hash and size (not its text)."""
-    if not (_STATIC / "widget.js").exists():
+    if not static.has_bundle():
         return {}
-    b = _bundle()
-    return {"hash": b["hash"], "bytes": len(b["code"]) + len(b["css"])}
+    b = static.bundle()
+    return {"hash": b.hash, "bytes": len(b.code) + len(b.css)}
 
 
 class _Traits:
@@ -116,7 +97,7 @@ class AutogradWidget(anywidget.AnyWidget):
     way keeps the view and the kernel in agreement.
     """
 
-    _esm = _loader()
+    _esm = _esm()
     # None until __init__ has built the session, so a widget whose construction failed closes
     # cleanly when garbage-collected.
     _session: Session | None = None
@@ -219,7 +200,9 @@ class AutogradWidget(anywidget.AnyWidget):
 
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
         if isinstance(msg, dict) and msg.get("type") == BUNDLE:
-            self.send({"type": REPLY, "request": msg.get("request"), "data": _bundle()})
+            b = static.bundle()
+            data = {"code": b.code, "css": b.css, "hash": b.hash}
+            self.send({"type": REPLY, "request": msg.get("request"), "data": data})
             return
         for out in dispatch(self._session, msg):
             self.send(out)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+from html import escape as _escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from ..engine.replay import Replay
 from ..engine.stepper import Stepper
+from ..util import static
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, dispatch
@@ -71,7 +73,6 @@ PROBE_SAMPLES = 16
 #: The page's one-line how-to, under its title.
 HOW_TO = ("Step with \u2192 / \u2190 (or the Step and Back buttons), click a node or an edge to "
           "inspect it, ? for all keys.")
-_STATIC = Path(__file__).parent.parent / "static"
 
 
 def _encode(obj: Any) -> Any:
@@ -319,11 +320,6 @@ def _script_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
-def _escape(text: str) -> str:
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
-
-
 #: The page's own layout: a header, then the widget filling the rest of the window's height.
 _PAGE_CSS = """
 html, body { height: 100%; margin: 0; }
@@ -355,9 +351,8 @@ def html(recording: dict[str, Any]) -> str:
         >>> page.startswith("<!doctype html>"), "a &lt;small&gt; z" in page
         (True, True)
     """
-    bundle = (_STATIC / "widget.js").read_text(encoding="utf-8")
-    css_path = _STATIC / "widget.css"
-    css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
+    front = static.bundle()
+    bundle, css = front.code, front.css
     title = _escape(str(recording.get("title") or "autograd_widget"))
     desc = recording.get("description")
     desc_html = f'<p class="agw-page-desc">{_escape(str(desc))}</p>' if desc else ""
@@ -409,12 +404,7 @@ def save_html(
         ...     path.name, path.read_text(encoding="utf-8").startswith("<!doctype html>")
         ('run.html', True)
     """
-    bundle = _STATIC / "widget.js"
-    if not bundle.exists():
-        raise FileNotFoundError(
-            "the front-end bundle autograd_widget/static/widget.js is missing; build it with "
-            "`cd js && npm ci && npm run build` (or reinstall the package)"
-        )
+    static.bundle()  # FileNotFoundError naming the build, before any recording is made
     out = Path(path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"save_html writes an .html file, got {str(path)!r}")
