@@ -28,6 +28,7 @@ __all__ = [
     "free_port",
     "notebook_json",
     "start_lab",
+    "stop_process",
     "wait_until_up",
 ]
 
@@ -112,11 +113,7 @@ class LabServer:
         Example:
             server.stop()
         """
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
 
 
 def start_lab(
@@ -190,6 +187,20 @@ def start_lab(
     url = f"http://127.0.0.1:{port}"
     wait_until_up(proc, f"{url}/api/status", log, timeout, "JupyterLab")
     return LabServer(url=url, root=dirs["root"], proc=proc, log=log)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate a server process; kill it when it has not exited after 10 s.
+
+    Example:
+        stop_process(server.proc)
+    """
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def wait_until_up(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from .labserver import ROOT, free_port, wait_until_up
+from .labserver import ROOT, free_port, stop_process, wait_until_up
 
 __all__ = ["MARIMO_CONFIG", "MarimoServer", "start_marimo"]
 
@@ -78,12 +78,7 @@ class MarimoServer:
         Example:
             server.stop()
         """
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        stop_process(self.proc)
 
 
 def start_marimo(base: Path, timeout: float = 60) -> MarimoServer:
