@@ -2,12 +2,18 @@
 
 Public API (names and meanings fixed in the project's API contract):
 `capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
-`Stepper`, `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
+`Stepper` (and `Stepping`, the interface it shares with `Replay`, with its `Capabilities`),
+`explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
-`ListenerHandle`, `Repeat`, `SubgraphRun`, `Origin`, `FailureExplanation`; `record` /
-`load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeRun`,
-`Failure`, `Replay`, `RecordingPair`; `formula`. Everything else lives in the layers (`util`,
-`core`, `engine`, `view`, `wire`, `export`) and may change.
+`ListenerHandle`, `Repeat`, `RepeatedSubgraph`, `Origin`, `FailureExplanation`; `record` /
+`load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeExecution`,
+`Failure`, `Replay`, `RecordingPair`; `formula`.
+
+The package map (each subpackage's own docstring maps it): `util`, `core`, `engine`, `view`,
+`wire`, `export` are the layers, each importing only from those before it; `widget`
+(`AutogradWidget`, `explore`: traits + dispatch), `pair` (`side_by_side`), `__main__` (the
+command line: a recording's standalone page) and `static` (the built front-end, no Python) sit
+on top. Everything not exported here may change.
 
 Example:
     >>> x = torch.tensor(2.0, requires_grad=True)
@@ -29,18 +35,19 @@ from .core.records import Edge, Node, TensorMeta  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
-from .engine.failure import FailureExplanation  # noqa: E402
-from .engine.listeners import ListenerHandle  # noqa: E402
-from .engine.origins import Origin  # noqa: E402
-from .engine.probes import JacobianNorm  # noqa: E402
-from .engine.recompare import compare_recordings  # noqa: E402
-from .engine.recorder import record  # noqa: E402
-from .engine.recording import Failure, NodeRun, Recording, load_recording  # noqa: E402
-from .engine.records import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
-from .engine.replay import Replay  # noqa: E402
-from .engine.stepper import Stepper  # noqa: E402
+from .engine.diagnose.failure import FailureExplanation  # noqa: E402
+from .engine.diagnose.origins import Origin  # noqa: E402
+from .engine.interface import Capabilities, Stepping  # noqa: E402
+from .engine.record.recdiff import compare_recordings  # noqa: E402
+from .engine.record.recorder import record  # noqa: E402
+from .engine.record.recording import Failure, NodeExecution, Recording, load_recording  # noqa: E402
+from .engine.record.replay import Replay  # noqa: E402
+from .engine.step.listeners import ListenerHandle  # noqa: E402
+from .engine.step.probes import JacobianNorm  # noqa: E402
+from .engine.step.results import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
+from .engine.step.stepper import Stepper  # noqa: E402
 from .pair import RecordingPair, side_by_side  # noqa: E402
-from .view.folding import SubgraphRun  # noqa: E402
+from .view.folding import RepeatedSubgraph  # noqa: E402
 from .view.repeats import Repeat  # noqa: E402
 from .widget import AutogradWidget, explore  # noqa: E402
 
@@ -49,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AutogradWidget",
     "BackwardGraph",
+    "Capabilities",
     "Difference",
     "Edge",
     "EditInfo",
@@ -58,18 +66,19 @@ __all__ = [
     "LeafDiff",
     "ListenerHandle",
     "Node",
-    "NodeRun",
+    "NodeExecution",
     "Origin",
     "Recording",
     "RecordingPair",
     "Repeat",
+    "RepeatedSubgraph",
     "Replay",
     "SavedMemory",
     "SavedValue",
     "StepInfo",
     "StepRecord",
     "Stepper",
-    "SubgraphRun",
+    "Stepping",
     "Summary",
     "TensorMeta",
     "UnsupportedTorchError",

@@ -13,8 +13,8 @@ from typing import Any
 
 import ipywidgets
 
-from .engine.recording import Recording
-from .engine.replay import recording_name
+from .engine.record.recording import Recording
+from .engine.record.replay import recording_name
 from .widget import AutogradWidget
 
 __all__ = ["RecordingPair", "side_by_side"]

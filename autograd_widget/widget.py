@@ -22,16 +22,17 @@ import traitlets
 
 from .core.capture import capture
 from .core.graph import BackwardGraph
-from .engine.recompare import compare_recordings
-from .engine.recording import Recording
-from .engine.replay import Replay, recording_name
-from .engine.stepper import Stepper
+from .engine.interface import Stepping
+from .engine.record.recdiff import compare_recordings
+from .engine.record.recording import Recording
+from .engine.record.replay import Replay, recording_name
+from .engine.step.stepper import Stepper
 from .export.figure import to_figure
 from .export.html import save_html
 from .util import static
 from .util.static import MISSING_MESSAGE
 from .view import inspect
-from .view.folding import SubgraphRun
+from .view.folding import RepeatedSubgraph
 from .view.labels import status_line
 from .view.repeats import Repeat
 from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
@@ -135,7 +136,7 @@ class AutogradWidget(anywidget.AnyWidget):
             raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
         if not isinstance(height, int) or isinstance(height, bool) or height < 100:
             raise ValueError(f"height must be an int number of pixels >= 100, got {height!r}")
-        stepper: Stepper | Replay
+        stepper: Stepping
         if isinstance(graph_or_outputs, Recording):
             if grad_outputs is not None or model is not None or params is not None:
                 raise TypeError(
@@ -190,12 +191,12 @@ class AutogradWidget(anywidget.AnyWidget):
         return self._session.graph
 
     @property
-    def stepper(self) -> Stepper | Replay:
+    def stepper(self) -> Stepping:
         """The stepper the buttons drive (a `Replay` for a recording); stepping it from Python
         updates the view."""
         return self._session.stepper
 
-    def _on_stepper_change(self, _stepper: Stepper | Replay) -> None:
+    def _on_stepper_change(self, _stepper: Stepping) -> None:
         self._session.refresh()
 
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
@@ -315,15 +316,15 @@ class AutogradWidget(anywidget.AnyWidget):
         return list(self._session.scene.fold_index().values())
 
     @property
-    def folds(self) -> dict[str, Repeat | SubgraphRun]:
+    def folds(self) -> dict[str, Repeat | RepeatedSubgraph]:
         """The runs folded now: fold key (the run's label, "layers.0–47 ×48") -> `Repeat`, or
-        `SubgraphRun` for a run of repeated subgraphs outside modules (collapse="auto")."""
+        `RepeatedSubgraph` for a run of repeated subgraphs outside modules (collapse="auto")."""
         return self._session.scene.folds
 
-    def fold(self, run: str | Repeat | None = None) -> None:
+    def fold(self, repeat: str | Repeat | None = None) -> None:
         """Fold a run of repeated blocks into one box "layers.0–47 ×48", or every run found.
 
-        `run`: a fold key or label, a `Repeat` from `widget.repeats`, or one member's module
+        `repeat`: a fold key or label, a `Repeat` from `widget.repeats`, or one member's module
         path ("layers.3"). Collapsed modules inside the run are absorbed by its box; a collapsed
         module holding the whole run still shows as that module's box.
 
@@ -334,9 +335,9 @@ class AutogradWidget(anywidget.AnyWidget):
             >>> w.fold("1"); list(w.folds)
             ['0–2 ×3']
         """
-        self._change_scene(self._session.scene.fold, run)
+        self._change_scene(self._session.scene.fold, repeat)
 
-    def unfold(self, run: str | Repeat | None = None, *, blocks: bool = True) -> None:
+    def unfold(self, repeat: str | Repeat | None = None, *, blocks: bool = True) -> None:
         """Unfold a folded run (or every one), locally: with `blocks` (default) each block of the
         run becomes its own module box (48 boxes, not 2,700 nodes); other folds and collapsed
         modules are unchanged. `blocks=False` only drops the fold.
@@ -348,7 +349,7 @@ class AutogradWidget(anywidget.AnyWidget):
             >>> w.unfold(); w.folds, w.collapsed
             ({}, ['0', '1', '2'])
         """
-        self._change_scene(self._session.scene.unfold, run, blocks=blocks)
+        self._change_scene(self._session.scene.unfold, repeat, blocks=blocks)
 
     # ------------------------------------------------------------------ reports
     def memory(self, *, exclude_leaves: bool = False, top: int = 10) -> dict[str, Any]:

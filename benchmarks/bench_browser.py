@@ -359,7 +359,7 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
     for r in rows:
         lines.append(
             f"| {r.case.name} | {r.nodes} | {r.case.collapse} | {WHAT[r.measure]} | "
-            f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | "
+            f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.executions)} | {r.target_text()} | "
             f"{r.met()} |"
         )
     return "\n".join(lines) + "\n"

@@ -53,7 +53,7 @@ import torch
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.engine.stepper import Stepper
+from autograd_widget.engine.step.stepper import Stepper
 from autograd_widget.view import layout, repeats
 from autograd_widget.view import visible as groups
 from autograd_widget.view.scene import compute_layout

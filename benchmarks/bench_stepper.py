@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.stepper import Stepper
+from autograd_widget.engine.step.stepper import Stepper
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script or loaded by path (tests)
 from _results import RESULTS, commit, machine, write_section

@@ -1,12 +1,11 @@
 """The notebooks under notebooks/ as documentation pages, each widget shown as its offline page.
 
 A widget needs a kernel; a documentation site has none. So each notebook is executed (nbclient, a
-real kernel, as tests/test_notebooks.py does: notebook 06 starts its two torch.distributed ranks
-itself, on 127.0.0.1 with gloo), and after every cell each AutogradWidget that cell displayed is
-written with `save_html` (the whole step-through recorded, replayable with no kernel) and shown
-in the page as an iframe of that file, where the notebook showed the live widget.
-
-Output, for notebooks/NN_name.ipynb, under `out`:
+real kernel, as tests/project/test_notebooks.py does: notebook 06 starts its two torch.distributed
+ranks itself, on 127.0.0.1 with gloo), and after every cell each AutogradWidget that cell displayed
+is written with `save_html` (the whole step-through recorded, replayable with no kernel) and shown
+in the page as an iframe of that file, where the notebook showed the live widget.  Output, for
+notebooks/NN_name.ipynb, under `out`:
     notebooks/NN_name.md              the page: markdown cells as they are, code cells as Python
                                       blocks, outputs as text / images / iframes
     notebooks/NN_name/widget-K.html   the K-th widget, standalone (`save_html`)

@@ -34,7 +34,7 @@ if (process.argv.includes('--watch')) {
     console.log(await esbuild.analyzeMetafile(result.metafile));
   }
   // One line per file, with what its size means: widget.js + widget.css go to a page once (the
-  // loader fetches them), loader.js is every widget's `_esm`. tests/test_js.py caps the bundle.
+  // loader fetches them), loader.js is every widget's `_esm`. tests/js/test_vitest_and_bundle.py caps the bundle.
   const sizes = Object.entries(result.metafile.outputs).map(
     ([file, { bytes }]) => `${file.split('/').pop()} ${(bytes / 1024).toFixed(0)} KiB`,
   );

@@ -1,11 +1,16 @@
-"""engine: running backward by hand (the `Stepper`) and everything it delegates to.
+"""engine: running backward, by hand or by watching the engine run it, in three rooms by job.
 
-One job per module, imports one way (stepper -> state -> edits/guard/plan/calls/records; probes,
-compare, breakpoints and listeners below stepper; nothing here imports stepper.py at run time):
-plan.py (routing tables), calls.py (calling a node as the engine does), state.py (position, slots,
-undo log, the hot loop), edits.py (what-if), compare.py (vs the real engine), probes.py (Jacobian
-norms), breakpoints.py, listeners.py, guard.py (Ctrl-C), records.py (the results handed out).
-Nothing is re-exported here: import from the module that owns a name.
+- `interface` (interface.py): `Stepping`, the one declared stepping interface that a live
+  `Stepper` and a recorded `Replay` both implement, and `Capabilities` (what a run can do). Every
+  layer above types against it; nothing outside engine/ tests which class it holds.
+- `step/`: stepping a live graph by hand (`Stepper` and everything it delegates to).
+- `record/`: recording the engine's OWN backward (`aw.record`), its `.awrec` file, comparing two
+  recordings, and `Replay`, which steps through a recording.
+- `diagnose/`: why a step failed and where a NaN/Inf is born (used by both other rooms).
+
+Imports go one way inside engine/: record -> step -> diagnose -> (core, util); `interface` is
+imported by all and imports none of them at run time. Nothing is re-exported here: import from the
+module that owns a name.
 """
 
 __all__: list[str] = []

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..view.state import DONE, FAILED, FLOWED, NEXT, NO_GRADIENT, NONFINITE, PENDING
+from ..view.stateview import DONE, FAILED, FLOWED, NEXT, NO_GRADIENT, NONFINITE, PENDING
 from ..wire.payload import decode_graph
 
 if TYPE_CHECKING:

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..engine.replay import Replay
-from ..engine.stepper import Stepper
 from ..util import static
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
@@ -292,11 +290,7 @@ def record(
         'z = x² + y'
     """
     graph = widget.graph
-    source = widget.stepper
-    stepper: Stepper | Replay = (
-        Replay(source.recording) if isinstance(source, Replay)  # a recorded engine run
-        else Stepper(graph, create_graph=source.create_graph, keep="summaries")
-    )
+    stepper = widget.stepper.twin()  # the same kind of run, from step 0
     try:
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,

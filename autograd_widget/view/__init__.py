@@ -1,7 +1,14 @@
-"""view: what is drawn. Module paths (`modules`), repeated blocks (`repeats`), the visible graph
-(`visible`), the layout (`layout`), the step-state arrays (`state`), labels (`labels`), the
-`Scene` that owns folds + visible graph + layout + state (`scene`), and inspector data as
-functions of (scene, stepper) (`inspect`). Torch-free; imports only engine/core/util.
+"""view: what is drawn. Torch-free; imports only engine/core/util.
+
+- `modules` (module paths), `repeats` (runs of repeated blocks), `folding` and `autofold` (how
+  deep collapse="auto" folds; repeated subgraphs outside modules), `visible` (the visible graph:
+  folds, frames, the plumbing filter);
+- the layout: `placement` (item sizes, clusters) -> `clusters` (a layout per module frame,
+  cached) -> `layout` (sized layered layout, lanes) on `layers` (layering) and `ordering`
+  (crossing reduction); `drawn` (crossings as drawn);
+- `scene` (the `Scene`: folds + visible graph + layout + step state), `stateview` (the step state
+  as arrays), `scale` (the gradient colour scale, fixed per run), `labels` (labels and the status
+  line), `inspect` (inspector data as functions of scene and stepper).
 """
 
 __all__: list[str] = []

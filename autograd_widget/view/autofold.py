@@ -23,7 +23,7 @@ from ..core.graph import BackwardGraph
 from ..core.records import Node
 from ..util.gcpause import gc_paused
 from . import modules
-from .folding import AUTO_ITEMS, SubgraphRun, find_subgraph_runs, plan_collapsed
+from .folding import AUTO_ITEMS, RepeatedSubgraph, find_subgraph_runs, plan_collapsed
 from .repeats import Repeat
 from .visible import FOLD_PREFIX, VisibleGraph, fold_members, is_plumbing, visible_graph
 
@@ -31,10 +31,10 @@ __all__ = ["FoldPlan", "auto_folds", "node_fold_positions"]
 
 
 class FoldPlan(NamedTuple):
-    """What collapse="auto" folds: runs (fold key -> `Repeat` or `SubgraphRun`), collapsed
+    """What collapse="auto" folds: runs (fold key -> `Repeat` or `RepeatedSubgraph`), collapsed
     module paths, and the visible graph they give (`visible.n_items` items)."""
 
-    folds: dict[str, Repeat | SubgraphRun]
+    folds: dict[str, Repeat | RepeatedSubgraph]
     collapsed: frozenset[str]
     visible: VisibleGraph
 
@@ -47,7 +47,7 @@ class FoldPlan(NamedTuple):
 def node_fold_positions(
     graph: BackwardGraph, folds: Mapping[str, object], index: Mapping[str, int] | None = None
 ) -> dict[int, str]:
-    """Node position -> fold key for the `SubgraphRun`s among `folds` (for `visible_graph`'s
+    """Node position -> fold key for the `RepeatedSubgraph`s among `folds` (for `visible_graph`'s
     `node_folds`); `index`: node id -> position when the caller has it.
 
     Example:
@@ -58,7 +58,7 @@ def node_fold_positions(
         >>> len(node_fold_positions(gs, {run.label: run})) == len(run.node_ids)
         True
     """
-    runs = [(k, r) for k, r in folds.items() if isinstance(r, SubgraphRun)]
+    runs = [(k, r) for k, r in folds.items() if isinstance(r, RepeatedSubgraph)]
     if not runs:
         return {}
     if index is None:
@@ -107,7 +107,7 @@ def _auto_folds(
     def shown(node: Node) -> bool:
         return show_plumbing or node.id in roots or not is_plumbing(node.name)
 
-    folds: dict[str, Repeat | SubgraphRun] = {}
+    folds: dict[str, Repeat | RepeatedSubgraph] = {}
     collapsed: set[str] = set()
     paths = modules.module_paths(graph)
     if paths:
@@ -137,7 +137,7 @@ def _auto_folds(
 
 
 def _with_subgraph_runs(
-    graph: BackwardGraph, folds: dict[str, Repeat | SubgraphRun], collapsed: set[str],
+    graph: BackwardGraph, folds: dict[str, Repeat | RepeatedSubgraph], collapsed: set[str],
     limit: int, show_plumbing: bool, shown: Callable[[Node], bool],
     vis: VisibleGraph | None = None,
 ) -> FoldPlan:

@@ -38,8 +38,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .layout import Arrangement, Layout, arrange, place
+from .modules import parent
 
-__all__ = ["FRAME_PAD", "FRAME_TITLE", "ClusterLayout", "ClusterLayouter", "Frame", "parent_path"]
+__all__ = ["FRAME_PAD", "FRAME_TITLE", "ClusterLayout", "ClusterLayouter", "Frame"]
 
 #: Margin between a frame and what it holds, and the height of its title band (layout units:
 #: one unit is one character height of a label).
@@ -51,16 +52,6 @@ LAYER_GAP = 1.4
 DUMMY_GAP = 0.6
 # Arrangements and placements kept (per layouter): plenty for every cluster of a big model.
 _CACHE_SIZE = 2048
-
-
-def parent_path(path: str) -> str:
-    """The enclosing module path ("" for a top-level module, and for the root itself).
-
-    Example:
-        >>> parent_path("layers.3.self_attn"), parent_path("layers"), parent_path("")
-        ('layers.3', '', '')
-    """
-    return path.rsplit(".", 1)[0] if "." in path else ""
 
 
 @dataclass(frozen=True)
@@ -382,7 +373,7 @@ class ClusterLayouter:
 
         def eff(p: str) -> str:
             while p in dissolved:
-                p = parent_path(p)
+                p = parent(p)
             return p
 
         node_cluster = [eff(p) for p in node_cluster_in]
@@ -390,12 +381,12 @@ class ClusterLayouter:
         paths = set(node_cluster)
         for p in list(paths):
             while p:
-                p = eff(parent_path(p))
+                p = eff(parent(p))
                 paths.add(p)
         order = sorted(paths, key=lambda p: (0 if not p else p.count(".") + 1, p))
         cidx = {p: i for i, p in enumerate(order)}
         clusters = [_Cluster(p, 0 if not p else p.count(".") + 1) for p in order]
-        cparent = [cidx[eff(parent_path(p))] if p else -1 for p in order]
+        cparent = [cidx[eff(parent(p))] if p else -1 for p in order]
         for i, p in enumerate(order):
             if p:
                 clusters[cparent[i]].children.append(i)

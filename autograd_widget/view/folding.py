@@ -17,7 +17,7 @@ drawn on their own). Two tools, both pure (graph records only, no torch) and lin
   found in the forward's creation order (autograd sequence numbers): the op sequence is scanned
   for periodic stretches (numpy, every period up to `MAX_SUBGRAPH_PERIOD`), then each block's
   wiring is compared (edges inside the block, edges into the block before it, edges to shared
-  nodes and leaves by kind). A `SubgraphRun` folds into one box like a run of module blocks.
+  nodes and leaves by kind). A `RepeatedSubgraph` folds into one box like a run of module blocks.
 
 `autofold.auto_folds` combines them with the exact count of the visible graph.
 """
@@ -40,7 +40,7 @@ __all__ = [
     "MAX_SUBGRAPH_PERIOD",
     "MIN_SUBGRAPH_COUNT",
     "MIN_SUBGRAPH_NODES",
-    "SubgraphRun",
+    "RepeatedSubgraph",
     "find_subgraph_runs",
     "plan_collapsed",
 ]
@@ -140,7 +140,7 @@ def plan_collapsed(
 
 
 @dataclass(frozen=True)
-class SubgraphRun:
+class RepeatedSubgraph:
     """A run of `count` consecutive, structurally identical subgraphs outside every module.
 
     `units` holds each block's node ids (its ops in creation order, then the leaves only it
@@ -150,8 +150,9 @@ class SubgraphRun:
     and `period` is 1.
 
     Example:
-        >>> run = SubgraphRun(("n1", "n2"), (("n1",), ("n2",)), 2, 1, "×2 · repeated block (Mul)",
-        ...                   "sig", ("MulBackward0",))
+        >>> run = RepeatedSubgraph(
+        ...     ("n1", "n2"), (("n1",), ("n2",)), 2, 1, "×2 · repeated block (Mul)", "sig",
+        ...     ("MulBackward0",))
         >>> run.members, run.period, run.node_ids
         ((), 1, ('n1', 'n2'))
     """
@@ -205,7 +206,7 @@ def find_subgraph_runs(
     max_period: int = MAX_SUBGRAPH_PERIOD,
     min_nodes: int = MIN_SUBGRAPH_NODES,
     min_count: int = MIN_SUBGRAPH_COUNT,
-) -> list[SubgraphRun]:
+) -> list[RepeatedSubgraph]:
     """Runs of >= `min_count` consecutive, structurally identical subgraphs among `nodes`.
 
     Args:
@@ -306,7 +307,7 @@ def find_subgraph_runs(
                 chosen.append((i + k * p, p, e - k))
                 taken[i + k * p : i + e * p] = True
             k = e
-    runs: list[tuple[tuple, SubgraphRun]] = []
+    runs: list[tuple[tuple, RepeatedSubgraph]] = []
     for start, p, count in chosen:
         unit_of: dict[int, int] = {}
         for u in range(count):
@@ -331,7 +332,7 @@ def find_subgraph_runs(
                for t in unit_sig(start, p)]
         text = repr(([facts[t] for t in tok[start : start + p].tolist()], sig))
         digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-        run = SubgraphRun(
+        run = RepeatedSubgraph(
             node_ids=node_ids,
             units=units,
             count=count,

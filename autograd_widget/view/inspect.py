@@ -13,7 +13,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..core.formulas.api import node_formula
-from ..engine.replay import Replay
 from ..util.jsonsafe import encode_number
 from .labels import display_kind, group_label, short_label
 from .visible import search
@@ -21,7 +20,7 @@ from .visible import search
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
     from ..core.summary import Summary
-    from ..engine.stepper import Stepper
+    from ..engine.interface import Stepping
     from .scene import Scene
 
 __all__ = [
@@ -96,7 +95,7 @@ def hooks(graph: BackwardGraph, node_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def inspect_edge(scene: Scene, stepper: Stepper | None, edge_id: str) -> dict[str, Any]:
+def inspect_edge(scene: Scene, stepper: Stepping | None, edge_id: str) -> dict[str, Any]:
     """An edge's ends and the summary of the gradient it carried (None before it flowed).
 
     Example:
@@ -156,7 +155,7 @@ def inspect_group(scene: Scene, item: int) -> dict[str, Any]:
     }
 
 
-def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[str, Any]:
+def inspect_node(scene: Scene, stepper: Stepping | None, node_id: str) -> dict[str, Any]:
     """A node: traceback, saved values, hooks, edges in and out with their gradients, error.
 
     Example:
@@ -171,7 +170,7 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
     incoming = [] if stepper is None else stepper.waiting(node_id)
     saved: list[dict[str, Any]] = []
     saved_error = None
-    recorded = isinstance(stepper, Replay)
+    recorded = stepper is not None and not stepper.capabilities.saved_values
     if recorded:
         saved_error = ("a recording keeps no saved values (the engine freed them as it ran): "
                        "explore the live tensors to read them")
@@ -185,7 +184,7 @@ def inspect_node(scene: Scene, stepper: Stepper | None, node_id: str) -> dict[st
         "saved": saved,
         "saved_error": saved_error,
         "hooks": [] if stepper is None or recorded else hooks(graph, node_id),
-        "run": _recorded_run(stepper, node_id) if recorded else None,
+        "run": None if stepper is None else _engine_execution(stepper, node_id),
         "formula": formula_payload(graph, node_id),
         "explanation": _explanation(stepper, node_id),
         "in_edges": [
@@ -273,16 +272,17 @@ def _explanation(stepper: Any, node_id: str) -> dict[str, Any] | None:
             "culprit": why.culprit, "traceback": why.traceback}
 
 
-def _recorded_run(replay: Replay, node_id: str) -> dict[str, Any] | None:
-    """What the recording knows of how the engine ran `node_id` (None: it did not run)."""
-    run = replay.run_of(node_id)
+def _engine_execution(stepper: Stepping, node_id: str) -> dict[str, Any] | None:
+    """What a recording knows of how the engine ran `node_id` (None: not recorded, or it did
+    not run)."""
+    run = stepper.execution_of(node_id)
     if run is None:
         return None
     return {"step": run.step, "seq": run.seq, "thread": run.thread, "pass": run.pass_index,
             "ms": run.seconds * 1e3}
 
 
-def inspect_item(scene: Scene, stepper: Stepper | None, item: int) -> dict[str, Any]:
+def inspect_item(scene: Scene, stepper: Stepping | None, item: int) -> dict[str, Any]:
     """Visible item `item`: `inspect_group` for a box, `inspect_node` for a node.
 
     Example:
@@ -340,7 +340,7 @@ def memory_report(
 
 
 def sensitivity_report(
-    scene: Scene, stepper: Stepper, samples: int = 16, seed: int | None = 0
+    scene: Scene, stepper: Stepping, samples: int = 16, seed: int | None = 0
 ) -> dict[str, Any]:
     """Per visible item: log10 of the squared Frobenius norm of the node's gradient map
     (`Stepper.jacobian_norms`; a box shows the largest of its members), for colouring.
@@ -375,7 +375,7 @@ def sensitivity_report(
     }
 
 
-def leaf_diff_report(scene: Scene, stepper: Stepper) -> dict[str, Any]:
+def leaf_diff_report(scene: Scene, stepper: Stepping) -> dict[str, Any]:
     """Each leaf's gradient now against the unedited run (`Stepper.leaf_grad_diff`), with its
     visible item.
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
-    from ..engine.stepper import Stepper
+    from ..engine.interface import Stepping
 
 __all__ = [
     "TITLE_SEP",
@@ -136,7 +136,7 @@ def node_title(node: Any) -> str:
     return node.name
 
 
-def status_line(graph: BackwardGraph, stepper: Stepper) -> str:
+def status_line(graph: BackwardGraph, stepper: Stepping) -> str:
     """What ran and what runs next: "ran MulBackward0 (step 7 / 23) → next AddBackward0".
 
     Before the first step there is nothing that ran ("step 0 / 23 → next AddBackward0"); at the

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..util.gcpause import gc_paused
-from .clusters import ClusterLayout, ClusterLayouter, parent_path
+from .clusters import ClusterLayout, ClusterLayouter
 from .labels import module_title, run_title, short_label
+from .modules import parent
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -153,13 +154,13 @@ def _scene_layout(
                 if run is not None:  # a run's box sits where its blocks would
                     cluster.append(getattr(run, "parent", "") or _common_module(nodes, members))
                 else:
-                    cluster.append(parent_path(group))
+                    cluster.append(parent(group))
                 own.append(cluster[-1])
                 keys.append("m:" + group)
     paths = set(cluster)
     for p in list(paths):
         while p:
-            p = parent_path(p)
+            p = parent(p)
             paths.add(p)
     boxes = {vis.item_group[j] or "" for j, r in enumerate(item_real) if r < 0}
     titles = {p: module_title(graph, p) for p in paths | boxes}

@@ -2,7 +2,7 @@
 
 The drawing colours each flowed edge by the log10 of its gradient norm. Rescaling to the norms
 seen so far would recolour edges that already ran at every step, so the scale is taken, once,
-from a THROWAWAY run: a separate `engine.stepper.Stepper` over the same graph
+from a THROWAWAY run: a separate `engine.step.stepper.Stepper` over the same graph
 (keep="summaries"), run to the end, reading its edge summaries' norms, then closed.
 
 Guarantees:
@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..engine.stepper import Stepper
+from ..engine.step.stepper import Stepper
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph

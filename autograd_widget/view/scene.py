@@ -23,15 +23,15 @@ from . import modules
 from . import visible as vis_mod
 from .autofold import auto_folds, node_fold_positions
 from .clusters import ClusterLayout, ClusterLayouter
-from .folding import SubgraphRun
+from .folding import RepeatedSubgraph
 from .placement import scene_layout
 from .repeats import Repeat, find_repeats
-from .state import StateView
+from .stateview import StateView
 from .visible import VisibleGraph, visible_graph
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
-    from ..engine.stepper import Stepper
+    from ..engine.interface import Stepping
 
 __all__ = ["BOX_PREFIX", "COLLAPSE_MODES", "ORIENTATIONS", "Scene", "compute_layout"]
 
@@ -92,13 +92,13 @@ class Scene:
     def __init__(
         self,
         graph: BackwardGraph,
-        stepper: Stepper,
+        stepper: Stepping,
         *,
         collapse: str = "auto",
         orientation: str = "TB",
         show_plumbing: bool = True,
         collapsed: Iterable[str] | None = None,
-        folds: Mapping[str, Repeat | SubgraphRun] | None = None,
+        folds: Mapping[str, Repeat | RepeatedSubgraph] | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
@@ -113,7 +113,7 @@ class Scene:
         self._runs: dict[str, Repeat] | None = None  # fold key -> run, found on first need
         plan_visible: VisibleGraph | None = None
         if collapsed is not None or folds is not None:
-            self._folds: dict[str, Repeat | SubgraphRun] = dict(folds or {})
+            self._folds: dict[str, Repeat | RepeatedSubgraph] = dict(folds or {})
             self._collapsed: set[str] = set(collapsed or ())
         elif collapse == "auto":
             plan = auto_folds(graph, self.fold_index, show_plumbing=self.show_plumbing)
@@ -126,7 +126,7 @@ class Scene:
             )
         #: The runs of repeated subgraphs outside modules this scene knows (they can refold).
         self._subgraph_runs = {k: r for k, r in self._folds.items()
-                               if isinstance(r, SubgraphRun)}
+                               if isinstance(r, RepeatedSubgraph)}
         # The view model allocates an object or two per node: let the cycle collector rescan
         # the world once afterwards rather than many times during (halves a 50k-node build).
         self._layouter = ClusterLayouter()
@@ -275,7 +275,7 @@ class Scene:
         ids = self.state.node_ids
         return [] if members is None else [ids[int(i)] for i in members]
 
-    def box_fold(self, item: int) -> Repeat | SubgraphRun | None:
+    def box_fold(self, item: int) -> Repeat | RepeatedSubgraph | None:
         """The run of repeated blocks (or of repeated subgraphs outside modules) box `item`
         stands for; None for a module box or a node.
 
@@ -444,8 +444,8 @@ class Scene:
         return self._runs
 
     @property
-    def folds(self) -> dict[str, Repeat | SubgraphRun]:
-        """The runs folded now: fold key -> `Repeat` or `SubgraphRun` (a copy)."""
+    def folds(self) -> dict[str, Repeat | RepeatedSubgraph]:
+        """The runs folded now: fold key -> `Repeat` or `RepeatedSubgraph` (a copy)."""
         return dict(self._folds)
 
     def is_folded(self, key: object) -> bool:
@@ -459,30 +459,31 @@ class Scene:
         """
         return isinstance(key, str) and key in self._folds
 
-    def run_key(self, run: str | Repeat) -> str:
-        """The fold key of a run given by key, label, `Repeat` or one of its member paths.
+    def repeat_key(self, repeat: str | Repeat) -> str:
+        """The fold key of a repeat given by key, label, `Repeat` or one of its member paths.
 
         Example:
             >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
             >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(), model=blocks)
-            >>> Scene(gb, aw.Stepper(gb)).run_key("1")  # a member path names its run
+            >>> Scene(gb, aw.Stepper(gb)).repeat_key("1")  # a member path names its repeat
             '0–2 ×3'
         """
-        if isinstance(run, str) and run in self._subgraph_runs:
-            return run  # a run of repeated subgraphs outside modules (collapse="auto" only)
+        if isinstance(repeat, str) and repeat in self._subgraph_runs:
+            return repeat  # a run of repeated subgraphs outside modules (collapse="auto" only)
         index = self.fold_index()
-        if isinstance(run, str) and run in index:
-            return run
+        if isinstance(repeat, str) and repeat in index:
+            return repeat
         for key, r in index.items():
-            if r == run or (isinstance(run, str) and (r.label == run or run in r.members)):
+            named = isinstance(repeat, str) and (r.label == repeat or repeat in r.members)
+            if r == repeat or named:
                 return key
         runs = ", ".join(repr(k) for k in index) or "none"
-        raise ValueError(f"no run of repeated blocks {run!r} in this graph; runs: {runs}")
+        raise ValueError(f"no run of repeated blocks {repeat!r} in this graph; runs: {runs}")
 
-    def fold(self, run: str | Repeat | None = None) -> None:
-        """Fold a run of repeated blocks into one box "layers.0–47 ×48", or every run found.
+    def fold(self, repeat: str | Repeat | None = None) -> None:
+        """Fold a run of repeated blocks into one box "layers.0–47 ×48", or every repeat found.
 
-        Collapsed modules inside the run are absorbed by its box.
+        Collapsed modules inside the repeat are absorbed by its box.
 
         Example:
             >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(3)])
@@ -492,7 +493,7 @@ class Scene:
             ['n0', 'box:0–2 ×3', 'n10']
         """
         known = {**self._subgraph_runs, **self.fold_index()}
-        keys = set(known) if run is None else {self.run_key(run)}
+        keys = set(known) if repeat is None else {self.repeat_key(repeat)}
         if not keys:
             return
         self._folds = {k: r for k, r in known.items() if k in keys or k in self._folds}
@@ -502,8 +503,8 @@ class Scene:
         }
         self.rebuild()
 
-    def unfold(self, run: str | Repeat | None = None, *, blocks: bool = True) -> None:
-        """Unfold a folded run (or every one), locally: with `blocks` each block becomes its own
+    def unfold(self, repeat: str | Repeat | None = None, *, blocks: bool = True) -> None:
+        """Unfold a folded repeat (or every one), locally: with `blocks` each block becomes its own
         module box; `blocks=False` only drops the fold.
 
         Example:
@@ -513,13 +514,13 @@ class Scene:
             >>> scene.unfold("0–2 ×3"); scene.visible_ids()
             ['n0', 'box:2', 'box:1', 'box:0', 'n10']
         """
-        if run is None:
+        if repeat is None:
             keys = list(self._folds)
         else:
-            key = self.run_key(run)
+            key = self.repeat_key(repeat)
             if key not in self._folds:
                 folded = ", ".join(repr(k) for k in self._folds) or "none"
-                raise ValueError(f"{run!r} is not folded; folded: {folded}")
+                raise ValueError(f"{repeat!r} is not folded; folded: {folded}")
             keys = [key]
         for key in keys:
             r = self._folds.pop(key)

@@ -227,7 +227,7 @@ def visible_graph(
     inside a member, and a run nested inside a member, are absorbed by the fold.
 
     `node_folds` maps node positions (the order of `graph.nodes`) to the key of a box they join,
-    for runs of repeated subgraphs outside modules (`folding.SubgraphRun`); a node some module
+    for runs of repeated subgraphs outside modules (`folding.RepeatedSubgraph`); a node some module
     box or fold already took stays there. Its keys count as folds (`VisibleGraph.folds`).
 
     The result is always a DAG: a box whose nodes are not contiguous (the ReLU a parent runs

@@ -20,7 +20,7 @@ from ..util.gcpause import gc_paused
 from ..view.clusters import ClusterLayout
 from ..view.labels import display_kind, group_label, module_title, run_title, short_label
 from ..view.modules import module_paths
-from ..view.state import as_buffer
+from ..view.stateview import as_buffer
 from ..view.visible import VisibleGraph, edge_arrays, visible_graph
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ answered with `{"type": "warning", "message": ...}` and changes nothing; a handl
 logged and warned about, never raised into the kernel. After a failed step, "step", "run" and
 "run_to" are refused ("can't step: X failed — Back or Reset to go on"): they would only call the
 failing node again. js/src/protocol.js lists the same names
-(tests/test_protocol.py checks).
+(tests/wire/test_protocol.py checks).
 
 The `_state` trait's keys are `STATE_KEYS`; the recording of a run replays `STATE_ARRAYS`
 per item/edge and `STEP_SCALARS` per step.

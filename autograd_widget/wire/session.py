@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.graph import BackwardGraph
 from ..core.saved import first_saved_state, node_validity
-from ..engine.replay import Replay
 from ..util.gcpause import gc_paused
 from .payload import graph_payload
 
 if TYPE_CHECKING:
-    from ..engine.stepper import Stepper
+    from ..engine.interface import Stepping
     from ..view.scene import Scene
 
 __all__ = ["RELEASED_NOTICE", "Front", "Session", "freed_notice"]
@@ -65,7 +64,7 @@ class Session:
     def __init__(
         self,
         graph: BackwardGraph,
-        stepper: Stepper,
+        stepper: Stepping,
         scene: Scene,
         front: Front | None = None,
         *,
@@ -92,10 +91,10 @@ class Session:
     @property
     def recorded(self) -> bool:
         """True when the stepper replays a recorded engine run (`aw.explore(recording)`)."""
-        return isinstance(self.stepper, Replay)
+        return not self.stepper.capabilities.live
 
     @property
-    def live_stepper(self) -> Stepper | None:
+    def live_stepper(self) -> Stepping | None:
         """The stepper, or None once released (the inspector then reads records only)."""
         return None if self.released else self.stepper
 

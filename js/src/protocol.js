@@ -1,7 +1,7 @@
 /**
  * The widget protocol, front-end side: the ONE list of what the front-end and the kernel say.
  *
- * The same names as `autograd_widget/wire/protocol.py` (tests/test_protocol.py fails when they
+ * The same names as `autograd_widget/wire/protocol.py` (tests/wire/test_protocol.py fails when they
  * differ): `MSG`, the commands and requests sent as custom messages `{ type: MSG.X, ... }`;
  * `REPLY`, the types of what the kernel sends back; `STATE_KEYS`, the keys of the synced
  * `_state` trait, of which `STATE_ARRAYS` are per-item/edge buffers and `STEP_SCALARS` what a

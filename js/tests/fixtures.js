@@ -1,5 +1,5 @@
-// The protocol payloads the JS tests read, made by Python (tests/js_fixtures.py writes
-// fixtures/*.json from real widgets: regenerate them with `python tests/js_fixtures.py`), and a
+// The protocol payloads the JS tests read, made by Python (tests/js/js_fixtures.py writes
+// fixtures/*.json from real widgets: regenerate them with `python tests/js/js_fixtures.py`), and a
 // fake anywidget model. Binary buffers come back as DataViews at odd byte offsets, as ipywidgets
 // delivers them.
 import Z from './fixtures/z.json';

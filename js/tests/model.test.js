@@ -1,4 +1,4 @@
-// decodeGraph / decodeState on the payloads Python sends (fixtures made by tests/js_fixtures.py):
+// decodeGraph / decodeState on the payloads Python sends (fixtures made by tests/js/js_fixtures.py):
 // string tables and index buffers, derived fields (ids, polylines, label anchors, identity maps)
 // rebuilt here, checked against Python's own `decode_graph` of the same payload.
 import { describe, expect, it } from 'vitest';

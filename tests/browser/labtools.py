@@ -396,3 +396,14 @@ def position_of(root) -> int:
 def save(root, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root.screenshot(path=str(ARTIFACTS / name))
+
+
+def node_count(page, root) -> int:
+    """How many items (nodes and folded boxes) the canvas shows, at least partly."""
+    return len([b for b in painted(page, root)["items"] if b["kind"] != "copy"])
+
+
+def click_label(page, root, text: str, shift: bool = False) -> None:
+    """Click the node (or module box) drawn with that label, once the drawing is still: opening
+    or closing the inspector resizes the canvas on a later frame, which moves every item."""
+    click_item(page, root, text, shift=shift)

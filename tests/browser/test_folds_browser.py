@@ -13,8 +13,10 @@ from playwright.sync_api import expect
 
 from .labtools import (
     button,
+    click_label,
     item_labels,
     label_problems,
+    node_count,
     open_notebook,
     painted,
     point,
@@ -26,7 +28,6 @@ from .labtools import (
     wait_label,
     widget_in,
 )
-from .test_inspector_browser import click_label, node_count
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from .labtools import (
     button,
-    click_item,
+    click_label,
     drag,
     item_box,
     item_fills,
@@ -23,6 +23,7 @@ from .labtools import (
     item_labels,
     label_problems,
     labels,
+    node_count,
     open_notebook,
     painted,
     reveal,
@@ -62,19 +63,8 @@ w = aw.explore(out.pow(2).mean(), model=model, collapse="modules", height=640)
 print(len(w.graph), "nodes;", len(w.collapsed), "folded")
 w"""
 
-def node_count(page, root) -> int:
-    """How many items (nodes and folded boxes) the canvas shows, at least partly."""
-    return len([b for b in painted(page, root)["items"] if b["kind"] != "copy"])
-
-
 def inspector(root):
     return root.get_by_role("region", name="Inspector")
-
-
-def click_label(page, root, text: str, shift: bool = False) -> None:
-    """Click the node (or module box) drawn with that label, once the drawing is still: opening
-    or closing the inspector resizes the canvas on a later frame, which moves every item."""
-    click_item(page, root, text, shift=shift)
 
 
 def test_mlp_opens_collapsed_and_expands_on_click(page, lab_server):

@@ -15,8 +15,8 @@ import math
 import torch
 
 from .expr import Cond, Const, Param, Saved, op
+from .formula import Formula, Output
 from .ops import G, X, Y, cmp, exp, ind, land, sigmoid, sum_dim, sum_to, where
-from .record import Formula, Output
 
 __all__ = ["FORMULAS"]
 

@@ -27,7 +27,7 @@ import torch
 from ..checkpoint import CHECKPOINT_NOTE
 from . import activations, elementwise, nn, reductions, sequence, shapes
 from .expr import Expr, Grad, Op, Saved, ShapeUnknown
-from .record import Formula
+from .formula import Formula
 
 if TYPE_CHECKING:
     from ..graph import BackwardGraph

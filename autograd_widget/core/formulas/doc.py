@@ -19,7 +19,7 @@ formulas_markdown as f; print(f(), end='')" > docs/formulas.md`).
 
 `aw.formula(name)` returns the LaTeX of a type below (None for any other type). Each formula is
 one expression tree per gradient the node returns: it renders this LaTeX and computes the same
-values with torch (`evaluate(fn, grads)`); tests/test_formula.py checks every type against the
+values with torch (`evaluate(fn, grads)`); tests/core/test_formulas.py checks every type against the
 node's own output on random float64 inputs. `G` is the incoming gradient (`G_i` for nodes with
 several), `x` the saved `self`, `y` the saved `result`, `u` the saved `other`;
 `\\operatorname{sum}_{\\text{bcast}}` sums a gradient over the dimensions the forward broadcast.

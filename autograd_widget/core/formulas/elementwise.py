@@ -16,6 +16,7 @@ import math
 import torch
 
 from .expr import Const, Param, Saved, fn_op, op
+from .formula import Formula, Output
 from .ops import (
     ALPHA,
     LN2,
@@ -36,7 +37,6 @@ from .ops import (
     where,
     zeros_like,
 )
-from .record import Formula, Output
 
 __all__ = ["FORMULAS"]
 

@@ -16,8 +16,8 @@ import torch
 import torch.nn.grad as tgrad
 
 from .expr import Param, Ref, Saved, op
+from .formula import Formula, Output
 from .ops import G, X
-from .record import Formula, Output
 from .recurrent import FORMULAS as RECURRENT
 
 __all__ = ["FORMULAS"]

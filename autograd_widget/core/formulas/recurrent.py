@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from .expr import Param, Ref, Saved, op
+from .formula import Formula, Output
 from .ops import G
-from .record import Formula, Output
 from .sequence import AllGrads
 
 __all__ = ["FORMULAS", "rnn_layer"]

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from .expr import Param, Saved, op
+from .formula import Formula, Output
 from .ops import ALPHA, BETA, G, X, Y, sum_to
-from .record import Formula, Output
 
 __all__ = ["FORMULAS", "mtv", "outer", "restore"]
 

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from .expr import Env, Expr, Index, Param, op
+from .formula import Formula, Output
 from .ops import G
-from .record import Formula, Output
 
 __all__ = ["FORMULAS", "AllGrads", "InputSizes"]
 

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from .expr import Env, Expr, Param, Saved, op
+from .formula import Formula, Output
 from .ops import DIM, G, X, reshape_to, sum_to
-from .record import Formula, Output
 
 __all__ = ["FORMULAS", "InputMeta"]
 

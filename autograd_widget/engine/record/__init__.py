@@ -1,0 +1,13 @@
+"""engine/record: the engine's OWN backward, recorded, saved, compared and replayed.
+
+- recorder.py: `aw.record(...)`, the context manager that hooks every node while the user's
+  backward runs (their code, their hooks, DDP's) and removes every hook on exit;
+- recording.py: `Recording` (the graph as records, the order the engine ran the nodes,
+  a `NodeExecution` per node, the `Failure`), `load_recording`;
+- awrec.py: the `.awrec` file format (a zip of JSON and raw tensor bytes: loading runs no code);
+- recdiff.py: `aw.compare_recordings`, the edges whose gradients differ between two recordings;
+- replay.py: `Replay`, which steps through a recording as a `Stepper` steps a live graph (both
+  implement `engine.interface.Stepping`).
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,112 @@
+"""What a `Stepper` is given, checked and resolved: its arguments, its plan, and the nodes, edges
+and tensors its methods are named with.
+
+Moved out of stepper.py (which keeps the public face) with the same messages and behaviour:
+`make_plan` checks the constructor's arguments and builds the plan and root seeds; `edge_index`,
+`step_index` and `grad_slot` turn what a user passes (an `Edge` or an edge id, a node id or
+`Node`, a tensor) into the plan's indices, with the errors the stepper documents.
+
+Guarantees: nothing here moves a stepper or keeps a reference to one; every error names what
+was wrong and what is expected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...core.graph import BackwardGraph
+from ...core.records import Edge, Node
+from ...util.compat import check_step_api, gradient_edge
+from ...util.gcpause import gc_paused
+from .plan import Plan, build_plan, node_id, root_seeds
+
+__all__ = ["edge_index", "grad_slot", "make_plan", "step_index"]
+
+
+def make_plan(graph: Any, keep: Any) -> tuple[Plan, list[tuple[int, torch.Tensor]]]:
+    """Check a stepper's `graph` and `keep`, then build its plan and root seeds.
+
+    Args:
+        graph: what was passed as the graph (a live `BackwardGraph`, else TypeError).
+        keep: "summaries", "tensors" or a byte budget (an int >= 0), else ValueError.
+
+    Guarantees: a node lacking an attribute stepping relies on names the torch version
+    (`check_step_api`) instead of a bare AttributeError.
+
+    Example:
+        >>> plan, seeds = make_plan(g, "summaries")
+        >>> plan.order, seeds
+        (('n0', 'n2', 'n1', 'n3'), [(0, tensor(1.))])
+    """
+    if not isinstance(graph, BackwardGraph):
+        raise TypeError(
+            f"Stepper needs a BackwardGraph from aw.capture(...), got {type(graph).__name__}"
+        )
+    if isinstance(keep, bool) or not (
+        keep in ("summaries", "tensors") or (isinstance(keep, int) and keep >= 0)
+    ):
+        raise ValueError(
+            f"keep must be 'summaries', 'tensors' or a byte budget (int >= 0), got {keep!r}"
+        )
+    live = graph.require_live("step this graph")
+    try:
+        with gc_paused():
+            plan = build_plan(graph, live.fns)
+    except AttributeError:
+        # A node lacking an attribute stepping relies on: name the torch version instead.
+        for i, fn in enumerate(live.fns):
+            check_step_api(fn, graph.nodes[f"n{i}"].kind)
+        raise
+    return plan, root_seeds(graph, plan)
+
+
+def edge_index(plan: Plan, edge_or_id: Edge | str) -> int:
+    """The plan's index of edge `edge_or_id` (an `Edge` or an id "src:output_nr"), else KeyError.
+
+    Example:
+        >>> edge_index(st.plan, "n1:0"), edge_index(st.plan, g.edges[0])
+        (2, 0)
+    """
+    eid = edge_or_id.id if isinstance(edge_or_id, Edge) else edge_or_id
+    ei = plan.edge_index.get(eid) if isinstance(eid, str) else None
+    if ei is None:
+        raise KeyError(f"no edge {edge_or_id!r} in this graph (edge ids read 'src:output_nr')")
+    return ei
+
+
+def step_index(plan: Plan, target: str | Node) -> int:
+    """The step at which node `target` (an id or a `Node`) runs: KeyError for an unknown id,
+    TypeError for anything else.
+
+    Example:
+        >>> step_index(st.plan, "n1")
+        2
+    """
+    nid = node_id(target)
+    try:
+        return plan.step_of[nid]
+    except KeyError:
+        raise KeyError(f"no node {nid!r} in this graph (ids look like 'n0', 'n1', ...)") from None
+
+
+def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int]:
+    """(node id, input slot) through which `tensor`'s gradient flows in `graph` (a leaf: its
+    AccumulateGrad; a non-leaf: its gradient edge), sparse leaves included.
+
+    Example:
+        >>> grad_slot(g, x), grad_slot(g, z)
+        (('n3', 0), ('n0', 0))
+    """
+    try:
+        return graph.gradient_edge(tensor)
+    except NotImplementedError:  # a sparse leaf: torch's helper needs `view`
+        node, slot = gradient_edge(tensor)
+        found = graph.id_of(node)
+        if found is None:
+            raise ValueError(
+                "this tensor is not part of the captured graph: its gradient node was not "
+                "reached from the captured outputs"
+            ) from None
+        return found, slot
