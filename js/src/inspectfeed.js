@@ -6,8 +6,9 @@
  * Python's refusal of it shown on that edge, the leaf gradients against the faithful run.
  *
  * Guarantees: one inspect request in flight per target (a step during Play asks again when it
- * answers, if the reply is stale by then); a reply is shown only for the target it was asked
- * for; a warning within EDIT_REPLY_MS of an edit is that edit's refusal.
+ * answers, if the reply is stale by then); a reply is shown only while its target is the one in
+ * focus (an earlier ask for the same target counts: `key`); a warning within EDIT_REPLY_MS of an
+ * edit is that edit's refusal.
  */
 import { focusItem, focusKey, hiddenText, inspectTarget } from './focus.js';
 import { latestReply } from './latest.js';
@@ -111,6 +112,7 @@ export function createInspectorFeed(doc, ctx) {
     asking = key;
     lastInspectAt = ctx.now();
     inspects.ask({ type: MSG.INSPECT, ...target }, {
+      key,
       still: () => focusKey(focusNow()) === key,
       reply: (data) => {
         if (g !== store.get().graph) return;
@@ -178,6 +180,7 @@ export function createInspectorFeed(doc, ctx) {
     leafDiff = { seq, loading: true, error: null, leaves: [] };
     render();
     leafDiffs.ask({ type: MSG.LEAF_DIFF }, {
+      key: String(seq), // asked again at the same step: either answer is the answer
       reply: (data) => {
         leafDiff = { seq, loading: false, error: null, leaves: decodeLeafDiff(data) };
       },

@@ -4,10 +4,12 @@
  * the leaf diff, the hover card. Pure: no DOM, no timers.
  *
  * Guarantees: the answer to an `ask` (its reply, or its error) reaches that ask's handlers only
- * when no newer `ask` started on the same channel since, and `still()` (when given) holds when
- * it arrives; `drop()` makes every ask in flight stale (a closed view: nothing runs after it);
- * `waiting` is true from an ask until the newest one is answered; `done` runs once the newest
- * ask's answer was handled (or dropped by `still`), never for a superseded one.
+ * when it is current: no newer `ask` started on the same channel since, or the newest one asks
+ * the same question (the same `key`: the inspector asking again for the target it shows), and
+ * `still()` (when given) holds when it arrives; `drop()` makes every ask in flight stale (a
+ * closed view: nothing runs after it); `waiting` is true from an ask until a current one is
+ * answered; `done` runs once a current answer was handled (or dropped by `still`), never for a
+ * superseded one.
  */
 
 /**
@@ -23,13 +25,15 @@ export function errorText(err) {
 /**
  * @template T
  * @typedef {object} AskHandlers
+ * @property {string} [key] what the ask is about: an older ask with the newest ask's key is
+ *   answered too (none: only the newest ask is)
  * @property {() => boolean} [still] is the answer still wanted? (checked when it arrives; the
  *   reply and the error are both dropped when not)
  * @property {(data: T) => unknown} [reply] the answer; what it returns (a promise: a follow-up
  *   ask) is awaited by the promise `ask` returns
  * @property {(message: string, err: unknown) => void} [error] the rejection's text; also a
  *   `reply` handler that threw
- * @property {() => void} [done] after the newest ask's answer
+ * @property {() => void} [done] after a current ask's answer
  */
 
 /**
@@ -39,7 +43,7 @@ export function errorText(err) {
  *   this channel become stale. The promise settles (never rejects) once the handlers ran, and
  *   the promise a `reply` handler returned.
  * @property {() => void} drop make every ask in flight stale
- * @property {boolean} waiting an ask is on its way and is the newest
+ * @property {boolean} waiting an ask is on its way and no current one was answered since
  */
 
 /**
@@ -54,15 +58,19 @@ export function errorText(err) {
  */
 export function latestReply(send) {
   let newest = 0;
+  /** @type {string | undefined} */
+  let newestKey;
   let waiting = false;
   return {
     ask(msg, on = {}) {
       const mine = ++newest;
+      newestKey = on.key;
       waiting = true;
+      const current = () => mine === newest || (on.key !== undefined && on.key === newestKey);
       const settle = () => {
-        if (mine === newest) waiting = false;
+        if (current()) waiting = false;
       };
-      const wanted = () => mine === newest && (on.still ? on.still() : true);
+      const wanted = () => current() && (on.still ? on.still() : true);
       /** @type {Promise<T>} */
       let sent;
       try {
@@ -80,11 +88,12 @@ export function latestReply(send) {
           if (wanted()) on.error?.(errorText(err), err);
         })
         .finally(() => {
-          if (mine === newest) on.done?.();
+          if (current()) on.done?.();
         });
     },
     drop() {
       newest += 1;
+      newestKey = undefined;
       waiting = false;
     },
     get waiting() {

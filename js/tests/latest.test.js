@@ -57,6 +57,31 @@ describe('latestReply', () => {
     expect(on.done).toHaveBeenCalledTimes(2);
   });
 
+  it('key: an older ask for the question the newest asks is answered too', async () => {
+    const { send, calls } = deferredSend();
+    const latest = latestReply(send);
+    const got = [];
+    const on = (k) => ({ key: k, reply: (d) => got.push(`${k}:${d}`), done: () => got.push(`${k} done`) });
+    latest.ask('edge', on('edge'));
+    latest.ask('node', on('node'));
+    latest.ask('edge', on('edge'));
+    calls[0].resolve(1); // the first ask for the edge: the newest asks about the edge too
+    await tick();
+    expect(latest.waiting).toBe(false);
+    calls[1].resolve(2); // the node: superseded
+    calls[2].resolve(3);
+    await tick();
+    expect(got).toEqual(['edge:1', 'edge done', 'edge:3', 'edge done']);
+    const plain = latestReply(send);
+    const seen = [];
+    plain.ask('a', { reply: (d) => seen.push(d) });
+    plain.ask('a', { reply: (d) => seen.push(d) });
+    calls[3].resolve('old');
+    calls[4].resolve('new');
+    await tick();
+    expect(seen).toEqual(['new']); // without a key, only the newest ask counts
+  });
+
   it('drop(): nothing in flight reaches its handlers (a closed view)', async () => {
     const { send, calls } = deferredSend();
     const latest = latestReply(send);

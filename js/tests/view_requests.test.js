@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { boxes } from './fixtures.js';
-import { clickItem, flush, mountBoxes, useViewTestHooks } from './mount.js';
+import { clickEdge, clickItem, flush, mountBoxes, useViewTestHooks } from './mount.js';
 
 useViewTestHooks();
 
@@ -31,6 +31,23 @@ describe('latest reply wins, in the view', () => {
     answer(m, 'inspect', 0, { data: boxes.node(0) }); // late: the user moved on
     await flush();
     expect(m.inspector().querySelector('h3').textContent).toBe(boxes.node(1).name);
+    m.cleanup();
+  });
+
+  it('inspector: a reply for the target in focus is shown even if it was asked again since', async () => {
+    // First NaN/Inf: Python selects the edge, then the node where the NaN is born; the reply
+    // then focuses the edge again. The first answer for the edge is the edge's answer.
+    const m = mountBoxes(0);
+    await flush();
+    m.model.push('selected_edge', 'n0:0');
+    m.model.push('selected', 'n0'); // the source: not the edge's target, so the node is inspected
+    clickEdge(m.el, 0);
+    expect(m.sent('inspect').map((r) => r.edge ?? r.id)).toEqual([0, 'n0', 0]);
+    answer(m, 'inspect', 0, { data: boxes.edge(0) });
+    await flush();
+    expect(m.inspector().dataset.kind).toBe('edge');
+    expect(m.inspector().textContent).toContain('Gradient');
+    expect(m.inspector().querySelector('.agw-insp-loading')).toBeNull();
     m.cleanup();
   });
 
