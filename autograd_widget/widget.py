@@ -36,7 +36,7 @@ from .view.folding import RepeatedSubgraph
 from .view.labels import status_line
 from .view.repeats import Repeat
 from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
-from .wire.protocol import BUNDLE, REPLY, dispatch
+from .wire.protocol import BUNDLE, REPLY, WARNING, dispatch
 from .wire.session import Session, freed_notice
 
 __all__ = ["AutogradWidget", "explore"]
@@ -200,13 +200,23 @@ class AutogradWidget(anywidget.AnyWidget):
         self._session.refresh()
 
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
-        if isinstance(msg, dict) and msg.get("type") == BUNDLE:
-            b = static.bundle()
-            data = {"code": b.code, "css": b.css, "hash": b.hash}
-            self.send({"type": REPLY, "request": msg.get("request"), "data": data})
-            return
-        for out in dispatch(self._session, msg):
-            self.send(out)
+        # Nothing a message does may raise into the kernel: the dispatch answers every
+        # malformed message itself; what is left (the bundle missing, a reply that cannot be
+        # sent) is logged and warned about.
+        try:
+            if isinstance(msg, dict) and msg.get("type") == BUNDLE:
+                b = static.bundle()
+                data = {"code": b.code, "css": b.css, "hash": b.hash}
+                self.send({"type": REPLY, "request": msg.get("request"), "data": data})
+                return
+            for out in dispatch(self._session, msg):
+                self.send(out)
+        except Exception as err:
+            log.exception("autograd_widget: a front-end message failed")
+            try:
+                self.send({"type": WARNING, "message": f"{type(err).__name__}: {str(err)[:300]}"})
+            except Exception:
+                log.exception("autograd_widget: the warning could not be sent either")
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict) -> str | None:

@@ -15,10 +15,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..util.compat import gradient_edge
+from ..util.fields import FieldError
+from .graphdict import parse_graph_dict
 from .live import LiveRefs, release
 from .memory import SavedMemory, saved_memory
 from .order import engine_order
-from .records import Edge, Node, TensorMeta
+from .records import Edge, Node
 from .saved import SavedIndex, read_saved_tensor
 
 if TYPE_CHECKING:
@@ -374,43 +376,27 @@ class BackwardGraph:
     def from_dict(cls, d: Mapping[str, Any]) -> BackwardGraph:
         """Rebuild a graph (records only, not steppable) from `to_dict()` output.
 
+        Guarantees: every field is checked first (core/graphdict.py: types, unique node and
+        edge ids, slots that exist, no cycle); anything else is a ValueError saying where.
+
         Example:
             >>> aw.BackwardGraph.from_dict(g.to_dict())
             <BackwardGraph 4 nodes, 3 edges, 1 root(s), 2 leaves, not live>
+            >>> aw.BackwardGraph.from_dict({**g.to_dict(), "roots": [["n9", 0]]})
+            Traceback (most recent call last):
+            ValueError: malformed BackwardGraph dict: roots[0][0]: root 'n9' is not a node; ...
         """
         if not isinstance(d, Mapping) or d.get("format") != DICT_FORMAT:
             raise ValueError(
                 f"not a BackwardGraph dict: expected format {DICT_FORMAT!r} (from graph.to_dict())"
             )
         try:
-            nodes: dict[str, Node] = {}
-            for nd in d["nodes"]:
-                nd = dict(nd)
-                nd["inputs"] = [TensorMeta(tuple(s), str(t), str(v)) for s, t, v in nd["inputs"]]
-                if nd.get("traceback") is not None:
-                    nd["traceback"] = list(nd["traceback"])
-                node = Node(**nd)
-                nodes[node.id] = node
-            edges = [Edge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]]
-            roots = [(str(a), int(b)) for a, b in d["roots"]]
-            classes = d.get("module_classes") or {}
-            if not isinstance(classes, Mapping):
-                raise TypeError(f"module_classes is a {type(classes).__name__}, not a mapping")
-        except (KeyError, TypeError, ValueError) as e:
+            nodes, edges, roots, name, classes = parse_graph_dict(d)
+        except FieldError as e:
             raise ValueError(
-                f"malformed BackwardGraph dict ({type(e).__name__}: {e}); pass what "
-                "graph.to_dict() returned"
-            ) from e
-        for e in edges:
-            if e.src not in nodes or e.dst not in nodes:
-                raise ValueError(
-                    f"malformed BackwardGraph dict: edge {e.id} names an unknown node "
-                    f"({e.src if e.src not in nodes else e.dst})"
-                )
-        for r, _ in roots:
-            if r not in nodes:
-                raise ValueError(f"malformed BackwardGraph dict: root {r!r} is not a node")
-        return cls(nodes, edges, roots, model_name=d.get("model_name"), module_classes=classes)
+                f"malformed BackwardGraph dict: {e}; pass what graph.to_dict() returned"
+            ) from None
+        return cls(nodes, edges, roots, model_name=name, module_classes=classes)
 
     @classmethod
     def from_json(cls, s: str) -> BackwardGraph:
@@ -420,4 +406,8 @@ class BackwardGraph:
             >>> aw.BackwardGraph.from_json(g.to_json()).edges[0].id
             'n0:0'
         """
-        return cls.from_dict(json.loads(s))
+        try:
+            d = json.loads(s)
+        except RecursionError:
+            raise ValueError("not a BackwardGraph JSON: nested too deeply") from None
+        return cls.from_dict(d)

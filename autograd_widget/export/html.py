@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..util import static
+from ..util.atomic import write_bytes
+from ..util.bidi import isolate
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, WALKTHROUGH_FORMAT, dispatch
@@ -308,7 +310,7 @@ def walkthrough(
 
 def _title(g: Any) -> str:
     what = g.model_name or (g.nodes[g.roots[0][0]].name if g.roots else "graph")
-    return f"autograd_widget — backward of {what} ({len(g.nodes)} nodes)"
+    return f"autograd_widget — backward of {isolate(what)} ({len(g.nodes)} nodes)"
 
 
 def _script_json(obj: Any) -> str:
@@ -341,7 +343,8 @@ body { display: flex; flex-direction: column; box-sizing: border-box; padding: 8
 def html(walk: dict[str, Any]) -> str:
     """A self-contained page: a header (the walkthrough's title, its description, a one-line
     how-to), then the widget's bundle and stylesheet inlined, playing the walkthrough in the rest
-    of the window's height. The title and description are plain text (escaped).
+    of the window's height. The title and description are plain text (escaped), each isolated
+    from the text around it (`<bdi>`; the `<title>` by `util.bidi.isolate`).
 
     Example:
         >>> w = aw.explore(z, params={"x": x, "y": y})
@@ -351,19 +354,19 @@ def html(walk: dict[str, Any]) -> str:
     """
     front = static.bundle()
     bundle, css = front.code, front.css
-    title = _escape(str(walk.get("title") or "autograd_widget"))
+    title = str(walk.get("title") or "autograd_widget")
     desc = walk.get("description")
-    desc_html = f'<p class="agw-page-desc">{_escape(str(desc))}</p>' if desc else ""
+    desc_html = f'<p class="agw-page-desc"><bdi>{_escape(str(desc))}</bdi></p>' if desc else ""
     how = _escape(HOW_TO).replace("?", "<kbd>?</kbd>", 1)
     safe_css = (css + _PAGE_CSS).replace("</", "<\\/")
     # The bundle is an ES module; it is imported from a blob: URL (no network), and its
     # `mountWalkthrough` export draws the walkthrough into the page.
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{title}</title>"
+        f"<title>{_escape(isolate(title))}</title>"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<style>{safe_css}</style></head>\n<body>"
-        f"<header class=\"agw-page-head\"><h1>{title}</h1>{desc_html}"
+        f"<header class=\"agw-page-head\"><h1><bdi>{_escape(title)}</bdi></h1>{desc_html}"
         f"<p class=\"agw-page-howto\">{how}</p></header>\n"
         "<main id=\"autograd-widget-root\"></main>\n"
         f"<script type=\"application/json\" id=\"autograd-widget-walkthrough\">"
@@ -390,7 +393,8 @@ def save_html(
 
     Args:
         widget: what to walk through (its stepper is not moved).
-        path: where to write (an .html or .htm file; folders are created).
+        path: where to write (an .html or .htm file; folders are created). The page is written
+            beside it and renamed: the file is complete or untouched, never half-written.
         title: the page's title and heading (None: "autograd_widget — backward of MODEL (N
             nodes)").
         description: a paragraph under the title, plain text (None: none).
@@ -407,7 +411,24 @@ def save_html(
     out = Path(path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"save_html writes an .html file, got {str(path)!r}")
+    for name, text in (("title", title), ("description", description)):
+        _check_encodable(name, text)
     out.parent.mkdir(parents=True, exist_ok=True)
     walk = walkthrough(widget, title=title, description=description)
-    out.write_text(html(walk), encoding="utf-8")
+    # complete or absent: a page that fails half-way never replaces a good one
+    write_bytes(out, html(walk).encode("utf-8"))
     return out
+
+
+def _check_encodable(name: str, text: str | None) -> None:
+    """A ValueError naming `name` when `text` cannot be written as UTF-8 (a lone surrogate,
+    what Python makes of a command line's undecodable bytes)."""
+    if text is None:
+        return
+    try:
+        str(text).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"the page's {name} cannot be written as UTF-8: character {e.object[e.start]!r} at "
+            f"position {e.start} is a lone surrogate (undecodable bytes?); pass valid text"
+        ) from None

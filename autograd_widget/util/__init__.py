@@ -3,7 +3,9 @@
 `gcpause` (pausing the cycle collector around allocation bursts), `jsonsafe` (THE one JSON-safe
 encoding of NaN/Inf/complex, used by every producer the front-end reads), `dtypes` (dtype names),
 `compat` (the torch version check and the private autograd APIs we read), `static` (the one reader
-of the shipped front-end bundle).
+of the shipped front-end bundle), `atomic` (every file written complete or not at all), `bidi`
+(a user's string isolated from the text around it), `fields` (decoded JSON read strictly, each
+error saying where).
 """
 
 __all__: list[str] = []

@@ -2,13 +2,17 @@
 
 One home for every label, so the payload, the state's status line, the inspector, the static
 figure and the recording all write a node the same way. Pure functions of the records (and of a
-stepper's public position/order/last_error for the status line); no torch.
+stepper's public position/order/last_error for the status line); no torch. Every name the user or
+a file chose (op, leaf, module and class names, error messages) goes in through
+`util.bidi.isolate`, so a right-to-left override inside one cannot reverse the text after it.
 """
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+
+from ..util.bidi import isolate
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -43,9 +47,9 @@ def short_label(node: Any) -> str:
         ('Add', 'x')
     """
     if node.kind == "accumulate_grad":
-        return node.leaf_name or "leaf"
+        return isolate(node.leaf_name) if node.leaf_name else "leaf"
     name = node.name.rpartition("::")[2]
-    return _BACKWARD_SUFFIX.sub("", name) or name
+    return isolate(_BACKWARD_SUFFIX.sub("", name) or name)
 
 
 def display_kind(node: Any) -> str:
@@ -67,7 +71,7 @@ def group_label(path: str, model_name: str | None) -> str:
         >>> group_label("", "MLP"), group_label("layers.0", "MLP")
         ('MLP', 'layers.0')
     """
-    return path if path else (model_name or "model")
+    return isolate(path) if path else (isolate(model_name) if model_name else "model")
 
 
 def module_title(graph: BackwardGraph, path: str) -> str:
@@ -89,7 +93,7 @@ def module_title(graph: BackwardGraph, path: str) -> str:
     cls = graph.module_classes.get(path)
     if cls is None:
         return group_label(path, graph.model_name)
-    return f"{path}{TITLE_SEP}{cls}" if path else cls
+    return f"{isolate(path)}{TITLE_SEP}{isolate(cls)}" if path else isolate(cls)
 
 
 def run_title(graph: BackwardGraph, run: Any) -> str:
@@ -120,7 +124,7 @@ def run_title(graph: BackwardGraph, run: Any) -> str:
              for k in range(0, len(members), period)]
     if any(u != units[0] for u in units):
         return run.label
-    cls = units[0][0] if period == 1 else f"({', '.join(units[0])})"
+    cls = isolate(units[0][0]) if period == 1 else f"({', '.join(map(isolate, units[0]))})"
     return f"{run.label}{TITLE_SEP}{cls}"
 
 
@@ -132,8 +136,8 @@ def node_title(node: Any) -> str:
         'AccumulateGrad (x)'
     """
     if node.kind == "accumulate_grad" and node.leaf_name:
-        return f"{node.name} ({node.leaf_name})"
-    return node.name
+        return f"{isolate(node.name)} ({isolate(node.leaf_name)})"
+    return isolate(node.name)
 
 
 def status_line(graph: BackwardGraph, stepper: Stepping) -> str:
@@ -159,7 +163,8 @@ def status_line(graph: BackwardGraph, stepper: Stepping) -> str:
     pos, total = stepper.position, len(stepper.order)
     err = stepper.last_error
     if err is not None and pos < total and err[0] == stepper.order[pos]:
-        return f"step {pos} / {total} — {node_title(graph.nodes[err[0]])} failed: {err[1]}"
+        return (f"step {pos} / {total} — {node_title(graph.nodes[err[0]])} failed: "
+                f"{isolate(err[1])}")
     counter = f"step {pos} / {total}"
     if pos > 0:
         counter = f"ran {node_title(graph.nodes[stepper.order[pos - 1]])} ({counter})"

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from ..core.graph import BackwardGraph
 from ..core.records import ACCUMULATE_GRAD_SEQUENCE_NR
+from ..util.bidi import isolate
 from ..util.gcpause import gc_paused
 from . import modules
 
@@ -102,10 +103,10 @@ def _label(parent: str, units: list[tuple[str, ...]]) -> str:
     """ "layers.0–47 ×48": parent path, first and last block, count."""
 
     def name(unit: tuple[str, ...]) -> str:
-        names = [modules.child_name(m) for m in unit]
+        names = [isolate(modules.child_name(m)) for m in unit]
         return names[0] if len(names) == 1 else f"({', '.join(names)})"
 
-    prefix = f"{parent}." if parent else ""
+    prefix = f"{isolate(parent)}." if parent else ""
     return f"{prefix}{name(units[0])}–{name(units[-1])} ×{len(units)}"
 
 

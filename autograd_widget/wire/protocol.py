@@ -20,6 +20,7 @@ The synced traits the front-end reads and writes are `TRAITS` (widget.py declare
 from __future__ import annotations
 
 import logging
+import reprlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -549,12 +550,24 @@ def _warning(message: str) -> dict[str, Any]:
     return {"type": WARNING, "message": message}
 
 
+def _shown(msg: Any) -> str:
+    """A message as a warning quotes it: its first 80 characters, whatever it holds (a repr
+    of a deeply nested or huge message is never built whole)."""
+    try:
+        if isinstance(msg, dict):
+            return f"a message with keys {sorted(map(str, msg))[:8]}"[:80]
+        return reprlib.repr(msg)[:80]
+    except Exception:  # a repr that raises
+        return f"a {type(msg).__name__}"
+
+
 def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
     """Run one front-end message against `session`; return the messages to send back.
 
     Never raises for a bad message (a warning comes back, nothing changed) nor for a failing
-    handler (logged, warned, Play stopped); a KeyboardInterrupt is re-raised after the state
-    shows where it stopped.
+    handler (logged, warned, Play stopped), nor when showing the state after a failure fails
+    too (logged; the next message is handled as usual); a KeyboardInterrupt is re-raised after
+    the state shows where it stopped.
 
     Example:
         >>> from autograd_widget.view.scene import Scene
@@ -566,7 +579,7 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
         'warning'
     """
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-        return [_warning(f"ignored a malformed message: {str(msg)[:80]!r}")]
+        return [_warning(f"ignored a malformed message: {_shown(msg)}")]
     kind = msg["type"]
     spec = MESSAGES.get(kind)
     if spec is None:
@@ -581,8 +594,12 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
         return [_warning(str(bad))]
     except Exception as err:  # a UI command must never take the kernel or the widget down
         log.exception("autograd_widget: %s failed", kind)
-        out = [_warning(f"{kind} failed: {type(err).__name__}: {err}")]
-        session.refresh(running=False)
+        out = [_warning(f"{kind} failed: {type(err).__name__}: {str(err)[:300]}")]
+        try:
+            session.refresh(running=False)
+        except Exception:  # the state cannot be shown either: say so, raise nothing
+            log.exception("autograd_widget: showing the state after %s failed", kind)
+            session.running = False
         return out
     if spec.reply == REPLY:
         return [{"type": REPLY, "request": msg["request"], "data": data}]

@@ -126,14 +126,15 @@ def test_the_page_has_a_header_with_escaped_text(tmp_path):
     path = w.save_html(tmp_path / "z.html", title="z <is> x² + y", description="a & <b>\nb")
     text = path.read_text(encoding="utf-8")
     assert "<title>z &lt;is&gt; x² + y</title>" in text
-    assert "<h1>z &lt;is&gt; x² + y</h1>" in text
-    assert '<p class="agw-page-desc">a &amp; &lt;b&gt;\nb</p>' in text
+    assert "<h1><bdi>z &lt;is&gt; x² + y</bdi></h1>" in text
+    assert '<p class="agw-page-desc"><bdi>a &amp; &lt;b&gt;\nb</bdi></p>' in text
     assert "? for all keys" not in text and "<kbd>?</kbd> for all keys" in text
     assert "{ fill: true }" in text
     # the old call forms still work; no description, no paragraph; the default title
     page = export.save_html(w, tmp_path / "plain.html").read_text(encoding="utf-8")
     assert 'class="agw-page-desc"' not in page
-    assert re.search(r"<h1>autograd_widget — backward of AddBackward0 \(4 nodes\)</h1>", page)
+    assert re.search(r"<h1><bdi>autograd_widget — backward of AddBackward0 \(4 nodes\)</bdi></h1>",
+                     page)
     w.close()
 
 
@@ -141,8 +142,8 @@ def test_cli_title_and_description(tmp_path, capsys):
     out = tmp_path / "demo.html"
     assert main(["demo", "--html", str(out), "--title", "My course: backprop"]) == 0
     text = out.read_text(encoding="utf-8")
-    assert "<h1>My course: backprop</h1>" in text
+    assert "<h1><bdi>My course: backprop</bdi></h1>" in text
     assert "The tour&#x27;s model" in text or "The tour's model" in text
     assert main(["demo", "--html", str(out), "--description", "Only this."]) == 0
-    assert '<p class="agw-page-desc">Only this.</p>' in out.read_text(encoding="utf-8")
+    assert '<p class="agw-page-desc"><bdi>Only this.</bdi></p>' in out.read_text(encoding="utf-8")
     assert "wrote" in capsys.readouterr().out

@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -274,8 +274,11 @@ def node_formula(graph: BackwardGraph, node_id: str) -> NodeFormula:
 def _shaped_lines(graph: BackwardGraph, node_id: str, f: Formula
                   ) -> tuple[list[FormulaLine], str | None]:
     fn = graph.fn(node_id) if graph.is_live else None
-    count = len(fn.next_functions) if fn is not None else max(
-        len(f.outputs), graph.nodes[node_id].num_outputs)
+    if fn is not None:
+        slots: Iterable[int] = range(len(fn.next_functions))
+    else:  # records only: the formula's own outputs and the slots an edge leaves, never a
+        # count read from a file (a num_outputs of 10**12 must not mean 10**12 lines)
+        slots = sorted({*range(len(f.outputs)), *(e.output_nr for e in graph.out_edges(node_id))})
     note: str | None = None
     env = None
     if fn is None:
@@ -283,7 +286,7 @@ def _shaped_lines(graph: BackwardGraph, node_id: str, f: Formula
     else:
         env = f.env(fn, [None] * len(fn._input_metadata), meta=True)
     lines = []
-    for i in range(count):
+    for i in slots:
         o = f.output_for(i)
         if o is None:
             continue

@@ -4,7 +4,10 @@
   backward runs (their code, their hooks, DDP's) and removes every hook on exit;
 - recording.py: `Recording` (the graph as records, the order the engine ran the nodes,
   a `NodeExecution` per node, the `Failure`), `load_recording`;
-- awrec.py: the `.awrec` file format (a zip of JSON and raw tensor bytes: loading runs no code);
+- awrec.py: the `.awrec` file format (a zip of JSON and raw tensor bytes: loading runs no code,
+  and reads nothing it has not bounded first);
+- manifest.py: a recording's manifest read strictly (every field's type, every node id checked)
+  before recording.py builds the records;
 - recdiff.py: `aw.compare_recordings`, the edges whose gradients differ between two recordings;
 - replay.py: `Replay`, which steps through a recording as a `Stepper` steps a live graph (both
   implement `engine.interface.Stepping`).

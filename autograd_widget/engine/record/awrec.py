@@ -17,28 +17,63 @@ through `getattr(torch, name)`.
 Versioning: a reader accepts every file of its major version (minor versions only add
 fields, which readers ignore); a file of a newer major version, a zip that is not a
 recording, or a corrupt file raise ValueError saying what to do.
+
+Reading a file from anyone (`read`): nothing is read that was not bounded first.
+- Only a regular file is opened (never a device such as /dev/zero, a pipe, a socket or a folder;
+  a pipe is opened without waiting for a writer).
+- Before a member is read, its declared size, compression method (stored or deflated only) and
+  encryption flag are checked; a stored member must store what it declares, a deflated one may
+  not inflate more than `Limits.inflation` times (a zip bomb does ~1000x; a real manifest ~6-40x),
+  and the members read may not overlap (their compressed sizes fit in the file). Members are read
+  in chunks and never past their declared size, so a size that lies costs nothing more.
+- The manifest is capped (`Limits.manifest_bytes`), as is the sum of the tensors' bytes
+  (`Limits.tensor_bytes`); both can be raised for a legitimately large recording
+  (`aw.load_recording(path, max_manifest_bytes=..., max_tensor_bytes=...)`).
+- The JSON must be strict: no NaN/Infinity tokens, no key twice in one object, no nesting deeper
+  than Python's recursion limit. A tensor entry names a `tensors/<i>.bin` member that no other
+  entry names, a dtype of the fixed table and a shape of non-negative ints whose byte count is the
+  member's declared size; the total is checked before any tensor byte is read.
+- What the recording itself says (every field's type, every node id) is checked by the caller
+  (`check`, recording.py), also before any tensor byte is read.
+Every problem is a ValueError naming the file and what is wrong where; the file's own size
+bounds the work (see tests/engine/test_hostile_recordings.py for the measured costs).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
+import struct
 import sys
 import zipfile
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
+from ...core.graphdict import parse_shape
+from ...util.atomic import atomic_write
 from ...util.dtypes import dtype_name
+from ...util.fields import FieldError, at, need_dict, need_str, short
+from ...util.gcpause import gc_paused
 
-__all__ = ["EXTENSION", "FORMAT", "VERSION", "read", "write"]
+__all__ = ["EXTENSION", "FORMAT", "VERSION", "Limits", "TensorSpec", "read", "write"]
 
 FORMAT = "autograd_widget.recording"
 #: (major, minor): a reader reads every file of its major version.
 VERSION = (1, 0)
 EXTENSION = ".awrec"
 _MANIFEST = "manifest.json"
+_TENSOR_FILE = re.compile(r"tensors/[0-9]{1,12}\.bin")
+#: Read members in pieces of this size (a deflated member never inflates more at once).
+_CHUNK = 1 << 20
+#: A deflated member this small may inflate any amount (the ratio check starts above it).
+_INFLATION_FLOOR = 1 << 20
 
 _DTYPES: dict[str, torch.dtype] = {
     dtype_name(d): d
@@ -48,6 +83,53 @@ _DTYPES: dict[str, torch.dtype] = {
         torch.bool,
     )
 }  # fmt: skip
+_ITEMSIZE = {name: torch.empty((), dtype=d).element_size() for name, d in _DTYPES.items()}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What `read` accepts: the manifest's size, the sum of the kept tensors' sizes (bytes),
+    and how many times a deflated member may inflate. Raise one for a recording you trust.
+
+    Example:
+        >>> Limits().manifest_bytes // 2**20, Limits().tensor_bytes // 2**30
+        (16, 1)
+        >>> Limits(tensor_bytes=-1)
+        Traceback (most recent call last):
+        ValueError: max_tensor_bytes must be an int >= 0, got -1
+    """
+
+    #: 16 MiB: ~10,000 nodes (a manifest holds ~1.1-1.6 KB per node and its run).
+    manifest_bytes: int = 16 << 20
+    #: 1 GiB of kept gradients (`keep="tensors"`); a big model's may need more.
+    tensor_bytes: int = 1 << 30
+    #: A real manifest deflates 6-40x; a zip bomb ~1000x.
+    inflation: int = 200
+
+    def __post_init__(self) -> None:
+        for name, v in (("max_manifest_bytes", self.manifest_bytes),
+                        ("max_tensor_bytes", self.tensor_bytes),
+                        ("max_inflation", self.inflation)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {v!r}")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One entry of the manifest's tensor index, checked: the member `file`, the dtype (its
+    name and torch dtype), the shape and the byte count it implies.
+
+    Example:
+        >>> TensorSpec("n0:0", "tensors/0.bin", "float32", torch.float32, (2, 3), 24).nbytes
+        24
+    """
+
+    edge: str
+    file: str
+    dtype_name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    nbytes: int
 
 
 def _little_endian() -> None:
@@ -87,12 +169,15 @@ def write(path: Path, recording: Mapping[str, Any], tensors: Mapping[str, torch.
     doc = {"format": FORMAT, "version": list(VERSION), "recording": recording, "tensors": index}
     text = json.dumps(doc, allow_nan=False)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    with zipfile.ZipFile(tmp, "w") as z:
+    with atomic_write(path) as f, zipfile.ZipFile(f, "w") as z:
         z.writestr(_MANIFEST, text, compress_type=zipfile.ZIP_DEFLATED)
         for file, data in blobs:
             z.writestr(file, data, compress_type=zipfile.ZIP_STORED)
-    tmp.replace(path)
+
+
+#: What the zip and zlib modules raise on a corrupt or crafted archive.
+_CORRUPT = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, struct.error,
+            ValueError, OverflowError, NotImplementedError)
 
 
 def _bad(path: Path, why: str) -> ValueError:
@@ -102,11 +187,70 @@ def _bad(path: Path, why: str) -> ValueError:
     )
 
 
-def read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def _corrupt(path: Path, e: BaseException) -> ValueError:
+    return _bad(path, f"the archive is corrupt ({type(e).__name__}: {str(e)[:200]})")
+
+
+def _too_big(path: Path, why: str, keyword: str, needed: int) -> ValueError:
+    return ValueError(
+        f"{path}: {why}; if you trust this file, raise the limit: "
+        f"aw.load_recording(path, {keyword}={needed})"
+    )
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _not_a_file(path: Path, mode: int) -> ValueError:
+    return ValueError(f"{path} is {_kind(mode)}, not a recording: pass the path of an "
+                      f"{EXTENSION} file (rec.save(...) writes one)")
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading when it is a regular file (a symlink to one is one); a
+    ValueError naming what it is otherwise, without ever waiting on it (a pipe, a device)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no recording at {path}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(path, st.st_mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)  # non-blocking: if it became a pipe meanwhile, never wait
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_a_file(path, st.st_mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read(
+    path: Path, limits: Limits | None = None,
+    check: Callable[[dict[str, Any], dict[str, TensorSpec]], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """(recording manifest, kept tensors by edge id) from a file `write` made.
 
-    Guarantees: no code from the file runs; ValueError on a wrong format, a newer major
-    version or corruption, naming the fix; FileNotFoundError when there is no file.
+    Args:
+        path: the file.
+        limits: what to accept (`Limits()`: 16 MiB of manifest, 1 GiB of tensors).
+        check: called with the recording and the checked tensor index once the manifest is
+            read and before any tensor byte is; a ValueError it raises is reported as a
+            malformed manifest of this file.
+
+    Guarantees: no code from the file runs; the work is bounded as the module docstring says;
+    ValueError on anything but a well-formed recording within `limits`, naming the file, the
+    problem and the fix; FileNotFoundError when there is no file.
 
     Example:
         >>> import tempfile
@@ -116,66 +260,202 @@ def read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         Traceback (most recent call last):
         ValueError: ...x.awrec is not a readable autograd_widget recording: not a zip archive...
     """
-    if not path.exists():
-        raise FileNotFoundError(f"no recording at {path}")
-    if not zipfile.is_zipfile(path):
-        raise _bad(path, "not a zip archive (truncated, or not an .awrec file)")
-    try:
-        with zipfile.ZipFile(path) as z:
-            try:
-                doc = json.loads(z.read(_MANIFEST).decode("utf-8"))
-            except KeyError:
-                raise _bad(path, f"the archive has no {_MANIFEST}") from None
-            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-                got = doc.get("format") if isinstance(doc, dict) else None
-                raise _bad(path, f"its format is {got!r}, not {FORMAT!r}")
-            version = doc.get("version")
-            if (
-                not isinstance(version, list)
-                or len(version) != 2
-                or not all(isinstance(v, int) for v in version)
-            ):
-                raise _bad(path, f"its version {version!r} is not [major, minor]")
-            if version[0] > VERSION[0]:
-                raise ValueError(
-                    f"{path} was written in recording format {version[0]}.{version[1]}, newer "
-                    f"than this autograd_widget reads ({VERSION[0]}.x): upgrade autograd_widget "
-                    "(pip install -U autograd_widget) to open it"
-                )
-            if version[0] < VERSION[0]:
-                raise _bad(path, f"format version {version[0]} is older than this reader's")
-            tensors = {
-                str(eid): _tensor(z, path, spec) for eid, spec in (doc.get("tensors") or {}).items()
-            }
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as e:
-        raise _bad(path, f"the archive is corrupt ({type(e).__name__}: {e})") from e
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise _bad(path, f"its manifest is not valid JSON ({e})") from e
+    limits = Limits() if limits is None else limits
+    with _open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if not zipfile.is_zipfile(f):
+            raise _bad(path, "not a zip archive (truncated, or not an .awrec file)")
+        try:
+            f.seek(0)
+            z = zipfile.ZipFile(f)
+        except _CORRUPT as e:
+            raise _corrupt(path, e) from None
+        with z:
+            return _read_archive(z, path, size, limits, check)
+
+
+def _read_archive(
+    z: zipfile.ZipFile, path: Path, size: int, limits: Limits,
+    check: Callable[[dict[str, Any], dict[str, TensorSpec]], None] | None,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in z.infolist():
+        if info.filename in members:
+            raise _bad(path, f"the archive holds two members named {short(info.filename)}")
+        members[info.filename] = info
+    manifest = members.get(_MANIFEST)
+    if manifest is None:
+        raise _bad(path, f"the archive has no {_MANIFEST}")
+    if manifest.file_size > limits.manifest_bytes:
+        raise _too_big(path, f"its {_MANIFEST} holds {manifest.file_size} bytes, more than "
+                             f"max_manifest_bytes={limits.manifest_bytes}",
+                       "max_manifest_bytes", manifest.file_size)
+    _check_member(path, manifest, size, limits)
+    doc = _parse(path, _read_exact(z, path, manifest, manifest.file_size))
+    if doc.get("format") != FORMAT:
+        raise _bad(path, f"its format is {short(doc.get('format'))}, not {FORMAT!r}")
+    version = doc.get("version")
+    if (
+        not isinstance(version, list)
+        or len(version) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
+                   for v in version)
+    ):
+        raise _bad(path, f"its version is not [major, minor] (got {short(version)})")
+    if version[0] > VERSION[0]:
+        raise ValueError(
+            f"{path} was written in recording format {version[0]}.{version[1]}, newer "
+            f"than this autograd_widget reads ({VERSION[0]}.x): upgrade autograd_widget "
+            "(pip install -U autograd_widget) to open it"
+        )
+    if version[0] < VERSION[0]:
+        raise _bad(path, f"format version {version[0]} is older than this reader's")
     rec = doc.get("recording")
     if not isinstance(rec, dict):
         raise _bad(path, "the manifest holds no recording")
-    return rec, tensors
+    specs = _index(path, doc.get("tensors"), members, manifest, size, limits)
+    if check is not None:
+        try:
+            check(rec, {s.edge: s for s in specs})
+        except ValueError as e:
+            raise _bad(path, f"malformed recording manifest: {e}") from None
+    return rec, {s.edge: _tensor(z, path, members[s.file], s) for s in specs}
 
 
-def _tensor(z: zipfile.ZipFile, path: Path, spec: Any) -> torch.Tensor:
+def _check_member(path: Path, info: zipfile.ZipInfo, size: int, limits: Limits) -> None:
+    """What a member declares, checked before a byte of it is read."""
+    name = short(info.filename)
+    if info.flag_bits & 0x1:
+        raise _bad(path, f"member {name} is encrypted")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise _bad(path, f"member {name} uses compression method {info.compress_type}; "
+                         ".awrec members are stored or deflated")
+    if info.compress_size > size:
+        raise _bad(path, f"member {name} declares {info.compress_size} compressed bytes, more "
+                         f"than the file's {size}")
+    if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+        raise _bad(path, f"stored member {name} declares {info.file_size} bytes but stores "
+                         f"{info.compress_size}")
+    if info.file_size > max(_INFLATION_FLOOR, limits.inflation * info.compress_size):
+        ratio = info.file_size // max(info.compress_size, 1)
+        raise _too_big(path, f"member {name} inflates {ratio}x ({info.compress_size} -> "
+                             f"{info.file_size} bytes), more than max_inflation="
+                             f"{limits.inflation} (a zip bomb?)", "max_inflation", ratio + 1)
+
+
+def _read_exact(z: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo, n: int) -> bytearray:
+    """The `n` bytes of member `info`, read in chunks, never past its declared size; its
+    CRC is checked by zipfile at the end."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    pos = 0
     try:
-        file, name, shape = spec["file"], spec["dtype"], [int(n) for n in spec["shape"]]
-    except (KeyError, TypeError, ValueError) as e:
-        raise _bad(path, f"a tensor entry is malformed ({e})") from None
-    dtype = _DTYPES.get(name)
-    if dtype is None:
-        raise _bad(path, f"a tensor has dtype {name!r}, which the format does not carry")
+        with z.open(info) as m:
+            while pos < n:
+                chunk = m.read(min(_CHUNK, n - pos))
+                if not chunk:
+                    break
+                view[pos : pos + len(chunk)] = chunk
+                pos += len(chunk)
+            extra = m.read(1)
+    except _CORRUPT as e:
+        raise _corrupt(path, e) from None
+    if pos != n or extra:
+        raise _bad(path, f"member {short(info.filename)} does not hold the {n} bytes it "
+                         "declares")
+    return buf
+
+
+class _NotStrict(ValueError):
+    """What strict JSON refuses (a NaN token, a key twice in one object)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _NotStrict(f"the key {short(dup)} appears twice in one object")
+    return d
+
+
+def _constant(name: str) -> Any:
+    raise _NotStrict(f"{name} is not a JSON number (write 'nan', 'inf' or '-inf')")
+
+
+def _parse(path: Path, raw: bytearray) -> dict[str, Any]:
     try:
-        data = z.read(file)
-    except KeyError:
-        raise _bad(path, f"the tensor file {file} is missing") from None
-    numel = 1
-    for n in shape:
-        numel *= n
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if len(data) != numel * itemsize:
-        raise _bad(path, f"{file} holds {len(data)} bytes, not {numel * itemsize}")
-    if not numel:
-        return torch.empty(shape, dtype=dtype)
-    _little_endian()
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+        with gc_paused():  # millions of new objects: no collection passes over them meanwhile
+            doc = json.loads(raw, object_pairs_hook=_object, parse_constant=_constant)
+    except RecursionError:
+        raise _bad(path, "its manifest is nested too deeply") from None
+    except _NotStrict as e:
+        raise _bad(path, f"its manifest is not strict JSON: {e}") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, an int of 5000 digits
+        raise _bad(path, f"its manifest is not valid JSON ({str(e)[:200]})") from None
+    if not isinstance(doc, dict):
+        raise _bad(path, f"its format is {short(None)}, not {FORMAT!r}")
+    return doc
+
+
+def _index(path: Path, doc: Any, members: Mapping[str, zipfile.ZipInfo],
+           manifest: zipfile.ZipInfo, size: int, limits: Limits) -> list[TensorSpec]:
+    """The tensor index checked against the archive, before any tensor byte is read."""
+    specs: list[TensorSpec] = []
+    by_file: dict[str, str] = {}
+    try:
+        for eid, spec in need_dict({} if doc is None else doc, "tensors").items():
+            w = at("tensors", eid)
+            spec = need_dict(spec, w)
+            file = need_str(spec.get("file"), at(w, "file"))
+            name = need_str(spec.get("dtype"), at(w, "dtype"))
+            shape = parse_shape(spec.get("shape"), at(w, "shape"))
+            if not _TENSOR_FILE.fullmatch(file):
+                raise FieldError(at(w, "file"), f"{short(file)} is not a tensors/<i>.bin member")
+            if file in by_file:
+                raise FieldError(at(w, "file"), f"{short(file)} is named by edge "
+                                 f"{short(by_file[file])} too (a member holds one tensor)")
+            by_file[file] = eid
+            if name not in _DTYPES:
+                raise FieldError(at(w, "dtype"), f"{short(name)}, which the format does not "
+                                 f"carry ({', '.join(_DTYPES)})")
+            numel = 1
+            for n in shape:
+                numel *= n
+            specs.append(TensorSpec(eid, file, name, _DTYPES[name], shape,
+                                    numel * _ITEMSIZE[name]))
+    except FieldError as e:
+        raise _bad(path, f"its tensor index is malformed: {e}") from None
+    total = sum(s.nbytes for s in specs)
+    if total > limits.tensor_bytes:
+        raise _too_big(path, f"its tensors hold {total} bytes, more than max_tensor_bytes="
+                             f"{limits.tensor_bytes}", "max_tensor_bytes", total)
+    compressed = manifest.compress_size
+    for s in specs:
+        info = members.get(s.file)
+        if info is None:
+            raise _bad(path, f"the tensor file {s.file} is missing")
+        if info.file_size != s.nbytes:
+            raise _bad(path, f"{s.file} holds {info.file_size} bytes, not {s.nbytes} "
+                             f"({s.dtype_name} of shape {list(s.shape)})")
+        _check_member(path, info, size, limits)
+        compressed += info.compress_size
+    if compressed > size:
+        raise _bad(path, f"its members overlap: they declare {compressed} compressed bytes, "
+                         f"more than the file's {size}")
+    return specs
+
+
+def _tensor(z: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo,
+            spec: TensorSpec) -> torch.Tensor:
+    try:
+        if not spec.nbytes:
+            return torch.empty(spec.shape, dtype=spec.dtype)
+        _little_endian()
+        raw = torch.frombuffer(_read_exact(z, path, info, spec.nbytes), dtype=torch.uint8)
+        if spec.dtype is torch.bool and bool((raw > 1).any()):
+            raise _bad(path, f"{spec.file} holds bool values other than 0 and 1")
+        return raw.view(spec.dtype).reshape(spec.shape)
+    except (RuntimeError, TypeError) as e:  # a shape torch cannot allocate, even empty
+        raise _bad(path, f"the tensor of edge {short(spec.edge)} cannot be built "
+                         f"({type(e).__name__}: {str(e)[:200]})") from None

@@ -32,10 +32,12 @@ import torch
 from ...core.graph import BackwardGraph
 from ...core.records import Edge
 from ...core.summary import Summary
-from ...util.jsonsafe import decode_float
+from ...util.fields import FieldError
+from ...util.gcpause import gc_paused
 from ..diagnose.failure import FailureExplanation
 from ..diagnose.origins import Origin, classify
 from . import awrec
+from .manifest import ManifestParts, check_tensors, decode_manifest
 
 __all__ = ["Failure", "NodeExecution", "Recording", "load_recording", "new_meta", "rank_info"]
 
@@ -370,7 +372,10 @@ class Recording:
     ) -> Recording:
         """Rebuild a recording from `to_manifest()` output (and the kept tensors by edge id).
 
-        Guarantees: ValueError naming what is malformed, never a KeyError from inside.
+        Guarantees: everything is checked before a record is built (manifest.py: every field's
+        type, every node id against the graph, no duplicates, sizes bounded by the recording's
+        own structure; each tensor on an edge of the graph, shaped like its gradient); a
+        ValueError saying what is malformed where, never a KeyError from inside.
 
         Example:
             >>> loss = (x * 3).sum()
@@ -378,50 +383,56 @@ class Recording:
             ...     loss.backward()
             >>> Recording.from_manifest(rec.to_manifest()).order == rec.order
             True
+            >>> m = rec.to_manifest(); m["all_runs"][1][0] = "n9"
+            >>> Recording.from_manifest(m)
+            Traceback (most recent call last):
+            ValueError: malformed recording manifest: all_runs[1][0]: no node 'n9' in the graph; ...
         """
         try:
-            graph = BackwardGraph.from_dict(manifest["graph"])
-            runs = [
-                NodeExecution(str(n), int(st), int(sq), int(th), int(p), float(sec),
-                        tuple(_dec(s) for s in ins), tuple(_dec(s) for s in outs))
-                for n, st, sq, th, p, sec, ins, outs in manifest["all_runs"]
-            ]  # fmt: skip
-            f = manifest.get("failure")
-            failure = None if f is None else Failure(
-                str(f["node"]), tuple(_dec(s) for s in f["inputs"]), str(f["error"]),
-                str(f.get("error_type", "")), int(f.get("pass_index", 0)),
-                _explanation(f.get("explanation")),
-            )  # fmt: skip
-            births = {str(n): (str(c), bool(e)) for n, (c, e) in
-                      (manifest.get("births") or {}).items()}
-            meta = dict(manifest.get("meta") or {})
-            warnings = [str(w) for w in manifest.get("warnings") or []]
-        except (KeyError, TypeError, ValueError) as e:
+            parts = decode_manifest(manifest)
+            check_tensors(parts, tensors or {})
+        except FieldError as e:
             raise ValueError(
-                f"malformed recording manifest ({type(e).__name__}: {e}); the file was not "
-                "written by Recording.save(), or was edited by hand"
-            ) from e
-        for r in runs:
-            graph.check_id(r.node)
-        rec = cls(graph, runs, failure=failure, meta=meta, tensors=tensors, warnings=warnings)
-        rec.births = births
+                f"malformed recording manifest: {e}; the file was not written by "
+                "Recording.save(), or was edited by hand"
+            ) from None
+        return cls._build(parts, tensors)
+
+    @classmethod
+    def _build(cls, parts: ManifestParts, tensors: Mapping[str, torch.Tensor] | None
+               ) -> Recording:
+        runs = [NodeExecution(*r) for r in parts.runs]
+        f = parts.failure
+        failure = None if f is None else Failure(**f)
+        rec = cls(parts.graph, runs, failure=failure, meta=parts.meta, tensors=tensors,
+                  warnings=parts.warnings)
+        rec.births = parts.births
         return rec
 
 
-def _explanation(d: Mapping[str, Any] | None) -> FailureExplanation | None:
-    if d is None:
-        return None
-    d = dict(d)
-    d["candidates"] = tuple(d.get("candidates") or ())
-    return FailureExplanation(**d)
-
-
-def load_recording(path: str | os.PathLike) -> Recording:
+def load_recording(
+    path: str | os.PathLike, *, max_manifest_bytes: int = awrec.Limits.manifest_bytes,
+    max_tensor_bytes: int = awrec.Limits.tensor_bytes,
+    max_inflation: int = awrec.Limits.inflation,
+) -> Recording:
     """Read a `.awrec` file written by `Recording.save()` (no model, no torch graph needed).
 
-    Guarantees: runs no code from the file (a zip of JSON and raw tensor bytes, see
-    awrec.py); a wrong format, a newer major version or a corrupt file raise ValueError
-    saying what to do.
+    A file from anyone opens safely: it runs no code (a zip of JSON and raw tensor bytes, see
+    awrec.py), only a regular file is read, and nothing is read that was not bounded first.
+
+    Args:
+        path: the file.
+        max_manifest_bytes: the largest manifest read (default 16 MiB: ~10,000 nodes).
+        max_tensor_bytes: the most bytes of kept tensors read (default 1 GiB; `keep="tensors"`
+            on a big model may need more).
+        max_inflation: how many times a compressed member may inflate (default 200: a real
+            manifest deflates 6-40x, a zip bomb ~1000x).
+
+    Guarantees: a wrong format, a newer major version, a corrupt file, a file over a limit or
+    anything a recording never holds (a field of the wrong type, a node id not in the graph,
+    a duplicate, a tensor for no edge) raise ValueError naming the file, what is wrong and
+    where, and how to go on (a limit names its keyword); checked before any tensor byte is
+    read. FileNotFoundError when there is no file.
 
     Example:
         >>> import tempfile
@@ -430,11 +441,23 @@ def load_recording(path: str | os.PathLike) -> Recording:
         ...     loss.backward()
         >>> with tempfile.TemporaryDirectory() as d:
         ...     back = aw.load_recording(rec.save(d + "/r.awrec"))
+        ...     aw.load_recording(d + "/r.awrec", max_tensor_bytes=2)
+        Traceback (most recent call last):
+        ValueError: .../r.awrec: its tensors hold 8 bytes, more than max_tensor_bytes=2; ...
         >>> back.edge_grad("n1:0"), back.graph.is_live
         (tensor(3.), False)
     """
-    manifest, tensors = awrec.read(Path(os.fspath(path)))
-    return Recording.from_manifest(manifest, tensors)
+    limits = awrec.Limits(max_manifest_bytes, max_tensor_bytes, max_inflation)
+    checked: list[ManifestParts] = []
+
+    def check(manifest: dict[str, Any], index: dict[str, awrec.TensorSpec]) -> None:
+        parts = decode_manifest(manifest)
+        check_tensors(parts, index)
+        checked.append(parts)
+
+    with gc_paused():  # the manifest's many small objects hold no cycles
+        _, tensors = awrec.read(Path(os.fspath(path)), limits, check)
+        return Recording._build(checked[0], tensors)
 
 
 def new_meta(keep: Any) -> dict[str, Any]:
@@ -464,22 +487,3 @@ def _json_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 def _enc(s: Summary | None) -> dict[str, Any] | None:
     return None if s is None else s.as_dict()
-
-
-def _dec_value(v: Any) -> Any:
-    if isinstance(v, list):
-        return [_dec_value(a) for a in v]
-    if isinstance(v, str):
-        return decode_float(v)
-    return v
-
-
-def _dec(d: Mapping[str, Any] | None) -> Summary | None:
-    if d is None:
-        return None
-    return Summary(
-        tuple(int(n) for n in d["shape"]), str(d["dtype"]), decode_float(d["norm"]),  # type: ignore[arg-type]
-        decode_float(d["min"]), decode_float(d["max"]), decode_float(d["mean"]),
-        decode_float(d["std"]), int(d["nan"]), int(d["inf"]),
-        [_dec_value(v) for v in d["values"]], int(d["numel"]),
-    )  # fmt: skip

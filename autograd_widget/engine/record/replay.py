@@ -64,6 +64,10 @@ class Replay:
         self._graph: BackwardGraph = recording.graph
         order = list(recording.order)
         failure = recording.failure
+        for nid in (*order, *(() if failure is None else (failure.node,))):
+            if nid not in self._graph.nodes:  # a Recording built by hand: load_recording refuses
+                raise ValueError(f"this recording names node {str(nid)[:40]!r}, which is not in "
+                                 "its graph: it cannot be replayed")
         self._fail_at = -1
         if failure is not None:
             if failure.node in order:  # ran once, failed on a later pass: keep the real order

@@ -1,0 +1,176 @@
+"""A graph dict (`BackwardGraph.to_dict()` output, also inside a saved recording) read strictly.
+
+`BackwardGraph.from_dict` rebuilds a graph from a dict that may come from a file anyone wrote,
+so every field is checked before a record is built: types (`util.fields`), ranges, and what a
+captured graph always satisfies:
+
+- node ids are unique; an edge's ends and a root are nodes; no two edges share `(src,
+  output_nr)` (the edge id);
+- an edge leaves an output slot its source has (`output_nr < num_outputs`) and enters an input
+  slot its destination has (`input_nr < len(inputs)`);
+- the edges make no cycle (a backward graph is acyclic; the layout and the engine's order
+  assume it).
+
+Fields the format does not know are ignored (a newer minor version may add some). Errors are
+`FieldError`s (ValueError) saying where: `nodes[3].inputs[0]: expected a list of 3 items, got 2`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, get_args
+
+from ..util.fields import (
+    FieldError,
+    at,
+    need_bool,
+    need_choice,
+    need_dict,
+    need_int,
+    need_list,
+    need_str,
+    opt_str,
+    short,
+)
+from .records import Edge, LeafKind, Node, NodeKind, TensorMeta
+
+__all__ = ["MAX_DIMS", "GraphParts", "parse_graph_dict", "parse_shape"]
+
+#: The most dimensions a shape in a file may have (torch's own limit is far above any real one).
+MAX_DIMS = 64
+_KINDS: tuple[str, ...] = get_args(NodeKind)
+_LEAF_KINDS: tuple[str | None, ...] = (*get_args(LeafKind), None)
+#: A dimension as torch stores it: a signed 64-bit integer, never negative.
+_MAX_DIM = 2**63 - 1
+
+GraphParts = tuple[dict[str, Node], list[Edge], list[tuple[str, int]], str | None, dict[str, str]]
+
+
+def parse_shape(v: Any, where: str) -> tuple[int, ...]:
+    """A tensor shape: at most `MAX_DIMS` ints, each in 0..2**63-1.
+
+    Example:
+        >>> parse_shape([2, 3], "shape")
+        (2, 3)
+        >>> parse_shape("3", "nodes[0].inputs[0][0]")
+        Traceback (most recent call last):
+        autograd_widget.util.fields.FieldError: nodes[0].inputs[0][0]: expected a list, got '3'
+    """
+    dims = need_list(v, where, max_len=MAX_DIMS)
+    return tuple(need_int(n, at(where, i), 0, _MAX_DIM) for i, n in enumerate(dims))
+
+
+def _node(nd: Any, where: str) -> Node:
+    nd = need_dict(nd, where)
+    for key in ("id", "name", "kind", "sequence_nr", "inputs"):
+        if key not in nd:
+            raise FieldError(at(where, key), "missing")
+    inputs = []
+    for i, meta in enumerate(need_list(nd["inputs"], at(where, "inputs"))):
+        w = at(at(where, "inputs"), i)
+        shape, dtype, device = need_list(meta, w, length=3)
+        inputs.append(TensorMeta(parse_shape(shape, at(w, 0)), need_str(dtype, at(w, 1)),
+                                 need_str(device, at(w, 2))))
+    tb = nd.get("traceback")
+    if tb is not None:
+        tb = [need_str(line, at(at(where, "traceback"), i))
+              for i, line in enumerate(need_list(tb, at(where, "traceback")))]
+    return Node(
+        id=need_str(nd["id"], at(where, "id")),
+        name=need_str(nd["name"], at(where, "name")),
+        kind=need_choice(nd["kind"], at(where, "kind"), _KINDS),
+        sequence_nr=need_int(nd["sequence_nr"], at(where, "sequence_nr")),
+        inputs=inputs,
+        module=opt_str(nd.get("module"), at(where, "module")),
+        leaf_name=opt_str(nd.get("leaf_name"), at(where, "leaf_name")),
+        traceback=tb,
+        leaf_kind=need_choice(nd.get("leaf_kind"), at(where, "leaf_kind"), _LEAF_KINDS),
+        num_outputs=need_int(nd.get("num_outputs", 0), at(where, "num_outputs")),
+        is_root=need_bool(nd.get("is_root", False), at(where, "is_root")),
+    )
+
+
+def _acyclic(nodes: Mapping[str, Node], edges: list[Edge]) -> None:
+    """FieldError naming a node on a cycle, if the edges make one (Kahn's algorithm)."""
+    indeg = dict.fromkeys(nodes, 0)
+    out: dict[str, list[str]] = {nid: [] for nid in nodes}
+    for e in edges:
+        indeg[e.dst] += 1
+        out[e.src].append(e.dst)
+    ready = [nid for nid, k in indeg.items() if k == 0]
+    seen = 0
+    while ready:
+        nid = ready.pop()
+        seen += 1
+        for dst in out[nid]:
+            indeg[dst] -= 1
+            if indeg[dst] == 0:
+                ready.append(dst)
+    if seen < len(nodes):
+        stuck = next(nid for nid, k in indeg.items() if k > 0)
+        raise FieldError("edges", f"they make a cycle through node {short(stuck)} (a backward "
+                         "graph has none)")
+
+
+def parse_graph_dict(d: Mapping[str, Any]) -> GraphParts:
+    """(nodes by id, edges, roots, model name, module classes) of a graph dict, every field
+    checked (see the module docstring); FieldError saying where otherwise.
+
+    Example:
+        >>> nodes, edges, roots, name, classes = parse_graph_dict(g.to_dict())
+        >>> list(nodes), edges[0], roots
+        (['n0', 'n1', 'n2', 'n3'], Edge(src='n0', output_nr=0, dst='n1', input_nr=0), [('n0', 0)])
+        >>> bad = {**g.to_dict(), "edges": [["n0", 0, "n1", 0], ["n0", 0, "n2", 0]]}
+        >>> parse_graph_dict(bad)
+        Traceback (most recent call last):
+        autograd_widget.util.fields.FieldError: edges[1]: a second edge 'n0:0' (edge ids are unique)
+    """
+    for key in ("nodes", "edges", "roots"):
+        if key not in d:
+            raise FieldError(key, "missing")
+    nodes: dict[str, Node] = {}
+    for i, nd in enumerate(need_list(d["nodes"], "nodes")):
+        node = _node(nd, at("nodes", i))
+        if node.id in nodes:
+            raise FieldError(at(at("nodes", i), "id"), f"a second node {short(node.id)} "
+                             "(node ids are unique)")
+        nodes[node.id] = node
+    edges: list[Edge] = []
+    seen: set[tuple[str, int]] = set()
+    for i, e in enumerate(need_list(d["edges"], "edges")):
+        w = at("edges", i)
+        src, nr, dst, slot = need_list(e, w, length=4)
+        edge = Edge(need_str(src, at(w, 0)), need_int(nr, at(w, 1)), need_str(dst, at(w, 2)),
+                    need_int(slot, at(w, 3)))
+        for end, nid in ((0, edge.src), (2, edge.dst)):
+            if nid not in nodes:
+                raise FieldError(at(w, end), f"edge {_edge_name(edge)} names an unknown node "
+                                 f"{short(nid)}")
+        if (edge.src, edge.output_nr) in seen:
+            raise FieldError(w, f"a second edge {short(edge.id)} (edge ids are unique)")
+        seen.add((edge.src, edge.output_nr))
+        if edge.output_nr >= nodes[edge.src].num_outputs:
+            raise FieldError(at(w, 1), f"output slot {edge.output_nr} of {short(edge.src)}, "
+                             f"which has {nodes[edge.src].num_outputs} (num_outputs)")
+        if edge.input_nr >= len(nodes[edge.dst].inputs):
+            raise FieldError(at(w, 3), f"input slot {edge.input_nr} of {short(edge.dst)}, "
+                             f"which has {len(nodes[edge.dst].inputs)} (inputs)")
+        edges.append(edge)
+    _acyclic(nodes, edges)
+    roots: list[tuple[str, int]] = []
+    for i, r in enumerate(need_list(d["roots"], "roots")):
+        w = at("roots", i)
+        nid, slot = need_list(r, w, length=2)
+        if need_str(nid, at(w, 0)) not in nodes:
+            raise FieldError(at(w, 0), f"root {short(nid)} is not a node")
+        roots.append((nid, need_int(slot, at(w, 1))))
+    name = opt_str(d.get("model_name"), "model_name")
+    classes = need_dict(d.get("module_classes") or {}, "module_classes")
+    module_classes = {need_str(k, "module_classes"): need_str(v, at("module_classes", k))
+                      for k, v in classes.items()}
+    return nodes, edges, roots, name, module_classes
+
+
+def _edge_name(e: Edge) -> str:
+    """An edge as an error message names it ("'n0:1' (to 'n3')")."""
+    return f"{short(e.id)} (to {short(e.dst)})"
