@@ -142,7 +142,7 @@ export function createView({ model, el, backend, options = {} }) {
   const statusHint = h('span', { class: 'agw-status-hint', id: `agw-hint-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
   const status = h('div', { class: 'agw-status', role: 'status', 'aria-live': 'polite' }, statusText, statusHint);
   const alert = h('div', { class: 'agw-alert', role: 'alert', hidden: '' });
-  const notice = h('div', { class: 'agw-notice', role: 'note', hidden: '' });
+  const notice = h('div', { class: 'agw-notice', role: 'note', id: `agw-notice-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
   const body = h('div', { class: 'agw-body' });
   const main = h('div', { class: 'agw-main' });
   const plot = h('div', { class: 'agw-plot' });
@@ -434,15 +434,22 @@ export function createView({ model, el, backend, options = {} }) {
 
   /**
    * A button that can't act after a failed step stays focusable and clickable (a click says
-   * why), marked aria-disabled and described by the way out. @param {HTMLElement} b @param {string} stuck
+   * why), marked aria-disabled and described by the way out. Before any step, a standing notice
+   * (a graph freed by backward, a released widget) says why stepping will not get far: the button
+   * is described by it, before anyone clicks. @param {HTMLElement} b @param {string} stuck
    */
   function markBlocked(b, stuck) {
-    const on = !!stuck && !(/** @type {HTMLButtonElement} */ (b).disabled);
+    const enabled = !(/** @type {HTMLButtonElement} */ (b).disabled);
+    const on = !!stuck && enabled;
     b.classList.toggle('agw-blocked', on);
     if (on) {
       b.setAttribute('aria-disabled', 'true');
       b.setAttribute('aria-describedby', statusHint.id);
       b.title = `Can't go on: ${failedName()} failed. ${stuck}.`;
+    } else if (state.notice && enabled) {
+      b.removeAttribute('aria-disabled');
+      b.setAttribute('aria-describedby', notice.id);
+      b.title = `${baseTitle.get(b) ?? ''}\n⚠ ${state.notice}`.trim();
     } else {
       b.removeAttribute('aria-disabled');
       b.removeAttribute('aria-describedby');
