@@ -29,7 +29,7 @@ from ..util import static
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, dispatch
-from ..wire.session import Session
+from ..wire.session import Session, freed_notice
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -41,9 +41,12 @@ __all__ = [
     "RECORDING_FORMAT",
     "Exportable",
     "html",
+    "pair_html",
     "record",
     "record_session",
     "save_html",
+    "save_pair_html",
+    "start_step",
 ]
 
 
@@ -65,6 +68,11 @@ class Exportable(Protocol):
     @property
     def folds(self) -> dict[str, Repeat]:
         """Runs of repeated blocks folded now, by fold key."""
+        ...
+
+    @property
+    def compared(self) -> str:
+        """The compared recording's name ("" when none: `explore(a, compare_to=b)`)."""
         ...
 
 RECORDING_FORMAT = "autograd_widget.recording/2"
@@ -259,7 +267,7 @@ def record_session(
         "description": description,
         "height": height,
         "graph": graph,
-        "state": _encode({**state0, **first}),
+        "state": _encode({**state0, **first, "notice": session.notice}),
         "steps": _encode(steps),
         "failed": failed,
         "inspect": _encode(inspect),
@@ -270,19 +278,22 @@ def record_session(
 
 def record(
     widget: Exportable, *, max_steps: int | None = None, title: str | None = None,
-    description: str | None = None,
+    description: str | None = None, start: int = 0,
 ) -> dict[str, Any]:
     """Record the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it.
 
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
-    widget's current folds, plumbing and orientation; the widget is only read through its
-    public API, and its stepper is not moved.
+    widget's current folds, plumbing and orientation, its standing notice (a graph freed by
+    backward) and the edges it flags as differing from a compared recording; the widget is only
+    read through its public API, and its stepper is not moved.
 
     Args:
         widget: what to record.
         max_steps: stop after this many steps.
         title: the page's title (None: "autograd_widget — backward of MODEL (N nodes)").
         description: a paragraph under the title (plain text; None: none).
+        start: the recorded step the page opens at (clamped to the steps recorded; Reset
+            still goes back to step 0).
 
     Example:
         >>> w = aw.explore(z, params={"x": x, "y": y})
@@ -301,12 +312,21 @@ def record(
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
                       folds=widget.folds)
-        return record_session(
-            Session(graph, stepper, scene), title=_title(graph) if title is None else title,
+        session = Session(graph, stepper, scene, notice=freed_notice(graph))
+        differences = getattr(widget, "differences", None)
+        if differences is not None:  # a replay compared with another recording
+            scene.state.mark_differences(differences)
+            session.compared = widget.compared
+        rec = record_session(
+            session, title=_title(graph) if title is None else title,
             height=widget.height, max_steps=max_steps, description=description,
         )
     finally:
         stepper.close()
+    if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+        raise ValueError(f"start must be a step number >= 0, got {start!r}")
+    rec["start"] = min(start, len(rec["steps"]))
+    return rec
 
 
 def _title(g: Any) -> str:
@@ -333,6 +353,11 @@ body { display: flex; flex-direction: column; box-sizing: border-box; padding: 8
 .agw-page-howto kbd { font: inherit; border: 1px solid #bbb; border-radius: 3px; padding: 0 3px; }
 #autograd-widget-root { flex: 1 1 auto; min-height: 320px; display: flex; }
 #autograd-widget-root > .agw-root { flex: 1 1 auto; height: auto !important; min-height: 0; }
+#autograd-widget-root.agw-pair { gap: 10px; }
+.agw-pair > section { flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; }
+.agw-pair-name { font-size: 1rem; font-weight: 600; margin: 0 0 4px; }
+.agw-pair > section > div { flex: 1 1 auto; min-height: 0; display: flex; }
+.agw-pair > section > div > .agw-root { flex: 1 1 auto; height: auto !important; min-height: 0; }
 @media (prefers-color-scheme: dark) {
   body { background: #111; color: #ddd; }
   .agw-page-howto { color: #aaa; }
@@ -351,6 +376,44 @@ def html(recording: dict[str, Any]) -> str:
         >>> page.startswith("<!doctype html>"), "a &lt;small&gt; z" in page
         (True, True)
     """
+    main = "<main id=\"autograd-widget-root\"></main>\n"
+    data = (f"<script type=\"application/json\" id=\"autograd-widget-recording\">"
+            f"{_script_json(recording)}</script>\n")
+    # the bundle's `replay` export draws the recording into the page
+    draw = ("mod.replay(document.getElementById('autograd-widget-root'),"
+            " read('autograd-widget-recording'), { fill: true });\n")
+    return _page(recording, main, data, draw)
+
+
+def pair_html(left: dict[str, Any], right: dict[str, Any], names: tuple[str, str]) -> str:
+    """One self-contained page of two recordings side by side, stepped together (the bundle's
+    `replayPair`: a move in either brings the other to the same number of steps), each titled
+    by its name; the header is `left`'s (title, description, how-to).
+
+    Example:
+        >>> rec = record(aw.explore(z, params={"x": x, "y": y}))
+        >>> page = pair_html(rec, rec, ("rank 0", "rank <1>"))
+        >>> "replayPair" in page, "rank &lt;1&gt;" in page
+        (True, True)
+    """
+    heads = [f"<h2 class=\"agw-pair-name\">{_escape(str(n))}</h2>" for n in names]
+    main = ("<main id=\"autograd-widget-root\" class=\"agw-pair\">"
+            f"<section>{heads[0]}<div id=\"autograd-widget-left\"></div></section>"
+            f"<section>{heads[1]}<div id=\"autograd-widget-right\"></div></section></main>\n")
+    data = "".join(
+        f"<script type=\"application/json\" id=\"autograd-widget-recording-{side}\">"
+        f"{_script_json(rec)}</script>\n" for side, rec in (("left", left), ("right", right)))
+    draw = ("mod.replayPair([document.getElementById('autograd-widget-left'),"
+            " document.getElementById('autograd-widget-right')],"
+            " [read('autograd-widget-recording-left'), read('autograd-widget-recording-right')],"
+            " { fill: true });\n")
+    return _page(left, main, data, draw)
+
+
+def _page(recording: dict[str, Any], main: str, data: str, draw: str) -> str:
+    """The page around `main` (where the widgets go), `data` (the recordings' script elements)
+    and `draw` (the module code drawing them, with `mod` the bundle and `read(id)` a JSON
+    reader)."""
     front = static.bundle()
     bundle, css = front.code, front.css
     title = _escape(str(recording.get("title") or "autograd_widget"))
@@ -358,8 +421,7 @@ def html(recording: dict[str, Any]) -> str:
     desc_html = f'<p class="agw-page-desc">{_escape(str(desc))}</p>' if desc else ""
     how = _escape(HOW_TO).replace("?", "<kbd>?</kbd>", 1)
     safe_css = (css + _PAGE_CSS).replace("</", "<\\/")
-    # The bundle is an ES module; it is imported from a blob: URL (no network), and its
-    # `replay` export draws the recording into the page.
+    # The bundle is an ES module, imported from a blob: URL (no network).
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{title}</title>"
@@ -367,9 +429,7 @@ def html(recording: dict[str, Any]) -> str:
         f"<style>{safe_css}</style></head>\n<body>"
         f"<header class=\"agw-page-head\"><h1>{title}</h1>{desc_html}"
         f"<p class=\"agw-page-howto\">{how}</p></header>\n"
-        "<main id=\"autograd-widget-root\"></main>\n"
-        f"<script type=\"application/json\" id=\"autograd-widget-recording\">"
-        f"{_script_json(recording)}</script>\n"
+        f"{main}{data}"
         f"<script type=\"application/json\" id=\"autograd-widget-bundle\">"
         f"{_script_json(bundle)}</script>\n"
         "<script type=\"module\">\n"
@@ -377,15 +437,14 @@ def html(recording: dict[str, Any]) -> str:
         "const url = URL.createObjectURL(new Blob([read('autograd-widget-bundle')],"
         " { type: 'text/javascript' }));\n"
         "const mod = await import(url);\n"
-        "mod.replay(document.getElementById('autograd-widget-root'),"
-        " read('autograd-widget-recording'), { fill: true });\n"
+        f"{draw}"
         "</script>\n</body></html>\n"
     )
 
 
 def save_html(
     widget: Exportable, path: str | Path, title: str | None = None,
-    description: str | None = None,
+    description: str | None = None, *, start: int = 0,
 ) -> Path:
     """Write the recorded step-through of `widget` as one offline HTML file; return its path.
 
@@ -395,6 +454,7 @@ def save_html(
         title: the page's title and heading (None: "autograd_widget — backward of MODEL (N
             nodes)").
         description: a paragraph under the title, plain text (None: none).
+        start: the step the page opens at (0: before the first step).
 
     Example:
         >>> import tempfile
@@ -404,11 +464,56 @@ def save_html(
         ...     path.name, path.read_text(encoding="utf-8").startswith("<!doctype html>")
         ('run.html', True)
     """
+    out = _html_path(path)
+    rec = record(widget, title=title, description=description, start=start)
+    out.write_text(html(rec), encoding="utf-8")
+    return out
+
+
+def save_pair_html(
+    left: Exportable, right: Exportable, path: str | Path, *, names: tuple[str, str],
+    title: str | None = None, description: str | None = None, start: int = 0,
+) -> Path:
+    """Write two widgets' recorded step-throughs as one offline page, side by side and stepped
+    together (`pair_html`); return its path. Arguments as `save_html`; `names` titles the sides.
+
+    Example:
+        >>> import tempfile
+        >>> a, b = aw.explore(z, params={"x": x}), aw.explore(z, params={"y": y})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     save_pair_html(a, b, Path(d) / "pair.html", names=("a", "b")).name
+        'pair.html'
+    """
+    out = _html_path(path)
+    recs = [record(w, title=title, description=description, start=start) for w in (left, right)]
+    out.write_text(pair_html(recs[0], recs[1], names), encoding="utf-8")
+    return out
+
+
+def start_step(stepper: Any, start: int | str) -> int:
+    """`save_html`'s `start` as a recorded step number: an int as it is, "current" where
+    `stepper` is now (its position, plus the failed step when the last one failed: the page then
+    shows the failure, as the widget does).
+
+    Example:
+        >>> start_step(st, 2), start_step(st, "current")
+        (2, 0)
+        >>> start_step(st, -1)
+        Traceback (most recent call last):
+        ValueError: start must be a step number >= 0 or 'current', got -1
+    """
+    if start == "current":
+        return stepper.position + (1 if stepper.last_error is not None else 0)
+    if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+        raise ValueError(f"start must be a step number >= 0 or 'current', got {start!r}")
+    return start
+
+
+def _html_path(path: str | Path) -> Path:
+    """`path` as an .html file whose folder exists; the bundle checked before any recording."""
     static.bundle()  # FileNotFoundError naming the build, before any recording is made
     out = Path(path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"save_html writes an .html file, got {str(path)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    rec = record(widget, title=title, description=description)
-    out.write_text(html(rec), encoding="utf-8")
     return out

@@ -17,5 +17,5 @@ function render({ model, el }) {
   };
 }
 
-export { replay } from './replay.js';
+export { replay, replayPair } from './replay.js';
 export default { render };

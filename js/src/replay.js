@@ -85,7 +85,10 @@ export class Player {
     this.title = String(recording.title ?? 'autograd_widget');
     this.description = recording.description ? String(recording.description) : '';
     this.height = Number(recording.height ?? 600);
+    /** The step the page opens at (`save_html(start=...)`); Reset still goes back to 0. */
+    this.start = Math.max(0, Math.min(Math.trunc(Number(recording.start ?? 0)) || 0, this.steps.length));
     this.reset();
+    while (this.k < this.start && this.forward());
   }
 
   reset() {
@@ -410,11 +413,70 @@ export function recordedBackend(player, model) {
  * @returns {() => void} cleanup
  */
 export function replay(el, recording, opts = {}) {
-  const player = new Player(recording);
+  return mount(el, new Player(recording), opts, true).cleanup;
+}
+
+/**
+ * Two recordings side by side, stepped together (`RecordingPair.save_html`, the standalone page
+ * of `aw.side_by_side`): a move in either (Step, Back, Run, Reset, Run to node, First NaN/Inf)
+ * brings the other to the same number of steps, as the live pair does in Python
+ * (autograd_widget/pair.py): the other side stops early at a step of its own that fails.
+ * @param {[HTMLElement, HTMLElement]} els
+ * @param {[any, any]} recordings
+ * @param {{ fill?: boolean }} [opts]
+ * @returns {() => void} cleanup
+ */
+export function replayPair(els, recordings, opts = {}) {
+  const sides = [0, 1].map((i) => mount(els[i], new Player(recordings[i]), opts, i === 0));
+  let moving = false;
+  for (const [src, dst] of [[sides[0], sides[1]], [sides[1], sides[0]]]) {
+    src.onMove(() => {
+      if (moving) return;
+      moving = true;
+      try {
+        follow(src.player, dst.player);
+        dst.model.refresh();
+      } finally {
+        moving = false;
+      }
+    });
+  }
+  follow(sides[0].player, sides[1].player);
+  sides[1].model.refresh();
+  return () => sides.forEach((s) => s.cleanup());
+}
+
+/**
+ * Bring `dst` to `src`'s position (steps done, a failed step not counted), within `dst`'s own
+ * steps: undo a failed step first, then step back or forward, stopping at a step that fails.
+ * @param {Player} src @param {Player} dst
+ */
+export function follow(src, dst) {
+  const pos = Math.min(Number(src.scalars().position), Number(dst.scalars().total));
+  if (dst.scalars().error) dst.backward();
+  while (Number(dst.scalars().position) > pos && dst.backward());
+  while (Number(dst.scalars().position) < pos && dst.forward()) {
+    if (dst.scalars().error) break;
+  }
+}
+
+/**
+ * One replayed view in `el`; `onMove(cb)` calls `cb` after each move of its player.
+ * @param {HTMLElement} el @param {Player} player @param {{ fill?: boolean }} opts
+ * @param {boolean} titled whether the page takes this recording's title
+ */
+function mount(el, player, opts, titled) {
   const model = recordedModel(player);
+  /** @type {Set<() => void>} */
+  const moved = new Set();
+  const refresh = model.refresh;
+  model.refresh = () => {
+    refresh();
+    for (const cb of moved) cb();
+  };
   const backend = recordedBackend(player, model);
   const doc = el.ownerDocument;
-  if (doc && player.title) doc.title = player.title;
+  if (titled && doc && player.title) doc.title = player.title;
   const destroy = createView({ model, el, backend });
   const root = /** @type {HTMLElement | null} */ (el.querySelector('.agw-root'));
   /** @param {KeyboardEvent} ev */
@@ -428,12 +490,23 @@ export function replay(el, recording, opts = {}) {
   };
   if (opts.fill && root) {
     root.style.height = '100%';
-    root.focus({ preventScroll: true });
-    doc.addEventListener('keydown', forward);
+    if (titled) {
+      root.focus({ preventScroll: true });
+      doc.addEventListener('keydown', forward);
+    }
   }
-  return () => {
-    doc.removeEventListener('keydown', forward);
-    destroy();
-    backend.dispose();
+  return {
+    player,
+    model,
+    /** @param {() => void} cb */
+    onMove(cb) {
+      moved.add(cb);
+    },
+    cleanup() {
+      doc.removeEventListener('keydown', forward);
+      moved.clear();
+      destroy();
+      backend.dispose();
+    },
   };
 }
