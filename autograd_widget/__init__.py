@@ -6,7 +6,8 @@ Public API (names and meanings fixed in the project's API contract):
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
 `ListenerHandle`, `Repeat`, `SubgraphRun`, `Origin`, `FailureExplanation`; `record` /
 `load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeRun`,
-`Failure`, `Replay`, `RecordingPair`; `formula`. Everything else lives in the layers (`util`,
+`Failure`, `Replay`, `RecordingPair`; `formula` and what `graph.formula(node_id)` returns,
+`NodeFormula` (with `FormulaLine`s). Everything else lives in the layers (`util`,
 `core`, `engine`, `view`, `wire`, `export`) and may change.
 
 Example:
@@ -22,7 +23,7 @@ from .util.compat import UnsupportedTorchError, check_torch
 check_torch()
 
 from .core.capture import capture  # noqa: E402
-from .core.formulas.api import formula  # noqa: E402
+from .core.formulas.api import FormulaLine, NodeFormula, formula  # noqa: E402
 from .core.graph import BackwardGraph  # noqa: E402
 from .core.memory import SavedMemory  # noqa: E402
 from .core.records import Edge, Node, TensorMeta  # noqa: E402
@@ -54,10 +55,12 @@ __all__ = [
     "EditInfo",
     "Failure",
     "FailureExplanation",
+    "FormulaLine",
     "JacobianNorm",
     "LeafDiff",
     "ListenerHandle",
     "Node",
+    "NodeFormula",
     "NodeRun",
     "Origin",
     "Recording",

@@ -182,6 +182,12 @@ class NodeFormula:
     note: str | None = None
     shape_note: str | None = None
 
+    def _repr_latex_(self) -> str | None:
+        """Typeset in Jupyter (and on the docs' pages): the formula with its shapes, or None
+        (the plain text) for a type without a formula."""
+        tex = self.latex_shapes or self.latex
+        return None if tex is None else f"$$ {tex} $$"
+
 
 def _shape_tex(shape: tuple[int, ...] | None) -> str:
     if shape is None:
