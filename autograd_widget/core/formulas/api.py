@@ -164,7 +164,8 @@ class NodeFormula:
 
     `known` is False for a type without a formula (then `text` says so in a sentence and
     `latex` is None). `latex` is the type's formula; `latex_shapes` the same lines, each
-    followed by its shapes. `note` explains symbols; `shape_note` says why shapes are missing.
+    followed by its shapes. `note` explains symbols (plain text, its math between `$` signs);
+    `shape_note` says why shapes are missing.
 
     Example:
         >>> nf = node_formula(g, "n0")

@@ -39,10 +39,13 @@ gradient over the dimensions the forward broadcast.
 
 
 def _escape(note: str) -> str:
-    """A note as Markdown text: its characters shown as written (no emphasis, no escapes)."""
-    for ch in "\\`*_[]":
-        note = note.replace(ch, "\\" + ch)
-    return note
+    """A note as Markdown: its text shown as written (no emphasis, no escapes), its `$...$`
+    math left to arithmatex (typeset)."""
+    parts = note.split("$")
+    for i in range(0, len(parts), 2):  # the text between the math
+        for ch in "\\`*_[]":
+            parts[i] = parts[i].replace(ch, "\\" + ch)
+    return "$".join(parts)
 
 
 def formulas_markdown() -> str:
