@@ -480,6 +480,7 @@ def test_05_second_derivative_and_hessian_vector_product():
     nb, text = run("05_double_backward.ipynb")
     x = torch.tensor(3.0, requires_grad=True)
     (g,) = torch.autograd.grad(x**3, x, create_graph=True)
+    graph = aw.capture(g, params={"x": x})  # before the grad below frees it
     (h,) = torch.autograd.grad(g, x)
     assert "create_graph=False: tensor(27.) grad_fn: None" in text
     assert "create_graph=True:  tensor(27., grad_fn=<MulBackward0>) grad_fn: MulBackward0" in text
@@ -487,7 +488,6 @@ def test_05_second_derivative_and_hessian_vector_product():
     # the widget over the gradient's graph: run to the end, 18 drawn on the edge into x
     (state,) = widget_states(nb)
     assert state["_state"]["done"]
-    graph = aw.capture(g, params={"x": x})
     into_x = next(e.id for e in graph.edges if graph.nodes[e.dst].leaf_name == "x")
     assert widget_edge_values(state)[into_x] == [pytest.approx(h.item())]
 
