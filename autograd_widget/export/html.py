@@ -302,6 +302,8 @@ def record(
         >>> record(w, title="z = x² + y")["title"]
         'z = x² + y'
     """
+    if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+        raise ValueError(f"start must be a step number >= 0, got {start!r}")
     graph = widget.graph
     source = widget.stepper
     stepper: Stepper | Replay = (
@@ -323,8 +325,6 @@ def record(
         )
     finally:
         stepper.close()
-    if not isinstance(start, int) or isinstance(start, bool) or start < 0:
-        raise ValueError(f"start must be a step number >= 0, got {start!r}")
     rec["start"] = min(start, len(rec["steps"]))
     return rec
 
@@ -393,7 +393,7 @@ def pair_html(left: dict[str, Any], right: dict[str, Any], names: tuple[str, str
     Example:
         >>> rec = record(aw.explore(z, params={"x": x, "y": y}))
         >>> page = pair_html(rec, rec, ("rank 0", "rank <1>"))
-        >>> "replayPair" in page, "rank &lt;1&gt;" in page
+        >>> "mod.replayPair(" in page, "rank &lt;1&gt;" in page
         (True, True)
     """
     heads = [f"<h2 class=\"agw-pair-name\">{_escape(str(n))}</h2>" for n in names]
