@@ -103,9 +103,15 @@ def test_every_page_fits_its_column(page, site, name):
     page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
+def _frame(page, index: int):
+    """The index-th widget frame of the page, scrolled to (the frames load lazily)."""
+    page.locator("iframe[src*='widget-']").nth(index).scroll_into_view_if_needed()
+    return page.frame_locator("iframe[src*='widget-']").nth(index)
+
+
 def test_side_by_side_steps_together_on_the_notebook_page(page, site):
     page.goto(f"{site}/{PAGES['notebook_06']}")
-    frame = page.frame_locator("iframe[src*='widget-']").nth(2)
+    frame = _frame(page, 2)
     left = frame.locator("#autograd-widget-left .agw-root")
     right = frame.locator("#autograd-widget-right .agw-root")
     for side in (left, right):
@@ -116,13 +122,12 @@ def test_side_by_side_steps_together_on_the_notebook_page(page, site):
     expect(left.locator(".agw-status")).to_contain_text("done")
     right.get_by_role("button", name="Reset").click()
     expect(left.locator(".agw-status")).to_contain_text(re.compile(r"step 0 / \d+"))
-    page.locator("iframe[src*='widget-']").nth(2).scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "notebook_06_pair.png"))
 
 
 def test_the_first_widget_opens_where_the_notebook_left_it(page, site):
     page.goto(f"{site}/{PAGES['notebook_06']}")
-    frame = page.frame_locator("iframe[src*='widget-']").first
+    frame = _frame(page, 0)
     status = frame.locator(".agw-status")
     expect(status).to_contain_text("ran SqrtBackward0")  # run to the NaN's birth in the notebook
     frame.get_by_role("button", name="Reset").click()
