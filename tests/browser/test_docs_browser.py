@@ -86,7 +86,7 @@ def test_formulas_are_typeset_offline(page, site):
     page.screenshot(path=str(SHOTS / "formulas_addmm.png"))
     api = measure(page, site, "api/formula.html")
     assert api["errors"] == 0 and api["displays"] == api["blocks"] == 2, api
-    page.get_by_text("Typeset, as the inspector").scroll_into_view_if_needed()
+    page.locator("div.arithmatex").first.evaluate("e => e.scrollIntoView({block: 'center'})")
     page.screenshot(path=str(SHOTS / "api_formula.png"))
     nb = measure(page, site, "notebooks/06_debugging_a_real_run.html")
     assert nb["errors"] == 0 and nb["displays"] >= 1, nb  # graph.formula(...) displayed
