@@ -7,7 +7,8 @@ Public API (names and meanings fixed in the project's API contract):
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
 `ListenerHandle`, `Repeat`, `RepeatedSubgraph`, `Origin`, `FailureExplanation`; `record` /
 `load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeExecution`,
-`Failure`, `Replay`, `RecordingPair`; `formula`.
+`Failure`, `Replay`, `RecordingPair`; `formula` and what `graph.formula(node_id)` returns,
+`NodeFormula` (with `FormulaLine`s).
 
 The package map (each subpackage's own docstring maps it): `util`, `core`, `engine`, `view`,
 `wire`, `export` are the layers, each importing only from those before it; `widget`
@@ -28,7 +29,7 @@ from .util.compat import UnsupportedTorchError, check_torch
 check_torch()
 
 from .core.capture import capture  # noqa: E402
-from .core.formulas.api import formula  # noqa: E402
+from .core.formulas.api import FormulaLine, NodeFormula, formula  # noqa: E402
 from .core.graph import BackwardGraph  # noqa: E402
 from .core.memory import SavedMemory  # noqa: E402
 from .core.records import Edge, Node, TensorMeta  # noqa: E402
@@ -62,11 +63,13 @@ __all__ = [
     "EditInfo",
     "Failure",
     "FailureExplanation",
+    "FormulaLine",
     "JacobianNorm",
     "LeafDiff",
     "ListenerHandle",
     "Node",
     "NodeExecution",
+    "NodeFormula",
     "Origin",
     "Recording",
     "RecordingPair",

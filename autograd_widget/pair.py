@@ -9,12 +9,15 @@ side: the other side then shows the same number of steps).
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from pathlib import Path
+from typing import Any, Literal
 
 import ipywidgets
 
 from .engine.record.recording import Recording
 from .engine.record.replay import recording_name
+from .export.html import save_pair_html, start_step
 from .widget import AutogradWidget
 
 __all__ = ["RecordingPair", "side_by_side"]
@@ -37,6 +40,8 @@ class RecordingPair(ipywidgets.HBox):
             ipywidgets.VBox([ipywidgets.HTML(f"<b>{_escape(nb)}</b>"), right]),
         ])
         self.left, self.right = left, right
+        #: The two sides' titles.
+        self.names: tuple[str, str] = (na, nb)
         self.differences: list[str] = left.differences
         self._moving = False
         left.stepper.add_listener(self._follow_left)
@@ -67,6 +72,40 @@ class RecordingPair(ipywidgets.HBox):
 
     def _follow_right(self, _st: Any) -> None:
         self._follow(self.right, self.left)
+
+    def save_html(
+        self, path: str | os.PathLike[str], title: str | None = None,
+        description: str | None = None, *, start: int | Literal["current"] = 0,
+    ) -> Path:
+        """Write both recordings as one self-contained, offline page: side by side, each titled
+        by its name, the edges that differ in their own colour, stepped together (a move in
+        either brings the other to the same number of steps, as here).
+
+        Args:
+            path: the .html file to write (its folder is created).
+            title: the page's title (None: the left recording's default title).
+            description: a paragraph under the title, plain text (None: none).
+            start: the step both sides open at: a step number, or "current" (where the left
+                side is now).
+
+        Returns:
+            The path written.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
+            >>> with aw.record(loss) as a:
+            ...     loss.backward(retain_graph=True)
+            >>> with aw.record(loss) as b:
+            ...     loss.backward()
+            >>> pair = aw.side_by_side(a, b, names=("run 1", "run 2"))
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     pair.save_html(pathlib.Path(d) / "pair.html").name
+            'pair.html'
+        """
+        return save_pair_html(self.left, self.right, path, names=self.names, title=title,
+                              description=description,
+                              start=start_step(self.left.stepper, start))
 
     def close(self) -> None:
         """Close both widgets and the row.

@@ -2,7 +2,7 @@
 
 The widget is traits and dispatch; everything else lives below it:
 - `_graph` trait: the static drawing (`wire.payload.graph_payload` of the Scene), set once per
-  layout; `_state` trait: the current step state (`view.state.StateView`, keys
+  layout; `_state` trait: the current step state (`view.stateview.StateView`, keys
   `wire.protocol.STATE_KEYS`), replaced after every change, so a second view, a reloaded page
   and the saved notebook all show the current step; `selected` / `selected_edge`: both ways.
 - Commands from the front-end are custom messages `{"type": ...}` run by
@@ -14,10 +14,13 @@ The widget is traits and dispatch; everything else lives below it:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import anywidget
+import torch
 import traitlets
 
 from .core.capture import capture
@@ -28,7 +31,7 @@ from .engine.record.recording import Recording
 from .engine.record.replay import Replay, recording_name
 from .engine.step.stepper import Stepper
 from .export.figure import to_figure
-from .export.html import save_html
+from .export.html import save_html, start_step
 from .util import static
 from .util.static import MISSING_MESSAGE
 from .view import inspect
@@ -103,6 +106,8 @@ class AutogradWidget(anywidget.AnyWidget):
     # cleanly when garbage-collected.
     _session: Session | None = None
     _owns_graph = True
+    #: The compared recording's name ("rank 1") with `compare_to=`, else "".
+    compared: str = ""
 
     _graph = traitlets.Dict().tag(sync=True)
     _state = traitlets.Dict().tag(sync=True)
@@ -118,11 +123,11 @@ class AutogradWidget(anywidget.AnyWidget):
 
     def __init__(
         self,
-        graph_or_outputs: BackwardGraph | Any,
-        grad_outputs: Any = None,
+        graph_or_outputs: BackwardGraph | Recording | torch.Tensor | Sequence[torch.Tensor],
+        grad_outputs: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
         *,
-        model: Any = None,
-        params: Mapping[str, Any] | None = None,
+        model: torch.nn.Module | None = None,
+        params: Mapping[str, torch.Tensor] | None = None,
         collapse: str = "auto",
         orientation: str = "TB",
         keep: str | int = "summaries",
@@ -177,7 +182,7 @@ class AutogradWidget(anywidget.AnyWidget):
             #: The edges whose gradients differ from `compare_to` (`compare_recordings`).
             self.differences = compare_recordings(graph_or_outputs, compare_to)
             scene.state.mark_differences(self.differences)
-            session.compared = recording_name(compare_to)
+            session.compared = self.compared = recording_name(compare_to)
         self._graph = session.graph_payload()
         self._session = session
         session.refresh()
@@ -195,6 +200,20 @@ class AutogradWidget(anywidget.AnyWidget):
         """The stepper the buttons drive (a `Replay` for a recording); stepping it from Python
         updates the view."""
         return self._session.stepper
+
+    @property
+    def status(self) -> str:
+        """The status line the widget shows now: what ran and what runs next, "— done" at the
+        end, the engine's message after a failed step.
+
+        Example:
+            >>> w = aw.explore(z, params={"x": x, "y": y})
+            >>> w.status
+            'step 0 / 4 → next AddBackward0'
+            >>> _ = w.stepper.step(); w.status
+            'ran AddBackward0 (step 1 / 4) → next AccumulateGrad (y)'
+        """
+        return str(self._state.get("status", ""))
 
     def _on_stepper_change(self, _stepper: Stepping) -> None:
         self._session.refresh()
@@ -399,12 +418,23 @@ class AutogradWidget(anywidget.AnyWidget):
         )
 
     def save_html(
-        self, path: Any, title: str | None = None, description: str | None = None
-    ) -> Any:
+        self, path: str | os.PathLike[str], title: str | None = None,
+        description: str | None = None, *, start: int | Literal["current"] = 0,
+    ) -> Path:
         """Write the whole step-through (recorded by a separate stepper from step 0 to the end;
         this widget's stepper is not moved) as one self-contained, offline HTML file: a header
-        with `title` (None: "autograd_widget — backward of MODEL (N nodes)"), `description`
-        (plain text, optional) and how to use it, then the widget filling the window.
+        with the title, the description and how to use it, then the widget filling the window.
+
+        Args:
+            path: the .html file to write (its folder is created).
+            title: the page's title (None: "autograd_widget — backward of MODEL (N nodes)").
+            description: a paragraph under the title, plain text (None: none).
+            start: the step the page opens at: 0 (before the first step), a step number, or
+                "current" (where this widget is now, a failed step included); the page's
+                Reset still goes back to step 0.
+
+        Returns:
+            The path written.
 
         Example:
             >>> import tempfile, pathlib
@@ -415,7 +445,8 @@ class AutogradWidget(anywidget.AnyWidget):
         """
         if self._session.released:
             raise RuntimeError("this widget was released: explore() the tensors again to export")
-        return save_html(self, path, title=title, description=description)
+        return save_html(self, path, title=title, description=description,
+                         start=start_step(self.stepper, start))
 
     def release(self) -> None:
         """Drop every torch reference (graph, stepper, kept tensors); the drawing stays.
@@ -444,33 +475,70 @@ class AutogradWidget(anywidget.AnyWidget):
 
 
 def explore(
-    outputs: Any,
-    grad_outputs: Any = None,
+    outputs: torch.Tensor | Sequence[torch.Tensor] | Recording,
+    grad_outputs: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
     *,
-    model: Any = None,
-    params: Mapping[str, Any] | None = None,
-    collapse: str = "auto",
-    orientation: str = "TB",
-    keep: str | int = "summaries",
+    model: torch.nn.Module | None = None,
+    params: Mapping[str, torch.Tensor] | None = None,
+    collapse: Literal["auto", "modules", "repeats", "none"] = "auto",
+    orientation: Literal["TB", "LR"] = "TB",
+    keep: Literal["summaries", "tensors"] | int = "summaries",
     create_graph: bool = False,
     height: int = 600,
     compare_to: Recording | None = None,
 ) -> AutogradWidget:
     """Capture `outputs`' backward graph and show it as an interactive, steppable widget.
 
-    `outputs` may also be a `Recording` (`aw.record`, `aw.load_recording`): the engine's own run
-    is replayed with the same controls, in the order the engine ran the nodes, the node that
-    raised drawn failed; saved values, edits and probes need a live graph and are not offered.
-    `compare_to` (another `Recording` of the same program, e.g. another rank): the edges whose
-    gradients differ (`aw.compare_recordings`) are drawn in their own colour once they flowed
-    (`widget.differences` lists them; `aw.side_by_side(a, b)` shows both, stepped together).
+    Display the returned widget (the last line of a notebook cell): the graph, roots on top;
+    **Step** calls the next node as the engine would and writes the gradients it produced on
+    its edges. `widget.stepper` is the same stepper from Python (stepping it moves the drawing);
+    `widget.graph` the captured `BackwardGraph`. Nothing of yours is touched: no `.grad` is
+    written, no hook stays, no version counter moves.
 
-    `collapse`: "auto" (the first render shows at most 60 items, a graph of <= 60 nodes every
-    node: runs of identical blocks fold first into one box each, "layers.0–47 ×48", then
-    modules collapse from the deepest level that fits; repeated subgraphs outside modules fold
-    too, "×1000 · repeated block (MulBackward0 → SinBackward0)"), "modules" (collapse the
-    top-level modules), "repeats" (fold the runs only) or "none".
-    A click on a box unfolds it locally (`widget.expand`, `fold`, `unfold`, `reveal`).
+    Args:
+        outputs: what to differentiate: a tensor with a `grad_fn` (the loss, a model's output)
+            or a list of them; or a `Recording` (`aw.record`, `aw.load_recording`) to replay
+            the engine's own run, in the order it ran the nodes, the node that raised drawn
+            failed (saved values, edits and probes need a live graph and are not offered). A
+            leaf tensor (`x` itself) raises `ValueError`: pass what was computed from it.
+        grad_outputs: the gradient each output is seeded with, as in `torch.autograd.grad`: a
+            tensor or one per output (None: 1 for a real scalar output). Required for an output
+            with more than one element.
+        model: the `nn.Module` that computed `outputs`: its parameters name the leaves
+            ("0.weight") and place nodes in modules. With `with aw.track(model):` around the
+            forward every node gets its module. A model none of whose parameters is in the
+            graph is ignored, with a warning saying what the graph's leaves are.
+        params: names for other leaves, `{"x": x}` (they win over `model`'s names).
+        collapse: how the first drawing is folded: "auto" (at most 60 items: runs of identical
+            blocks fold first into one box each, "layers.0–47 ×48", then modules from the
+            deepest level that fits; repeated subgraphs outside modules fold too; a graph of at
+            most 60 nodes shows every node), "modules" (one box per top-level module),
+            "repeats" (the runs only) or "none". A click on a box unfolds it
+            (`widget.expand`, `fold`, `unfold`, `reveal`).
+        orientation: "TB" (roots on top) or "LR" (roots on the left).
+        keep: what the stepper keeps of each edge's gradient: "summaries" (statistics and
+            small values), "tensors" (every gradient), or a budget in bytes for tensors (leaf
+            gradients are always kept).
+        create_graph: step with grad mode on, as `torch.autograd.grad(..., create_graph=True)`:
+            the gradients have a graph of their own (second derivatives).
+        height: the drawing's height in pixels (at least 100).
+        compare_to: another `Recording` of the same program (another rank, another run): the
+            edges whose gradients differ (`aw.compare_recordings`) are drawn in their own
+            colour once they flowed (`widget.differences`; `aw.side_by_side(a, b)` shows both).
+
+    Returns:
+        The widget (`AutogradWidget`).
+
+    Raises:
+        ValueError: a leaf or a tensor without a graph as `outputs` (the message says what to
+            pass), a bad option.
+        RuntimeError: an output with more than one element and no `grad_outputs` (as
+            `backward()` refuses it).
+        TypeError: arguments of the wrong kind (e.g. `model=` that is not an `nn.Module`).
+
+    Warns:
+        UserWarning: the graph was already freed by `backward()` (it is drawn, and the widget
+            says stepping fails); `model=` names nothing in the graph.
 
     Example:
         >>> w = aw.explore(x**2 + y, params={"x": x, "y": y})

@@ -7,7 +7,12 @@
   bundles: the site loads nothing from the network.
 - The home page reuses the README: a line `<!-- readme: Heading -->` in a page is replaced by
   that README section (down to the next heading of the same or a higher level), its links
-  pointed at the site's own pages and images, so the home page never drifts from the README.
+  pointed at the site's own pages and images, so the home page never drifts from the README;
+  `<!-- contributing: Heading -->` does the same with CONTRIBUTING.md.
+- Typeset examples: a comment `<!-- typeset:` ... `-->` holding Python code is replaced by that
+  code, as a block, and the value of its last line typeset as display math (a LaTeX string, or
+  an object with `_repr_latex_`, as Jupyter shows it): the API reference shows what
+  `aw.formula(...)` and `graph.formula(...)` look like, computed when the site is built.
 """
 
 from __future__ import annotations
@@ -28,7 +33,12 @@ log = logging.getLogger("mkdocs.hooks.autograd_widget")
 ROOT = notebook_pages.ROOT
 KATEX = ROOT / "js" / "node_modules" / "katex" / "dist"
 README_IMAGES = {"notebooks/img/widget.png": "assets/widget.png"}
-_MARKER = re.compile(r"^<!-- readme: (.+?) -->$", re.M)
+#: Repository links that have a page on the site (others become their plain text).
+SITE_PAGES = {"docs/formulas.md": "formulas.md",
+              "CONTRIBUTING.md#torch-versions": "guide.md#torch-versions"}
+_MARKER = re.compile(r"^<!-- (readme|contributing): (.+?) -->$", re.M)
+_SOURCES = {"readme": "README.md", "contributing": "CONTRIBUTING.md"}
+_TYPESET = re.compile(r"^<!-- typeset:\n(.*?)\n-->$", re.M | re.S)
 
 
 def _cache() -> Path:
@@ -59,19 +69,18 @@ def on_files(files: Files, config) -> Files:
     return files
 
 
-def readme_section(heading: str, readme: str | None = None) -> str:
-    """The README's section under `heading` (e.g. "## In a notebook"), down to the next heading
-    of the same or a higher level (for the title, "# name": its introduction, down to the next
-    heading), with its links
-    rewritten for the site. Raises PluginError when the heading is gone (the home page must
-    not silently lose a section)."""
-    text = readme if readme is not None else (ROOT / "README.md").read_text(encoding="utf-8")
+def readme_section(heading: str, readme: str | None = None, *, source: str = "README.md") -> str:
+    """The README's (or `source`'s) section under `heading` (e.g. "## Install"), down to the
+    next heading of the same or a higher level (for the title, "# name": its introduction, down
+    to the next heading), with its links rewritten for the site. Raises PluginError when the
+    heading is gone (a page must not silently lose a section)."""
+    text = readme if readme is not None else (ROOT / source).read_text(encoding="utf-8")
     lines = text.splitlines()
     level = len(heading) - len(heading.lstrip("#"))
     try:
         start = lines.index(heading)
     except ValueError:
-        msg = f"README.md has no heading {heading!r} (docs/index.md includes it)"
+        msg = f"{source} has no heading {heading!r} (a page under docs/ includes it)"
         raise PluginError(msg) from None
     end, fenced = len(lines), False
     for i in range(start + 1, len(lines)):
@@ -90,8 +99,8 @@ def _site_links(markdown: str) -> str:
         text, href = m.group(1), m.group(2)
         if href in README_IMAGES:
             return f"{text}({README_IMAGES[href]})"
-        if href == "docs/formulas.md":
-            return f"{text}(formulas.md)"
+        if href in SITE_PAGES:
+            return f"{text}({SITE_PAGES[href]})"
         nb = re.fullmatch(r"notebooks/(\w+)\.ipynb", href)
         if nb:
             return f"{text}(notebooks/{nb.group(1)}.md)"
@@ -102,6 +111,38 @@ def _site_links(markdown: str) -> str:
     return re.sub(r"(\[[^\]]*\])\(([^)\s]+)\)", target, markdown)
 
 
+def typeset(code: str) -> str:
+    """`code` as a Python block, then the value of its last line as display math. The code
+    runs with `torch` and `aw` imported; a failure fails the build (PluginError).
+
+    Example: `typeset('aw.formula("MulBackward0")')` -> a block and `$$ \\begin{aligned} ...`."""
+    import ast
+
+    import torch
+
+    import autograd_widget as aw
+
+    tree = ast.parse(code)
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        raise PluginError(f"a typeset example must end with an expression:\n{code}")
+    scope = {"torch": torch, "aw": aw}
+    try:
+        exec(compile(ast.Module(tree.body[:-1], []), "<typeset>", "exec"), scope)
+        value = eval(compile(ast.Expression(tree.body[-1].value), "<typeset>", "eval"), scope)
+    except Exception as err:
+        raise PluginError(f"a typeset example failed: {err!r}\n{code}") from err
+    latex = value._repr_latex_() if hasattr(value, "_repr_latex_") else value
+    if not isinstance(latex, str):
+        raise PluginError(f"a typeset example gave {type(value).__name__}, not LaTeX:\n{code}")
+    latex = latex.strip()
+    if latex.startswith("$$") and latex.endswith("$$"):
+        latex = latex[2:-2].strip()
+    return f"```python\n{code}\n```\n\n$$\n{latex}\n$$"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """Replace each `<!-- readme: Heading -->` line with that README section."""
-    return _MARKER.sub(lambda m: readme_section(m.group(1)), markdown)
+    """Replace each `<!-- readme: Heading -->` line with that README section (and
+    `contributing:` with CONTRIBUTING.md's), each `<!-- typeset: ... -->` with its example."""
+    markdown = _MARKER.sub(
+        lambda m: readme_section(m.group(2), source=_SOURCES[m.group(1)]), markdown)
+    return _TYPESET.sub(lambda m: typeset(m.group(1)), markdown)

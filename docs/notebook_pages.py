@@ -4,8 +4,11 @@ A widget needs a kernel; a documentation site has none. So each notebook is exec
 real kernel, as tests/project/test_notebooks.py does: notebook 06 starts its two torch.distributed
 ranks itself, on 127.0.0.1 with gloo), and after every cell each AutogradWidget that cell displayed
 is written with `save_html` (the whole step-through recorded, replayable with no kernel) and shown
-in the page as an iframe of that file, where the notebook showed the live widget.  Output, for
-notebooks/NN_name.ipynb, under `out`:
+in the page as an iframe of that file, where the notebook showed the live widget. The page opens at
+the step the notebook left the widget at (written again after a later cell moves it), as the
+live notebook shows it; an `aw.side_by_side` pair is one page, its two sides stepped together.
+
+Output, for notebooks/NN_name.ipynb, under `out`:
     notebooks/NN_name.md              the page: markdown cells as they are, code cells as Python
                                       blocks, outputs as text / images / iframes
     notebooks/NN_name/widget-K.html   the K-th widget, standalone (`save_html`)
@@ -41,19 +44,40 @@ NOTEBOOKS = ROOT / "notebooks"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Height of the standalone page's own chrome around the drawing (header, toolbar, status line).
 FRAME_EXTRA_PX = 150
+# The pair page's titles above its two widgets.
+PAIR_TITLE_PX = 30
 
 # Runs once in the kernel, before the notebook: remember every widget built (weakly), so that
-# after a cell the widgets it displayed can be found from the model ids in its outputs.
+# after a cell the widgets it displayed can be found from the model ids in its outputs. A page is
+# written when its widget is displayed, and written again after a later cell moved the widget's
+# stepper (`start="current"`): the page opens where the notebook left the widget, which is what
+# the live notebook shows and what the prose around it describes.
 _KERNEL_SETUP = """
 import weakref as __agw_weakref
 import ipywidgets as __agw_ipywidgets
 __agw_built = __agw_weakref.WeakSet()
 __agw_ipywidgets.Widget.on_widget_constructed(__agw_built.add)
+__agw_pages = []  # [widget, path, title, description, where it was saved]
+
+
+def __agw_where(w):
+    st = (w.left if hasattr(w, "left") else w).stepper
+    return (st.position, st.last_error)
+
+
+def __agw_write(entry):
+    w, path, title, description, _ = entry
+    try:
+        w.save_html(path, title=title, description=description, start="current")
+    except RuntimeError:  # released by a later cell (`w.close()`): the last page stays
+        return
+    entry[4] = __agw_where(w)
 
 
 def __agw_save(model_ids, folder, start, title, description):
-    \"\"\"Save each AutogradWidget in the displayed widgets (boxes searched); print what was
-    written, one JSON line: [[model_id, [[file, title, height], ...]], ...].\"\"\"
+    \"\"\"Save each AutogradWidget (or aw.side_by_side pair: one page) in the displayed widgets,
+    boxes searched; print what was written, one JSON line:
+    [[model_id, [[file, stepper type, height, label, sides], ...]], ...].\"\"\"
     import json, pathlib, re
     import autograd_widget as __aw
     found, k = [], start
@@ -63,20 +87,35 @@ def __agw_save(model_ids, folder, start, title, description):
         pages, todo = [], [(top, None)] if top is not None else []
         while todo:
             w, label = todo.pop(0)
-            if isinstance(w, __aw.AutogradWidget):
+            if isinstance(w, (__aw.AutogradWidget, __aw.RecordingPair)):
                 k += 1
                 path = pathlib.Path(folder) / f"widget-{k}.html"
-                w.save_html(path, title=title if label is None else f"{title} — {label}",
-                            description=description)
-                pages.append([path.name, type(w.stepper).__name__, w.height, label])
+                entry = [w, path, title if label is None else f"{title} — {label}",
+                         description, None]
+                __agw_write(entry)
+                __agw_pages.append(entry)
+                pair = isinstance(w, __aw.RecordingPair)
+                one = w.left if pair else w
+                pages.append([path.name, type(one.stepper).__name__, one.height, label,
+                              list(w.names) if pair else None])
             else:
                 kids = list(getattr(w, "children", ()))
-                # a box titled by an HTML label beside its widget (aw.side_by_side's names)
                 text = [c.value for c in kids if isinstance(c, __agw_ipywidgets.HTML)]
                 label = re.sub("<[^>]*>", "", text[0]).strip() if len(text) == 1 else label
                 todo.extend((c, label) for c in kids)
         found.append([mid, pages])
     print(json.dumps(found))
+
+
+def __agw_follow():
+    \"\"\"After a cell: write again the pages of the widgets it moved.\"\"\"
+    for entry in __agw_pages:
+        try:
+            moved = __agw_where(entry[0]) != entry[4]
+        except Exception:  # a released widget's stepper
+            continue
+        if moved:
+            __agw_write(entry)
 """
 
 
@@ -93,7 +132,7 @@ class NotebookPage:
 
 def source_stamp(notebook: Path) -> str:
     """A hash of everything a notebook's page depends on: the notebook, the other files next to
-    it (ddp_record.py), this script, the package's Python sources and its front-end bundle."""
+    it, this script, the package's Python sources and its front-end bundle."""
     h = hashlib.sha256()
     paths = [notebook, Path(__file__).resolve()]
     paths += sorted(p for p in NOTEBOOKS.iterdir() if p.is_file() and p.suffix == ".py")
@@ -114,19 +153,24 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def _iframe(stem: str, page: list, name: str | None) -> str:
-    file, kind, height, label = page
+    file, kind, height, label, sides = page
     name = label or name
     what = ("the engine's recorded run" if kind == "Replay"
             else "its whole step-through, recorded when this cell ran,")
+    if sides:
+        what = (f"both recorded runs ({html.escape(sides[0])} and {html.escape(sides[1])}), "
+                "side by side and stepped together: a step in either moves both,")
     title = f"{name}: " if name else ""
     src = f"{stem}/{file}"
+    extra = FRAME_EXTRA_PX + (PAIR_TITLE_PX if sides else 0)
+    opens = "where the notebook left it; Reset goes back to step 0"
     return (
         f'<figure class="agw-frame">\n'
-        f'<iframe src="{src}" height="{int(height) + FRAME_EXTRA_PX}" loading="lazy" '
+        f'<iframe src="{src}" height="{int(height) + extra}" loading="lazy" '
         f'title="{html.escape(title)}the widget, as its standalone page"></iframe>\n'
         f"<figcaption>{html.escape(title + 'the widget' if name else 'The widget')} "
-        f"as its standalone page: {what} "
-        f'replays here without a kernel (<a href="{src}" target="_blank">open it alone</a>).'
+        f"as its standalone page: {what} replays here without a kernel, opened {opens} "
+        f'(<a href="{src}" target="_blank">open it alone</a>).'
         "</figcaption>\n"
         "</figure>\n"
     )
@@ -170,6 +214,10 @@ def _to_markdown(nb: nbformat.NotebookNode, stem: str, frames: dict, folder: Pat
                 row = "".join(_iframe(stem, p, n) for p, n in zip(pages, names))
                 cls = "agw-frames agw-frames--row" if len(pages) > 1 else "agw-frames"
                 parts.append(f'<div class="{cls}">\n{row}</div>\n')
+            elif "text/latex" in data:  # typeset on the page (arithmatex + the bundled KaTeX)
+                tex = data["text/latex"].strip()
+                tex = tex[2:-2].strip() if tex.startswith("$$") and tex.endswith("$$") else tex
+                parts.append(f"$$\n{tex}\n$$\n")
             elif "image/png" in data:
                 images += 1
                 name = f"output-{images}.png"
@@ -211,8 +259,9 @@ def build_one(notebook: Path, out: Path, *, timeout: int = 600) -> NotebookPage:
 
 
 def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str, list]:
-    """Run every cell; after each, save the AutogradWidgets it displayed into `folder`.
-    Returns {model id of a displayed widget: its pages, [file, stepper type, height, label]}."""
+    """Run every cell; after each, save the AutogradWidgets it displayed into `folder` (and
+    save again those it moved). Returns {model id of a displayed widget: its pages, [file,
+    stepper type, height, label, the pair's side names or None]}."""
     frames: dict[str, list] = {}
     count = 0
     with tempfile.TemporaryDirectory(prefix="agw-docs-") as scratch:
@@ -231,6 +280,7 @@ def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str,
                     section = _heading(cell) or section
                     continue
                 client.execute_cell(cell, index)
+                _run_hidden(client, "__agw_follow()")
                 ids = [o["data"][WIDGET_VIEW]["model_id"] for o in cell.get("outputs", [])
                        if WIDGET_VIEW in o.get("data", {})]
                 if ids:

@@ -25,3 +25,37 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def _seed_and_threads():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(scope="session")
+def docs_cache(tmp_path_factory):
+    """A notebook cache of the docs (docs/notebook_pages.py), fresh for this session: filled
+    by `docs_site`, reused by the test of `make docs` as a non-root user."""
+    return tmp_path_factory.mktemp("docs-cache")
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory, docs_cache):
+    """The documentation site built once per session with `mkdocs build --strict` into a
+    temporary folder, with a fresh notebook cache (every notebook executed by this very run);
+    shared by tests/project/test_docs.py and the browser test that looks at it."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "AGW_DOCS_CACHE": str(docs_cache),
+           "NO_MKDOCS_2_WARNING": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    t0 = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
+         "-d", str(out)],
+        cwd=root, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout}\n{run.stderr}"
+    print(f"docs built in {time.perf_counter() - t0:.1f} s")
+    return out

@@ -3,12 +3,12 @@
 `records` (Node, Edge, TensorMeta), `capture` and `track` (building them), `graph`
 (BackwardGraph: records + the live torch nodes, released safely by `live`), `graphdict` (a graph
 dict from a file, every field checked before `BackwardGraph.from_dict` builds on it), `saved`
-(saved values),
-`checkpoint` (saved values of non-reentrant checkpoint regions, read without unpacking), `memory`
-(bytes held for backward), `summary` (what a gradient looks like in a few numbers) and `store`
-(summaries kept lazily), `order` (the engine's execution order, computed on records), and the
-`formulas` subpackage (what each backward node type computes). Imports only `util`; nothing from
-Jupyter or plotly.
+(saved values), `freed` (a graph already freed by backward, told without unpacking), `checkpoint`
+(saved values of non-reentrant checkpoint regions, read without unpacking), `memory` (bytes held
+for backward), `summary` (what a gradient looks like in a few numbers) and `store` (summaries
+kept lazily), `order` (the engine's execution order, computed on records), and the `formulas`
+subpackage (what each backward node type computes). Imports only `util`; nothing from Jupyter or
+plotly.
 """
 
 __all__: list[str] = []

@@ -15,7 +15,9 @@ import torch
 from ..util.compat import check_node_api, gradient_edge
 from ..util.dtypes import dtype_name
 from ..util.gcpause import gc_paused
+from ..util.warn import warn_user
 from . import track as track_module
+from .freed import FREED_WARNING, freed_by_backward
 from .graph import BackwardGraph
 from .live import LiveRefs, drain_parked
 from .records import Edge, Node, TensorMeta
@@ -94,6 +96,22 @@ def _check_root(t: torch.Tensor, i: int) -> None:
             f"{where} is a meta tensor (no data); its graph can be walked but never stepped. "
             "Run the forward pass on a real device (cpu or cuda)."
         )
+
+
+def _check_not_only_leaves(roots: list[torch.Tensor], single: bool) -> None:
+    """A lone leaf (or only leaves) as the output is a mistake: its backward graph is one
+    AccumulateGrad node per leaf, with nothing to step (x's gradient w.r.t. x is the seed itself).
+    Almost always the input was passed where the output was meant; say so and what to pass."""
+    if any(t.grad_fn is not None for t in roots):
+        return
+    t = roots[0]
+    what = "the output is a leaf tensor" if single else "every output is a leaf tensor"
+    raise ValueError(
+        f"{what} (shape {list(t.shape)}, requires_grad=True, made by no op), so its backward "
+        "graph is a single AccumulateGrad node: there is nothing to step. Pass a tensor "
+        "computed FROM it instead, e.g. the loss or the model's output: "
+        "aw.explore(loss) with loss = model(x).sum(), or aw.explore((x**2).sum())."
+    )
 
 
 def _normalise_grad_outputs(
@@ -273,16 +291,40 @@ def capture(
     model: torch.nn.Module | None = None,
     params: Mapping[str, torch.Tensor] | None = None,
 ) -> BackwardGraph:
-    """Capture the backward graph behind `outputs` as a `BackwardGraph`.
+    """Capture the backward graph behind `outputs` as a `BackwardGraph`, without running it.
 
     The graph holds the output tensors (a custom Function's node object alone does not keep the
-    C++ graph alive) and touches nothing of the user's: no hooks, no `.grad`, no version bumps.
-    Works on a graph already freed by `backward()` too: the structure and non-tensor saved values
-    stay readable, saved tensors report "freed".
+    C++ graph alive) and touches nothing of the user's: no hooks, no `.grad`, no version bumps,
+    no saved value unpacked. A graph already freed by `backward()` is captured too (its structure
+    and non-tensor saved values stay readable, saved tensors report "freed"), with a warning.
 
-    `grad_outputs` is stored as `graph.grad_outputs` for the stepper, as in
-    `torch.autograd.grad`. `model` names parameter leaves (`named_parameters()`) and gives
-    module paths; `params` maps names to tensors for leaves that are not parameters of `model`.
+    Args:
+        outputs: a tensor with a `grad_fn` (the loss, a model's output) or a sequence of them.
+            A leaf tensor alone raises `ValueError`: its graph is one `AccumulateGrad` node;
+            pass what was computed from it. A leaf among other outputs is kept (as in
+            `torch.autograd.grad`).
+        grad_outputs: the seed of each output, as `torch.autograd.grad`'s: a tensor, one per
+            output (None for an implicit 1 on a real scalar output), or None. Stored as
+            `graph.grad_outputs` for the stepper.
+        model: the `nn.Module` that computed `outputs`: names parameter leaves
+            (`named_parameters()`, "0.weight") and gives nodes module paths; its class names the
+            graph (`graph.model_name`). A model none of whose parameters is a leaf of the graph
+            (and no custom Function could hide them) is ignored, with a warning naming it and
+            the leaves found instead.
+        params: names for leaves that are not parameters of `model`, `{"x": x}`.
+
+    Returns:
+        The `BackwardGraph`: `nodes`, `edges`, `roots`, `leaves`, saved values on request.
+
+    Raises:
+        ValueError: an output that has no graph (no `grad_fn`, created under `no_grad` or
+            `inference_mode`), a leaf alone, an empty list, a `grad_outputs` that does not fit.
+        TypeError: arguments of the wrong kind.
+
+    Warns:
+        UserWarning: the graph was already freed by `backward()` (why, and the fixes:
+            recompute the forward pass, or `backward(retain_graph=True)`); `model=` names
+            nothing in the graph.
 
     Example:
         >>> g = aw.capture(x**2 + y, params={"x": x, "y": y})
@@ -291,6 +333,9 @@ def capture(
         >>> aw.capture(torch.ones(2))
         Traceback (most recent call last):
         ValueError: the output has no grad_fn and does not require grad, ...
+        >>> aw.capture(x)
+        Traceback (most recent call last):
+        ValueError: the output is a leaf tensor (shape [], requires_grad=True, made by no op), ...
     """
     drain_parked()
     roots = _as_tensor_list(outputs, "outputs")
@@ -300,6 +345,7 @@ def capture(
         )
     for i, t in enumerate(roots):
         _check_root(t, -1 if isinstance(outputs, torch.Tensor) else i)
+    _check_not_only_leaves(roots, isinstance(outputs, torch.Tensor) or len(roots) == 1)
     gos = _normalise_grad_outputs(grad_outputs, roots)
     names = _leaf_names(model, params)
 
@@ -341,13 +387,44 @@ def capture(
             if node.module is None and len(ms) == 1:
                 node.module = next(iter(ms))
 
+    if model is not None and not _model_in_graph(model, nodes, fns):
+        model = None  # it names nothing here: no class name, no module classes from it
     live = LiveRefs(fns, list(roots), gos, by_fn=index)
     model_name = type(model).__name__ if model is not None else None
     graph = BackwardGraph(
         nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name,
         module_classes=_module_classes(nodes, model),
     )
+    if freed_by_backward(graph):
+        warn_user(FREED_WARNING)
     return graph
+
+
+def _model_in_graph(model: torch.nn.Module, nodes: dict[str, Node], fns: list) -> bool:
+    """True when some parameter of `model` is a leaf of the graph, or when that cannot be told
+    (`model` has no parameters; a custom Function may hold them inside, out of sight, as a
+    reentrant checkpoint does); else warn, naming the model's class and what the graph's leaves
+    are instead."""
+    own = {id(p) for p in model.parameters()}
+    if not own:
+        return True  # a parameterless model (an activation, a functional wrapper): nothing to match
+    leaves = [n for n in nodes.values() if n.kind == "accumulate_grad"]
+    if any(id(fns[int(n.id[1:])].variable) in own for n in leaves):
+        return True
+    if any(n.kind in ("custom_function", "cpp_function") for n in nodes.values()):
+        return True
+    shown = ", ".join(str(n.leaf_name) for n in leaves[:4]) + (", ..." if len(leaves) > 4 else "")
+    tracked = {getattr(n.module, "classes", {}).get("") for n in nodes.values()} - {None}
+    where = (f"; the graph's ops were tracked in a {', '.join(sorted(tracked))}" if tracked
+             else "")
+    found = f"its {len(leaves)} leaves are {shown}" if leaves else "it has no leaves"
+    warn_user(
+        f"model={type(model).__name__} names nothing in this graph: none of its "
+        f"{len(own)} parameters is a leaf of it ({found}{where}). Pass the model whose "
+        "forward made these outputs (model=...), or name the leaves with params={name: tensor}; "
+        f"the {type(model).__name__} is ignored."
+    )
+    return False
 
 
 def _module_classes(nodes: dict[str, Node], model: Any) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..util.compat import gradient_edge
 from ..util.fields import FieldError
+from .formulas.api import NodeFormula, node_formula
 from .graphdict import parse_graph_dict
 from .live import LiveRefs, release
 from .memory import SavedMemory, saved_memory
@@ -283,6 +284,22 @@ class BackwardGraph:
         self._saved.clear()
         if self._finalizer is not None:
             self._finalizer()
+
+    def formula(self, node_id: str) -> NodeFormula:
+        """What node `node_id` computes, as a `NodeFormula`: its type's formula (`aw.formula`)
+        with the node's actual shapes per gradient, found without reading any data (`meta`
+        tensors; a checkpointed value is never unpacked). Displayed in a notebook, it is
+        typeset; `.latex_shapes` is its LaTeX, `.lines` one `FormulaLine` per gradient.
+
+        Example:
+            >>> lin = torch.nn.Linear(8, 4)
+            >>> h = aw.capture(lin(torch.randn(16, 8)).sum(), model=lin)
+            >>> nf = h.formula("n1"); nf.name, [line.label for line in nf.lines]
+            ('AddmmBackward0', ['self', 'mat1', 'mat2'])
+            >>> print(nf.lines[2].shapes)  # grad of mat2 = mat1^T G
+            [8\\times 16]\\cdot[16\\times 4] \\to [8\\times 4]
+        """
+        return node_formula(self, node_id)
 
     # ----------------------------------------------------------------- saved values
     def saved(self, node_id: str) -> list[SavedValue]:

@@ -608,8 +608,8 @@ def first_saved_state(graph: BackwardGraph, limit: int = 64) -> str | None:
     Example:
         >>> first_saved_state(g)
         'ok'
-        >>> w = x * y; w.backward()
-        >>> first_saved_state(aw.capture(w))
+        >>> w = x * y; h = aw.capture(w); w.backward()
+        >>> first_saved_state(h)
         'freed'
     """
     for nid in list(graph.nodes)[:limit]:

@@ -1,7 +1,7 @@
 """The plotly figure of a drawing in a state: a static picture of what the widget shows.
 
 `to_figure` draws a graph payload (`wire.payload.graph_payload`) in a step state
-(`view.state.StateView.visible_arrays`) with the widget's palette (js/src/style.js), so a static
+(`view.stateview.StateView.visible_arrays`) with the widget's palette (js/src/style.js), so a static
 export looks like the live view. plotly is imported only when a figure is made.
 """
 

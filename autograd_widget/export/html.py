@@ -30,7 +30,7 @@ from ..util.bidi import isolate
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, WALKTHROUGH_FORMAT, dispatch
-from ..wire.session import Session
+from ..wire.session import Session, freed_notice
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -42,7 +42,10 @@ __all__ = [
     "WALKTHROUGH_FORMAT",
     "Exportable",
     "html",
+    "pair_html",
     "save_html",
+    "save_pair_html",
+    "start_step",
     "walkthrough",
     "walkthrough_session",
 ]
@@ -67,6 +70,12 @@ class Exportable(Protocol):
     def folds(self) -> dict[str, Repeat]:
         """Runs of repeated blocks folded now, by fold key."""
         ...
+
+    @property
+    def compared(self) -> str:
+        """The compared recording's name ("" when none: `explore(a, compare_to=b)`)."""
+        ...
+
 
 #: Samples of the walked sensitivity probe (js/src/sensitivity.js PROBE_SAMPLES asks the same).
 PROBE_SAMPLES = 16
@@ -261,7 +270,7 @@ def walkthrough_session(
         "description": description,
         "height": height,
         "graph": graph,
-        "state": _encode({**state0, **first}),
+        "state": _encode({**state0, **first, "notice": session.notice}),
         "steps": _encode(steps),
         "failed": failed,
         "inspect": _encode(inspect),
@@ -272,20 +281,23 @@ def walkthrough_session(
 
 def walkthrough(
     widget: Exportable, *, max_steps: int | None = None, title: str | None = None,
-    description: str | None = None,
+    description: str | None = None, start: int = 0,
 ) -> dict[str, Any]:
     """Walk the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it:
     the walkthrough its standalone page plays.
 
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
-    widget's current folds, plumbing and orientation; the widget is only read through its
-    public API, and its stepper is not moved.
+    widget's current folds, plumbing and orientation, its standing notice (a graph freed by
+    backward) and the edges it flags as differing from a compared recording; the widget is only
+    read through its public API, and its stepper is not moved.
 
     Args:
         widget: what to walk through.
         max_steps: stop after this many steps.
         title: the page's title (None: "autograd_widget — backward of MODEL (N nodes)").
         description: a paragraph under the title (plain text; None: none).
+        start: the walked step the page opens at (clamped to the steps walked; Reset still
+            goes back to step 0).
 
     Example:
         >>> w = aw.explore(z, params={"x": x, "y": y})
@@ -294,18 +306,27 @@ def walkthrough(
         >>> walkthrough(w, title="z = x² + y")["title"]
         'z = x² + y'
     """
+    if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+        raise ValueError(f"start must be a step number >= 0, got {start!r}")
     graph = widget.graph
     stepper = widget.stepper.twin()  # the same kind of run, from step 0
     try:
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
                       folds=widget.folds)
-        return walkthrough_session(
-            Session(graph, stepper, scene), title=_title(graph) if title is None else title,
+        session = Session(graph, stepper, scene, notice=freed_notice(graph))
+        differences = getattr(widget, "differences", None)
+        if differences is not None:  # a replay compared with another recording
+            scene.state.mark_differences(differences)
+            session.compared = widget.compared
+        walk = walkthrough_session(
+            session, title=_title(graph) if title is None else title,
             height=widget.height, max_steps=max_steps, description=description,
         )
     finally:
         stepper.close()
+    walk["start"] = min(start, len(walk["steps"]))
+    return walk
 
 
 def _title(g: Any) -> str:
@@ -332,6 +353,11 @@ body { display: flex; flex-direction: column; box-sizing: border-box; padding: 8
 .agw-page-howto kbd { font: inherit; border: 1px solid #bbb; border-radius: 3px; padding: 0 3px; }
 #autograd-widget-root { flex: 1 1 auto; min-height: 320px; display: flex; }
 #autograd-widget-root > .agw-root { flex: 1 1 auto; height: auto !important; min-height: 0; }
+#autograd-widget-root.agw-pair { gap: 10px; }
+.agw-pair > section { flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; }
+.agw-pair-name { font-size: 1rem; font-weight: 600; margin: 0 0 4px; }
+.agw-pair > section > div { flex: 1 1 auto; min-height: 0; display: flex; }
+.agw-pair > section > div > .agw-root { flex: 1 1 auto; height: auto !important; min-height: 0; }
 @media (prefers-color-scheme: dark) {
   body { background: #111; color: #ddd; }
   .agw-page-howto { color: #aaa; }
@@ -352,6 +378,44 @@ def html(walk: dict[str, Any]) -> str:
         >>> page.startswith("<!doctype html>"), "a &lt;small&gt; z" in page
         (True, True)
     """
+    main = "<main id=\"autograd-widget-root\"></main>\n"
+    data = (f"<script type=\"application/json\" id=\"autograd-widget-walkthrough\">"
+            f"{_script_json(walk)}</script>\n")
+    # the bundle's `mountWalkthrough` export draws the walkthrough into the page
+    draw = ("mod.mountWalkthrough(document.getElementById('autograd-widget-root'),"
+            " read('autograd-widget-walkthrough'), { fill: true });\n")
+    return _page(walk, main, data, draw)
+
+
+def pair_html(left: dict[str, Any], right: dict[str, Any], names: tuple[str, str]) -> str:
+    """One self-contained page of two walkthroughs side by side, stepped together (the bundle's
+    `mountWalkthroughPair`: a move in either brings the other to the same number of steps), each
+    titled by its name; the header is `left`'s (title, description, how-to).
+
+    Example:
+        >>> walk = walkthrough(aw.explore(z, params={"x": x, "y": y}))
+        >>> page = pair_html(walk, walk, ("rank 0", "rank <1>"))
+        >>> "mod.mountWalkthroughPair(" in page, "rank &lt;1&gt;" in page
+        (True, True)
+    """
+    heads = [f"<h2 class=\"agw-pair-name\"><bdi>{_escape(str(n))}</bdi></h2>" for n in names]
+    main = ("<main id=\"autograd-widget-root\" class=\"agw-pair\">"
+            f"<section>{heads[0]}<div id=\"autograd-widget-left\"></div></section>"
+            f"<section>{heads[1]}<div id=\"autograd-widget-right\"></div></section></main>\n")
+    data = "".join(
+        f"<script type=\"application/json\" id=\"autograd-widget-walkthrough-{side}\">"
+        f"{_script_json(walk)}</script>\n" for side, walk in (("left", left), ("right", right)))
+    draw = ("mod.mountWalkthroughPair([document.getElementById('autograd-widget-left'),"
+            " document.getElementById('autograd-widget-right')],"
+            " [read('autograd-widget-walkthrough-left'),"
+            " read('autograd-widget-walkthrough-right')], { fill: true });\n")
+    return _page(left, main, data, draw)
+
+
+def _page(walk: dict[str, Any], main: str, data: str, draw: str) -> str:
+    """The page around `main` (where the widgets go), `data` (the walkthroughs' script
+    elements) and `draw` (the module code drawing them, with `mod` the bundle and `read(id)` a
+    JSON reader)."""
     front = static.bundle()
     bundle, css = front.code, front.css
     title = str(walk.get("title") or "autograd_widget")
@@ -359,8 +423,7 @@ def html(walk: dict[str, Any]) -> str:
     desc_html = f'<p class="agw-page-desc"><bdi>{_escape(str(desc))}</bdi></p>' if desc else ""
     how = _escape(HOW_TO).replace("?", "<kbd>?</kbd>", 1)
     safe_css = (css + _PAGE_CSS).replace("</", "<\\/")
-    # The bundle is an ES module; it is imported from a blob: URL (no network), and its
-    # `mountWalkthrough` export draws the walkthrough into the page.
+    # The bundle is an ES module, imported from a blob: URL (no network).
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{_escape(isolate(title))}</title>"
@@ -368,9 +431,7 @@ def html(walk: dict[str, Any]) -> str:
         f"<style>{safe_css}</style></head>\n<body>"
         f"<header class=\"agw-page-head\"><h1><bdi>{_escape(title)}</bdi></h1>{desc_html}"
         f"<p class=\"agw-page-howto\">{how}</p></header>\n"
-        "<main id=\"autograd-widget-root\"></main>\n"
-        f"<script type=\"application/json\" id=\"autograd-widget-walkthrough\">"
-        f"{_script_json(walk)}</script>\n"
+        f"{main}{data}"
         f"<script type=\"application/json\" id=\"autograd-widget-bundle\">"
         f"{_script_json(bundle)}</script>\n"
         "<script type=\"module\">\n"
@@ -378,15 +439,14 @@ def html(walk: dict[str, Any]) -> str:
         "const url = URL.createObjectURL(new Blob([read('autograd-widget-bundle')],"
         " { type: 'text/javascript' }));\n"
         "const mod = await import(url);\n"
-        "mod.mountWalkthrough(document.getElementById('autograd-widget-root'),"
-        " read('autograd-widget-walkthrough'), { fill: true });\n"
+        f"{draw}"
         "</script>\n</body></html>\n"
     )
 
 
 def save_html(
     widget: Exportable, path: str | Path, title: str | None = None,
-    description: str | None = None,
+    description: str | None = None, *, start: int = 0,
 ) -> Path:
     """Write the walkthrough of `widget` (its whole step-through) as one offline HTML file;
     return its path.
@@ -398,6 +458,7 @@ def save_html(
         title: the page's title and heading (None: "autograd_widget — backward of MODEL (N
             nodes)").
         description: a paragraph under the title, plain text (None: none).
+        start: the step the page opens at (0: before the first step).
 
     Example:
         >>> import tempfile
@@ -407,6 +468,56 @@ def save_html(
         ...     path.name, path.read_text(encoding="utf-8").startswith("<!doctype html>")
         ('run.html', True)
     """
+    out = _html_path(path, title, description)
+    walk = walkthrough(widget, title=title, description=description, start=start)
+    # complete or absent: a page that fails half-way never replaces a good one
+    write_bytes(out, html(walk).encode("utf-8"))
+    return out
+
+
+def save_pair_html(
+    left: Exportable, right: Exportable, path: str | Path, *, names: tuple[str, str],
+    title: str | None = None, description: str | None = None, start: int = 0,
+) -> Path:
+    """Write two widgets' walkthroughs as one offline page, side by side and stepped together
+    (`pair_html`); return its path. Arguments as `save_html`; `names` titles the sides.
+
+    Example:
+        >>> import tempfile
+        >>> a, b = aw.explore(z, params={"x": x}), aw.explore(z, params={"y": y})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     save_pair_html(a, b, Path(d) / "pair.html", names=("a", "b")).name
+        'pair.html'
+    """
+    out = _html_path(path, title, description)
+    walks = [walkthrough(w, title=title, description=description, start=start)
+             for w in (left, right)]
+    write_bytes(out, pair_html(walks[0], walks[1], names).encode("utf-8"))
+    return out
+
+
+def start_step(stepper: Any, start: int | str) -> int:
+    """`save_html`'s `start` as a walked step number: an int as it is, "current" where
+    `stepper` is now (its position, plus the failed step when the last one failed: the page then
+    shows the failure, as the widget does).
+
+    Example:
+        >>> start_step(st, 2), start_step(st, "current")
+        (2, 0)
+        >>> start_step(st, -1)
+        Traceback (most recent call last):
+        ValueError: start must be a step number >= 0 or 'current', got -1
+    """
+    if start == "current":
+        return stepper.position + (1 if stepper.last_error is not None else 0)
+    if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+        raise ValueError(f"start must be a step number >= 0 or 'current', got {start!r}")
+    return start
+
+
+def _html_path(path: str | Path, title: str | None, description: str | None) -> Path:
+    """`path` as an .html file whose folder exists; the bundle and the page's text checked
+    before anything is walked."""
     static.bundle()  # FileNotFoundError naming the build, before anything is walked
     out = Path(path)
     if out.suffix.lower() not in (".html", ".htm"):
@@ -414,9 +525,6 @@ def save_html(
     for name, text in (("title", title), ("description", description)):
         _check_encodable(name, text)
     out.parent.mkdir(parents=True, exist_ok=True)
-    walk = walkthrough(widget, title=title, description=description)
-    # complete or absent: a page that fails half-way never replaces a good one
-    write_bytes(out, html(walk).encode("utf-8"))
     return out
 
 

@@ -5,7 +5,7 @@ encoding of NaN/Inf/complex, used by every producer the front-end reads), `dtype
 `compat` (the torch version check and the private autograd APIs we read), `static` (the one reader
 of the shipped front-end bundle), `atomic` (every file written complete or not at all), `bidi`
 (a user's string isolated from the text around it), `fields` (decoded JSON read strictly, each
-error saying where).
+error saying where), `warn` (warnings attributed to the user's own line).
 """
 
 __all__: list[str] = []

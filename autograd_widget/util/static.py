@@ -48,7 +48,7 @@ def bundle() -> Bundle:
 
     Example:
         >>> b = bundle()
-        >>> len(b.hash), "replay" in b.code, b.css.count("agw-") > 10
+        >>> len(b.hash), "mountWalkthrough" in b.code, b.css.count("agw-") > 10
         (16, True, True)
     """
     path = STATIC / "widget.js"

@@ -4,7 +4,7 @@
 node/edge arrays, labels as string tables, coordinates and edge bends as binary buffers (format
 version 2, the only one: nothing ever emitted another). `decode_graph` expands it back to one
 record per item and edge, as the front-end's `decodeGraph` does; tests and the static figure use
-it. The step state is another payload (`view.state.StateView`); the messages are `protocol`.
+it. The step state is another payload (`view.stateview.StateView`); the messages are `protocol`.
 Knows nothing of traitlets or anywidget.
 """
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.freed import FREED_WARNING, freed_by_backward
 from ..core.graph import BackwardGraph
-from ..core.saved import first_saved_state, node_validity
+from ..core.saved import node_validity
 from ..util.gcpause import gc_paused
 from .payload import graph_payload
 
@@ -233,19 +234,18 @@ class Session:
 
 
 def freed_notice(graph: BackwardGraph) -> str | None:
-    """A banner when backward() already freed the graph (every step would fail), else None.
+    """A banner when backward() already freed the graph (stepping fails at the first node that
+    saved a tensor), else None: `capture()`'s warning, as a sentence.
 
     Example:
         >>> freed_notice(g) is None
         True
-        >>> w = x * y; w.backward()
-        >>> freed_notice(aw.capture(w))
-        'This graph was freed by backward() (saved tensors are gone), ...'
+        >>> w = x * y
+        >>> h = aw.capture(w)
+        >>> w.backward()
+        >>> freed_notice(h)
+        'This graph was already freed by backward(): its saved tensors are gone, ...'
     """
-    if graph.is_live and first_saved_state(graph) == "freed":
-        return (
-            "This graph was freed by backward() (saved tensors are gone), so its nodes "
-            "cannot be called. Capture before calling backward(), or call "
-            "backward(retain_graph=True)."
-        )
+    if graph.is_live and freed_by_backward(graph):
+        return FREED_WARNING[0].upper() + FREED_WARNING[1:]
     return None

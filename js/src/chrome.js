@@ -112,7 +112,7 @@ export function createChrome(doc, opts) {
   const statusHint = h('span', { class: 'agw-status-hint', id: `agw-hint-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
   const status = h('div', { class: 'agw-status', role: 'status', 'aria-live': 'polite' }, statusText, statusHint);
   const alert = h('div', { class: 'agw-alert', role: 'alert', hidden: '' });
-  const notice = h('div', { class: 'agw-notice', role: 'note', hidden: '' });
+  const notice = h('div', { class: 'agw-notice', role: 'note', id: `agw-notice-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
   const waiting = h('div', { class: 'agw-waiting', hidden: '', role: 'note', 'aria-label': 'Gradients waiting in the next node' });
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let alertTimer;
@@ -192,15 +192,22 @@ export function createChrome(doc, opts) {
 
   /**
    * A button that can't act after a failed step stays focusable and clickable (a click says
-   * why), marked aria-disabled and described by the way out. @param {HTMLButtonElement} b @param {string} stuck
+   * why), marked aria-disabled and described by the way out. Before any step, a standing notice
+   * (a graph freed by backward, a released widget) says why stepping will not get far: the button
+   * is described by it, before anyone clicks. @param {HTMLButtonElement} b @param {string} stuck
    */
   function markBlocked(b, stuck) {
     const on_ = !!stuck && !b.disabled;
+    const { state } = store.get();
     b.classList.toggle('agw-blocked', on_);
     if (on_) {
       b.setAttribute('aria-disabled', 'true');
       b.setAttribute('aria-describedby', statusHint.id);
       b.title = `Can't go on: ${failedName()} failed. ${stuck}.`;
+    } else if (state.notice && !b.disabled) {
+      b.removeAttribute('aria-disabled');
+      b.setAttribute('aria-describedby', notice.id);
+      b.title = `${baseTitle.get(b) ?? ''}\n⚠ ${state.notice}`.trim();
     } else {
       b.removeAttribute('aria-disabled');
       b.removeAttribute('aria-describedby');

@@ -17,5 +17,5 @@ function render({ model, el }) {
   };
 }
 
-export { mountWalkthrough } from './walkthrough.js';
+export { mountWalkthrough, mountWalkthroughPair } from './walkthrough.js';
 export default { render };

@@ -23,6 +23,26 @@ export function renderMath(latex) {
 }
 
 /**
+ * A formula's note: plain text with its math between `$` signs ("$y = \\sigma(x)$ is the saved
+ * result"), as markup: the text escaped, each math part typeset inline (MathML); a part KaTeX
+ * cannot parse is shown as its source, escaped.
+ * @param {string} note
+ * @returns {string}
+ * @example renderNote('$x$ < 1').endsWith(' &lt; 1') // true
+ */
+export function renderNote(note) {
+  const esc = (/** @type {string} */ t) => t.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
+  return String(note ?? '').split('$').map((part, i) => {
+    if (i % 2 === 0) return esc(part);
+    try {
+      return katex.renderToString(part, { output: 'mathml', displayMode: false, throwOnError: true, strict: 'ignore' });
+    } catch {
+      return `<code class="agw-math-src">${esc(part)}</code>`;
+    }
+  }).join('');
+}
+
+/**
  * @typedef {object} FormulaInfo
  * @property {boolean} known a formula exists for this node type
  * @property {string} latex the gradients (one aligned block), "" when unknown

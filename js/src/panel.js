@@ -23,7 +23,7 @@ import {
   valuesPreview,
 } from './inspect.js';
 import { shapeText } from './labels.js';
-import { formulaInfo, renderMath } from './math.js';
+import { formulaInfo, renderMath, renderNote } from './math.js';
 import { editText, parseFactor } from './sensitivity.js';
 
 /**
@@ -285,7 +285,11 @@ export function createInspector(doc, handlers) {
       out.push(h('h4', {}, 'With this node\'s shapes'));
       out.push(block(f.shapes, 'agw-math-shapes'));
     }
-    if (f.note) out.push(note(f.note));
+    if (f.note) {
+      const p = note('');
+      p.innerHTML = renderNote(f.note); // escaped text, KaTeX's own MathML
+      out.push(p);
+    }
     out.push(note('G is the gradient arriving at this node; ⊙ multiplies element by element.'));
     return out;
   }

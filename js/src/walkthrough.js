@@ -85,6 +85,8 @@ export class Player {
     this.title = String(walkthrough.title ?? 'autograd_widget');
     this.description = walkthrough.description ? String(walkthrough.description) : '';
     this.height = Number(walkthrough.height ?? 600);
+    /** The step the page opens at (`save_html(start=...)`); Reset still goes back to 0. */
+    this.start = Math.max(0, Math.min(Math.trunc(Number(walkthrough.start ?? 0)) || 0, this.steps.length));
     /** Number of walked deltas applied. */
     this.k = 0;
     /** @type {Record<string, any>} */
@@ -93,6 +95,7 @@ export class Player {
     this.values = {};
     this.seq = 0;
     this.reset();
+    while (this.k < this.start && this.forward());
   }
 
   reset() {
@@ -416,11 +419,70 @@ export function walkthroughBackend(player, model) {
  * @returns {() => void} cleanup
  */
 export function mountWalkthrough(el, walkthrough, opts = {}) {
-  const player = new Player(walkthrough);
+  return mount(el, new Player(walkthrough), opts, true).cleanup;
+}
+
+/**
+ * Two walkthroughs side by side, stepped together (`RecordingPair.save_html`, the standalone page
+ * of `aw.side_by_side`): a move in either (Step, Back, Run, Reset, Run to node, First NaN/Inf)
+ * brings the other to the same number of steps, as the live pair does in Python
+ * (autograd_widget/pair.py): the other side stops early at a step of its own that fails.
+ * @param {[HTMLElement, HTMLElement]} els
+ * @param {[any, any]} walkthroughs
+ * @param {{ fill?: boolean }} [opts]
+ * @returns {() => void} cleanup
+ */
+export function mountWalkthroughPair(els, walkthroughs, opts = {}) {
+  const sides = [0, 1].map((i) => mount(els[i], new Player(walkthroughs[i]), opts, i === 0));
+  let moving = false;
+  for (const [src, dst] of [[sides[0], sides[1]], [sides[1], sides[0]]]) {
+    src.onMove(() => {
+      if (moving) return;
+      moving = true;
+      try {
+        follow(src.player, dst.player);
+        dst.model.refresh();
+      } finally {
+        moving = false;
+      }
+    });
+  }
+  follow(sides[0].player, sides[1].player);
+  sides[1].model.refresh();
+  return () => sides.forEach((s) => s.cleanup());
+}
+
+/**
+ * Bring `dst` to `src`'s position (steps done, a failed step not counted), within `dst`'s own
+ * steps: undo a failed step first, then step back or forward, stopping at a step that fails.
+ * @param {Player} src @param {Player} dst
+ */
+export function follow(src, dst) {
+  const pos = Math.min(Number(src.scalars().position), Number(dst.scalars().total));
+  if (dst.scalars().error) dst.backward();
+  while (Number(dst.scalars().position) > pos && dst.backward());
+  while (Number(dst.scalars().position) < pos && dst.forward()) {
+    if (dst.scalars().error) break;
+  }
+}
+
+/**
+ * One walkthrough view in `el`; `onMove(cb)` calls `cb` after each move of its player.
+ * @param {HTMLElement} el @param {Player} player @param {{ fill?: boolean }} opts
+ * @param {boolean} titled whether the page takes this walkthrough's title
+ */
+function mount(el, player, opts, titled) {
   const model = walkthroughModel(player);
+  /** @type {Set<() => void>} */
+  const moved = new Set();
+  const refresh = model.refresh;
+  model.refresh = () => {
+    refresh();
+    for (const cb of moved) cb();
+  };
   const backend = walkthroughBackend(player, model);
   const doc = el.ownerDocument;
-  if (doc && player.title) doc.title = player.title;
+  if (titled && doc && player.title) doc.title = player.title;
   const destroy = createView({ model, el, backend });
   const root = /** @type {HTMLElement | null} */ (el.querySelector('.agw-root'));
   /** @param {KeyboardEvent} ev */
@@ -434,12 +496,23 @@ export function mountWalkthrough(el, walkthrough, opts = {}) {
   };
   if (opts.fill && root) {
     root.style.height = '100%';
-    root.focus({ preventScroll: true });
-    doc.addEventListener('keydown', forward);
+    if (titled) {
+      root.focus({ preventScroll: true });
+      doc.addEventListener('keydown', forward);
+    }
   }
-  return () => {
-    doc.removeEventListener('keydown', forward);
-    destroy();
-    backend.dispose();
+  return {
+    player,
+    model,
+    /** @param {() => void} cb */
+    onMove(cb) {
+      moved.add(cb);
+    },
+    cleanup() {
+      doc.removeEventListener('keydown', forward);
+      moved.clear();
+      destroy();
+      backend.dispose();
+    },
   };
 }

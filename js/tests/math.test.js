@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { formulaInfo, renderMath } from '../src/math.js';
+import { formulaInfo, renderMath, renderNote } from '../src/math.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { createInspector } from '../src/panel.js';
 import { addmmReply, boxGraph, boxState } from './fixtures.js';
@@ -17,6 +17,15 @@ describe('renderMath', () => {
     const r = renderMath('\\frac{<b>');
     expect(r.ok).toBe(false);
     expect(r.html).toBe('<code class="agw-math-src">\\frac{&lt;b&gt;</code>');
+  });
+
+  it('typesets the math of a note between $ signs, the text escaped', () => {
+    const html = renderNote('$y = \\sigma(x)$ is the saved result; <b> & $\\frac{$');
+    expect(html.startsWith('<span class="katex"><math')).toBe(true);
+    expect(html).toContain(' is the saved result; &lt;b&gt; &amp; ');
+    expect(html).not.toContain('$');
+    expect(html.endsWith('<code class="agw-math-src">\\frac{</code>')).toBe(true); // never throws
+    expect(renderNote('no math here')).toBe('no math here');
   });
 
   it('normalises the reply field', () => {

@@ -391,7 +391,8 @@ describe('a new _state', () => {
     expect(sent('back')).toHaveLength(1);
     model.push('_state', freed.state(1, { seq: 10 }));
     expect(button('Step').getAttribute('aria-disabled')).toBeNull();
-    expect(button('Step').title).toBe('Run the next node (→)');
+    // the failure's way out is gone; the graph's standing notice (freed) still describes Step
+    expect(button('Step').title).toBe(`Run the next node (→)\n⚠ ${freed.state(1).notice}`);
     button('Step').click();
     expect(sent('step')).toHaveLength(1);
     cleanup();
@@ -407,8 +408,15 @@ describe('a new _state', () => {
   });
 
   it('shows the notice (a graph freed by backward) and warnings', () => {
-    const { model, el, cleanup } = mount(0, { _graph: freed.graph(), _state: freed.state(0) });
-    expect(el.querySelector('.agw-notice').textContent).toContain('freed by backward()');
+    const { model, el, button, cleanup } = mount(0, { _graph: freed.graph(), _state: freed.state(0) });
+    const notice = /** @type {HTMLElement} */ (el.querySelector('.agw-notice'));
+    expect(notice.textContent).toContain('freed by backward()');
+    // Step says why it will not get far before anyone clicks it
+    for (const name of ['Step', 'Run to end', 'Play']) {
+      expect(button(name).title).toContain('freed by backward()');
+      expect(button(name).getAttribute('aria-describedby')).toBe(notice.id);
+      expect(button(name).getAttribute('aria-disabled')).toBeNull();
+    }
     model.receive({ type: 'warning', message: 'already at the start: nothing to undo' });
     expect(el.querySelector('.agw-alert').textContent).toContain('nothing to undo');
     cleanup();

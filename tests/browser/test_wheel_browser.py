@@ -1,11 +1,11 @@
 """The package as a user installs it: `python -m build`'s wheel, in a fresh venv, in JupyterLab.
 
-Everything else in the suite runs from the source tree. Here:
+Everything else in the suite runs from the source tree. Here (with tests/helpers/wheelenv.py, shared
+with the other tests that install the wheel):
 1. `python -m build` makes an sdist and, from it, a wheel; both carry the front-end bundle
    (built from js/ and gitignored), and the wheel build runs with no Node on PATH;
-2. a fresh venv (no repo on its path) gets torch 2.13.0 from the LOCAL CPU wheel only (pip's
-   configured find-links with `--no-index`: never an index, so never a CUDA build), then the
-   wheel and JupyterLab;
+2. a fresh venv (no repo on its path) gets torch 2.13.0 from the LOCAL CPU wheel only (never an
+   index, so never a CUDA build), then the wheel and JupyterLab, torch pinned to what is there;
 3. `autograd_widget.__file__` is inside that venv, and JupyterLab runs from that venv with a
    PATH that has no `node`, started in a directory outside the repo: the widget draws, Step
    steps, stepping from Python updates the view.
@@ -13,102 +13,39 @@ Everything else in the suite runs from the source tree. Here:
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-import tarfile
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.helpers.wheelenv import TORCH, build_dist, clean_env, pip_install, run, venv_with_torch
+
 from .conftest import SERVER_TIMEOUT
-from .labserver import ROOT, LabServer, start_lab
+from .labserver import LabServer, start_lab
 from .labtools import button, open_notebook, run_cell, status, widget_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-TORCH = "2.13.0"
-BUNDLE = ("autograd_widget/static/widget.js", "autograd_widget/static/widget.css",
-          "autograd_widget/static/loader.js")
-NODE_NAMES = {"node", "nodejs", "npm", "npx", "corepack"}
-
-
-def _run(cmd: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    what = " ".join(map(str, cmd))
-    assert r.returncode == 0, f"{what} failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-    return r
-
-
-def path_without_node(shim: Path) -> str:
-    """A PATH with every program of the current PATH except Node's (links in `shim`): Debian's
-    merged /usr makes /bin and /usr/bin one directory, so dropping a directory is no option."""
-    shim.mkdir(parents=True, exist_ok=True)
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        if not d or not Path(d).is_dir():
-            continue
-        for exe in Path(d).iterdir():
-            if exe.name in NODE_NAMES or (shim / exe.name).exists():
-                continue
-            if exe.is_file() and os.access(exe, os.X_OK):
-                (shim / exe.name).symlink_to(exe)
-    return str(shim)
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Iterator[dict]:
     base = tmp_path_factory.mktemp("wheel")
-    path = path_without_node(base / "bin")
-    assert shutil.which("node", path=path) is None and shutil.which("npm", path=path) is None
-    env = {**os.environ, "PATH": path}
-    env.pop("PYTHONPATH", None)
+    env = clean_env(base)
+    dist = build_dist()  # sdist + wheel (the wheel built from the sdist), no Node on PATH
+    py = venv_with_torch(base)
+    pip_install(py, dist.wheel, "jupyterlab>=4.2", "ipykernel>=6.29", env=env, cwd=base)
 
-    # 1. sdist + wheel (the wheel built from the sdist), no Node on PATH
-    dist = base / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], env=env)
-    (sdist,) = dist.glob("autograd_widget-*.tar.gz")
-    (wheel,) = dist.glob("autograd_widget-*.whl")
-    with tarfile.open(sdist) as t:
-        in_sdist = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-    in_wheel = set(zipfile.ZipFile(wheel).namelist())
-    for name in BUNDLE:
-        assert name in in_sdist, f"the sdist lacks {name}"
-        assert name in in_wheel, f"the wheel lacks {name}"
-    assert zipfile.ZipFile(wheel).read(BUNDLE[0]) == (ROOT / BUNDLE[0]).read_bytes()
-
-    # 2. a fresh venv: torch from the local CPU wheel only, then the wheel and JupyterLab
-    venv = base / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], env=env)
-    py = str(venv / "bin" / "python")
-    local = base / "local"
-    got = subprocess.run(
-        [py, "-m", "pip", "download", "--quiet", "--no-index", "--no-deps", "-d", str(local),
-         f"torch=={TORCH}"], capture_output=True, text=True, timeout=600, env=env)
-    assert got.returncode == 0, (
-        f"no local CPU wheel of torch {TORCH} in pip's find-links (this machine's pip config "
-        f"or PIP_FIND_LINKS); the test never resolves torch from an index:\n{got.stderr[-2000:]}")
-    (torch_wheel,) = local.glob("torch-*.whl")
-    assert "+cpu" in torch_wheel.name, torch_wheel.name
-    _run([py, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", str(torch_wheel)],
-         env=env)
-    constraints = base / "constraints.txt"
-    constraints.write_text(f"torch=={TORCH}\n")
-    _run([py, "-m", "pip", "install", "--quiet", "-c", str(constraints), str(wheel),
-          "jupyterlab>=4.2", "ipykernel>=6.29"], env=env, cwd=base)
-    _run([py, "-m", "pip", "check"], env=env, cwd=base)
-
-    # 3. the package is the wheel's, in the venv; torch is the CPU build
-    out = _run([py, "-c", "import autograd_widget, torch; print(autograd_widget.__file__); "
-                "print(torch.__version__, torch.version.cuda)"], env=env, cwd=base).stdout
+    # the package is the wheel's, in the venv; torch is the CPU build
+    out = run([py, "-c", "import autograd_widget, torch; print(autograd_widget.__file__); "
+               "print(torch.__version__, torch.version.cuda)"], env=env, cwd=base).stdout
     file, versions = out.strip().splitlines()
+    venv = Path(py).parent.parent
     assert Path(file).resolve().is_relative_to(venv.resolve()), file
     assert versions == f"{TORCH}+cpu None", versions
-    yield {"venv": venv, "python": py, "path": path, "file": file, "base": base}
+    yield {"venv": venv, "python": py, "path": env["PATH"], "file": file, "base": base}
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -203,9 +203,12 @@ def test_two_outputs_of_one_node_are_two_roots_on_one_node():
 
 def test_leaf_as_output():
     x = torch.randn(2, requires_grad=True)
-    g = aw.capture(x, torch.ones(2))
-    assert g.roots == [(g.leaves[0], 0)]
-    assert len(g.nodes) == 1
+    with pytest.raises(ValueError, match="is a leaf tensor"):
+        aw.capture(x, torch.ones(2))  # alone: nothing to step (test_common_mistakes)
+    y = x * 2
+    g = aw.capture([y, x], [torch.ones(2), torch.ones(2)])
+    assert (g.leaves[0], 0) in g.roots
+    assert len(g.nodes) == 2
 
 
 # ---------------------------------------------------------------- track()
@@ -488,7 +491,8 @@ def test_graph_freed_by_backward():
     y = x.exp()
     loss = y.pow(2).sum()
     loss.backward()
-    g = aw.capture(loss)
+    with pytest.warns(UserWarning, match="already freed by backward"):
+        g = aw.capture(loss)
     check_invariants(g)
     assert names(g) == ["SumBackward0", "PowBackward0", "ExpBackward0", "AccumulateGrad"]
     (pw,) = by_name(g, "PowBackward0")

@@ -125,7 +125,8 @@ def test_freed_graph():
     x = torch.randn(3, requires_grad=True)
     loss = (x.exp() ** 2).sum()
     loss.backward()
-    g = aw.capture(loss)
+    with pytest.warns(UserWarning, match="already freed by backward"):
+        g = aw.capture(loss)
     recs = saved(g, "PowBackward0")
     assert recs["self"].state == "freed" and "retain_graph=True" in recs["self"].note
     assert recs["exponent"].value == 2

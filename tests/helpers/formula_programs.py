@@ -1,4 +1,4 @@
-"""One small float64 forward program per covered backward node type (for tests/test_formula*.py).
+"""One small float64 forward program per covered backward node type (tests/core/test_formulas*).
 
 `PROGRAMS[name](shape)` returns a tensor whose graph contains a node of type `name`; `find`
 locates it. Shapes default to small ones; hypothesis varies `shape` for elementwise programs.

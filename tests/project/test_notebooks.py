@@ -1,4 +1,6 @@
-"""The notebooks run top to bottom (nbclient, a real kernel) and show what they claim."""
+"""The notebooks run top to bottom (nbclient, a real kernel) and show what they claim; they are
+committed with their outputs, and those outputs are what they print today
+(tests/notebook_outputs.py says what "up to date" means)."""
 
 from __future__ import annotations
 
@@ -6,29 +8,55 @@ import json
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+import torch
 
-from tests.helpers.notebooks import NOTEBOOKS, execute, text_of
+from tests.helpers.notebook_outputs import NOTEBOOKS, differences, executed
+
+NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_notebooks_are_stored_without_outputs():
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        nb = json.loads(path.read_text())
-        for cell in nb["cells"]:
-            if cell["cell_type"] == "code":
-                assert cell["outputs"] == [], f"{path.name}: strip outputs before committing"
-                assert cell["execution_count"] is None
+def execute(name: str) -> nbformat.NotebookNode:
+    """The notebook executed once per test session (shared with the other notebook tests)."""
+    return executed(name)[0]
+
+
+def text_of(nb: nbformat.NotebookNode) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o["text"])
+            elif "data" in o and "text/plain" in o["data"]:
+                out.append(o["data"]["text/plain"])
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebooks_are_stored_with_their_outputs_in_order(name):
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), (
+        f"{name}: run it top to bottom before committing (make notebooks)")
+    assert sum(bool(c["outputs"]) for c in code) >= len(code) // 2, f"{name}: outputs stripped?"
+    assert nb["metadata"]["autograd_widget"]["torch"], "the torch the outputs were made with"
+    for cell in code:
+        assert "execution" not in cell["metadata"], "no per-cell timestamps (make notebooks)"
 
 
 @pytest.mark.slow
-def test_tour_runs_and_shows_the_graph(tmp_path):
-    import shutil
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_outputs_are_up_to_date(name):
+    made_with = json.loads((NOTEBOOKS / name).read_text())["metadata"]["autograd_widget"]["torch"]
+    if made_with != torch.__version__:
+        pytest.skip(f"{name}'s outputs were made with torch {made_with}, this is "
+                    f"{torch.__version__}: printed values may differ in the last digit")
+    stale = differences(name)
+    assert not stale, "\n".join(["stale outputs (run `make notebooks`):", *stale])
 
-    shutil.copy(NOTEBOOKS / "01_tour.ipynb", tmp_path / "01_tour.ipynb")
-    nb = nbformat.read(tmp_path / "01_tour.ipynb", as_version=4)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+
+@pytest.mark.slow
+def test_tour_runs_and_shows_the_graph():
+    nb, folder = executed("01_tour.ipynb")
     text = text_of(nb)
     assert "['AddBackward0', 'AccumulateGrad', 'PowBackward0', 'AccumulateGrad']" in text
     assert "dz/dx = 4.0 | dz/dy = 1.0" in text
@@ -37,7 +65,7 @@ def test_tour_runs_and_shows_the_graph(tmp_path):
     assert "AddmmBackward0" in text and "4.weight" in text
     assert "(outside the model)" in text
     assert "mat1  [16, 8] float32 512 B" in text
-    assert "wrote tour_mlp.html" in text and (tmp_path / "tour_mlp.html").exists()
+    assert "wrote tour_mlp.html" in text and (folder / "tour_mlp.html").exists()
     assert "x.grad = 4.0" in text
     # The widgets were created with their state: the saved notebook carries it.
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
@@ -58,8 +86,12 @@ def test_debugging_a_real_run_finds_the_birth_the_failure_and_the_rank():
     assert "rank 1: loss nan" in text and "rank 0: loss 0.6084" in text
     assert ("rank 1, born in MseLossBackward0 -> saved `self` has 1 NaN: produced in the forward"
             in text)
-    assert r"\mathrm{mat2}^{\top}" in text
     assert "grad of mat1  [16\\times 4]\\cdot[4\\times 8] \\to [16\\times 8]" in text
+    # graph.formula(...) displayed: typeset (text/latex), the formula with its shapes
+    (latex,) = [o["data"]["text/latex"] for c in nb.cells for o in c.get("outputs", [])
+                if "text/latex" in o.get("data", {})]
+    assert latex.startswith("$$ \\begin{aligned}") and r"\mathrm{mat2}^{\top}" in latex
+    assert r"[8\times 16]\cdot[16\times 4] \to [8\times 4]" in latex
     assert "wrote rank1.html" in text
     widgets = [o for c in nb.cells for o in c.get("outputs", [])
                if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]

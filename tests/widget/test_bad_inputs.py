@@ -216,12 +216,17 @@ def test_the_same_output_twice_counts_twice():
     assert s.compare_with_engine() == []
 
 
-def test_a_leaf_as_the_output():
+def test_a_leaf_as_the_output_is_refused_but_a_leaf_beside_an_output_is_kept():
+    # a lone leaf: a one-node graph with nothing to step (tests/widget/test_common_mistakes.py);
+    # beside a real output it is an output like any other, as in torch.autograd.grad
     x = torch.tensor(2.0, requires_grad=True)
-    g = aw.capture(x)
-    assert len(g) == 1 and g.edges == []
-    run_and_check(g, [x], [torch.tensor(1.0)])
-    w = aw.explore(x)
+    with pytest.raises(ValueError, match="is a leaf tensor"):
+        aw.capture(x)
+    out = x * 3
+    g = aw.capture([out, x])
+    assert len(g) == 2 and len(g.edges) == 1
+    run_and_check(g, [x], engine([out, x], [x]))
+    w = aw.explore([out, x])
     w.stepper.run()
     assert w._state["done"] and "done" in w._state["status"]
     w.close()
@@ -244,8 +249,9 @@ def test_sparse_leaf_steps_and_summarises():
     widget.stepper.run()
     assert widget._state["error"] is None and widget._state["done"]
     widget.close()
-    g = aw.capture(xs)  # a sparse leaf as the output: torch's get_gradient_edge needs `view`
-    assert [n.name for n in g.nodes.values()] == ["AccumulateGrad"]
+    # a sparse leaf among the outputs: torch's get_gradient_edge needs `view`
+    g = aw.capture([loss, xs])
+    assert [n.name for n in g.nodes.values()].count("AccumulateGrad") == 2
 
 
 def test_graph_gradient_edge_of_a_sparse_leaf():
@@ -330,7 +336,8 @@ def test_freed_graph_fails_its_steps_with_the_engines_message():
     x.grad = None
     with pytest.raises(RuntimeError) as eng:
         torch.autograd.grad(loss, x)
-    g = aw.capture(loss)
+    with pytest.warns(UserWarning, match="already freed by backward"):
+        g = aw.capture(loss)
     s = Stepper(g)
     rec = s.run()
     assert rec.error is not None and str(eng.value) in rec.error

@@ -253,7 +253,8 @@ def test_a_failure_at_step_0_points_to_reset_only():
     x = torch.tensor(2.0, requires_grad=True)
     loss = x.exp()  # the root itself saved its result...
     loss.backward()  # ...which backward() freed: step 0 fails
-    w = aw.explore(loss)
+    with pytest.warns(UserWarning, match="already freed by backward"):
+        w = aw.explore(loss)
     assert send(w, {"type": "step"}) == []
     assert w.stepper.position == 0 and w._state["error"] is not None
     out = send(w, {"type": "step"})
@@ -268,7 +269,8 @@ def test_freed_graph_says_what_is_wrong():
     x = torch.randn(3, requires_grad=True)
     loss = x.exp().sum()
     loss.backward()
-    w = aw.explore(loss)
+    with pytest.warns(UserWarning, match="already freed by backward"):
+        w = aw.explore(loss)
     assert "freed by backward()" in w._state["notice"]
     assert "retain_graph=True" in w._state["notice"]
     w.stepper.run()

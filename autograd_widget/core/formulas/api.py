@@ -164,7 +164,8 @@ class NodeFormula:
 
     `known` is False for a type without a formula (then `text` says so in a sentence and
     `latex` is None). `latex` is the type's formula; `latex_shapes` the same lines, each
-    followed by its shapes. `note` explains symbols; `shape_note` says why shapes are missing.
+    followed by its shapes. `note` explains symbols (plain text, its math between `$` signs);
+    `shape_note` says why shapes are missing.
 
     Example:
         >>> nf = node_formula(g, "n0")
@@ -181,6 +182,12 @@ class NodeFormula:
     lines: tuple[FormulaLine, ...] = ()
     note: str | None = None
     shape_note: str | None = None
+
+    def _repr_latex_(self) -> str | None:
+        """Typeset in Jupyter (and on the docs' pages): the formula with its shapes, or None
+        (the plain text) for a type without a formula."""
+        tex = self.latex_shapes or self.latex
+        return None if tex is None else f"$$ {tex} $$"
 
 
 def _shape_tex(shape: tuple[int, ...] | None) -> str:

@@ -189,8 +189,8 @@ _NN: tuple[Formula, ...] = (
         defs=(("xhat", r"\hat{x}", op(r"\left(#0 - #1\right) \odot #2", _ln_xhat,
                                       Saved("input", "x"), Saved("result1", r"\mu"),
                                       Saved("result2", "r"), prec=30, need=(100,) * 3)),),
-        note=r"\mu, r: the saved mean and 1/std over the normalized dims S; \hat{g} = G \odot w;"
-             r" \overline{v}: the mean of v over S; batch: the leading dims"),
+        note=r"$\mu$, $r$: the saved mean and 1/std over the normalized dims $S$; $\hat{g} = G "
+             r"\odot w$; $\overline{v}$: the mean of $v$ over $S$; batch: the leading dims"),
     Formula("NativeBatchNormBackward0", (
         Output("input", op(
             r"#2\,#4 \odot \left(#0 - \overline{#0} - #3 \odot \overline{#0 \odot #3}\right)",
@@ -206,17 +206,19 @@ _NN: tuple[Formula, ...] = (
             Saved("result1", r"\mu"), Saved("result2", "r"), Saved("running_mean"),
             Saved("running_var"), Param("eps", r"\epsilon"), Param("training", "t"),
             prec=30, need=(100,) * 7)),),
-        note=r"training: \mu, r are the batch mean and 1/std per channel, \overline{v} the mean "
-             r"over N,H,W; eval: \mu, r come from the running stats and grad_input = G r w"),
+        note=r"training: $\mu$, $r$ are the batch mean and 1/std per channel, $\overline{v}$ the "
+             r"mean over $N, H, W$; eval: $\mu$, $r$ come from the running stats and "
+             r"$\mathrm{grad}_{\mathrm{input}} = G\,r\,w$"),
     Formula("ConvolutionBackward0", (
         Output("input", op(r"\operatorname{conv}^{\top}_{s,p}\left(#0,\ #2\right)",
                            _conv_input, *CONV_ARGS, need=(0,) * 9)),
         Output("weight", op(r"\operatorname{conv}_{s,p}\left(#1,\ #0\right)", _conv_weight,
                             *CONV_ARGS, need=(0,) * 9)),
         Output("bias", op(r"\textstyle\sum_{N,HW} #0", _conv_bias, G, need=(100,)))),
-        note=r"\operatorname{conv}^{\top} is the transposed convolution (the adjoint of the "
-             r"forward) with the same stride s, padding p, dilation and groups; the weight's "
-             "gradient correlates the input x with G (for a transposed forward the roles swap)"),
+        note=r"$\operatorname{conv}^{\top}$ is the transposed convolution (the adjoint of the "
+             r"forward) with the same stride $s$, padding $p$, dilation and groups; the weight's "
+             r"gradient correlates the input $x$ with $G$ (for a transposed forward the roles "
+             r"swap)"),
     Formula("EmbeddingBackward0", (Output("weight", op(
         r"\operatorname{place}_{\mathrm{rows}=\mathrm{indices}}\left(#0\right)", _embedding, G,
         Saved("indices"), Param("weight_sym_argsize_0", "n"), Param("padding_idx", "p"),
@@ -242,14 +244,16 @@ _NN: tuple[Formula, ...] = (
         Output("target", op(r"-\tfrac{1}{N}\,\operatorname{clip}\left(\tfrac{#1 - #2}{#4}\right)"
                             r" \odot #0", lambda *a: -_smooth_l1(*a), G, X, TARGET, RED,
                             Param("beta", r"\beta")))),
-        note=r"clip(v) = v inside |x - t| < \beta, else \operatorname{sgn}(x - t); " + LOSS_NOTE),
+        note=r"$\operatorname{clip}(v) = v$ inside $|x - t| < \beta$, else $\operatorname{sgn}(x "
+             r"- t)$; " + LOSS_NOTE),
     Formula("HuberLossBackward0", (
         Output("self", op(r"\tfrac{1}{N}\,\operatorname{clip}_{#4}\left(#1 - #2\right) \odot #0",
                           _huber, G, X, TARGET, RED, Param("delta", r"\delta"))),
         Output("target", op(r"-\tfrac{1}{N}\,\operatorname{clip}_{#4}\left(#1 - #2\right) "
                             r"\odot #0", lambda *a: -_huber(*a), G, X, TARGET, RED,
                             Param("delta", r"\delta")))),
-        note=r"clip_\delta(d) = d for |d| \le \delta, else \delta\,\operatorname{sgn}(d); "
+        note=r"$\operatorname{clip}_\delta(d) = d$ for $|d| \le \delta$, else "
+             r"$\delta\,\operatorname{sgn}(d)$; "
              + LOSS_NOTE),
     Formula("BinaryCrossEntropyBackward0", (Output("self", op(
         r"\tfrac{1}{N}\,\frac{#1 - #2}{#1\left(1 - #1\right)} \odot #0", _bce, G, X, TARGET,
@@ -257,7 +261,7 @@ _NN: tuple[Formula, ...] = (
     Formula("BinaryCrossEntropyWithLogitsBackward0", (Output("self", op(
         r"\tfrac{1}{N}\left(\sigma(#1) - #2\right) \odot #0", _bce_logits, G, X, TARGET,
         Saved("weight", "w"), Saved("pos_weight", "p"), RED)),),
-        note="with pos_weight p: ((p t + 1 - t) \\sigma(x) - p t); " + LOSS_NOTE),
+        note=r"with pos_weight $p$: $((p t + 1 - t) \sigma(x) - p t)$; " + LOSS_NOTE),
     Formula("MaxPool2DWithIndicesBackward0", (Output("self", op(
         r"\operatorname{place}_{\operatorname{argmax}}\left(#0\right)", _maxpool, G, X,
         Saved("result1", r"\mathrm{indices}"))),),
@@ -268,7 +272,7 @@ _NN: tuple[Formula, ...] = (
         _avgpool, G, X, Param("kernel_size", "k"), Param("stride", "s"), Param("padding", "p"),
         Param("ceil_mode", "c"), Param("count_include_pad", "i"),
         Param("divisor_override", "v"))),),
-        note="each window's G is shared evenly by its k_h k_w inputs (ceil_mode=False, "
-             "count_include_pad=True only)"),
+        note=r"each window's $G$ is shared evenly by its $k_h k_w$ inputs (ceil_mode=False, "
+             r"count_include_pad=True only)"),
 )
 FORMULAS: tuple[Formula, ...] = (*_NN, *RECURRENT)

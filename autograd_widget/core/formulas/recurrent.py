@@ -168,15 +168,16 @@ FORMULAS: tuple[Formula, ...] = (
             ("ds", "dS", op(r"#3 \odot \left(#0\,#1^{\top} - \operatorname{rowsum}(#0 \odot #2)"
                             r"\right)", _ds, G, V, OUT, P, prec=30, need=(31, 100, 31, 100))),
         ),
-        note=r"P: the attention probabilities, rebuilt from the saved log-sum-exp \ell; "
-             r"s = 1/\sqrt{E} unless given; M: the mask (-\infty where masked or causal); "
-             "dropout_p > 0 cannot be reproduced (its mask is not saved); grouped-query attention: "
-             "K, V are shared by groups of query heads and their gradients summed per group"),
+        note=r"$P$: the attention probabilities, rebuilt from the saved log-sum-exp $\ell$; $s = "
+             r"1/\sqrt{E}$ unless given; $M$: the mask ($-\infty$ where masked or causal); "
+             r"dropout_p > 0 cannot be reproduced (its mask is not saved); grouped-query "
+             r"attention: $K$, $V$ are shared by groups of query heads and their gradients summed "
+             r"per group"),
     Formula("MkldnnRnnLayerBackward0", (
         _rnn_out(0, "input"), _rnn_out(1, "weight_ih"), _rnn_out(2, "weight_hh"),
         _rnn_out(3, "bias_ih"), _rnn_out(4, "bias_hh"), _rnn_out(5, "hx"), _rnn_out(6, "cx")),
-        note="backpropagation through time: the vector-Jacobian product of the whole layer "
-             r"(all outputs h_{1..T} and the final state h_T, c_T) with the incoming "
-             r"[G_0, G_1, G_2]; computed by recomputing the forward from the saved input, weights "
-             "and initial state"),
+        note=r"backpropagation through time: the vector-Jacobian product of the whole layer (all "
+             r"outputs $h_{1..T}$ and the final state $h_T$, $c_T$) with the incoming $[G_0, G_1, "
+             r"G_2]$; computed by recomputing the forward from the saved input, weights and "
+             r"initial state"),
 )

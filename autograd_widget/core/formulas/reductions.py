@@ -199,39 +199,42 @@ FORMULAS: tuple[Formula, ...] = (
         r"\operatorname{expand}_{d}\left(#0\right) \odot e^{#1 - #2}",
         lambda g, x, y, d, k: restore(g, d, k, x.dim()) * torch.exp(
             x - restore(y, d, k, x.dim())), G, X, Y, DIMS, KEEP)),),
-        note=r"y = \log\sum_d e^{x} is the saved result, so e^{x - y} is the softmax"),
+        note=r"$y = \log\sum_d e^{x}$ is the saved result, so $e^{x - y}$ is the softmax"),
     Formula("LinalgVectorNormBackward0", (Output("self", op(
         r"\operatorname{expand}_{d}\left(#0\right) \odot \frac{#1 \odot \lvert #1\rvert^{p-2}}"
         r"{#2^{p-1}}", _norm, G, X, Y, Param("ord", "p"), DIMS, KEEP)),),
-        note=r"y = \lVert x\rVert_p is the saved result (p = 2: G x / y; 0 where y = 0; "
-             r"p = 1: G\,\operatorname{sgn}(x); p = \infty: shared among the largest |x|)"),
+        note=r"$y = \lVert x\rVert_p$ is the saved result ($p = 2$: $G x / y$, 0 where $y = 0$; "
+             r"$p = 1$: $G\,\operatorname{sgn}(x)$; $p = \infty$: shared among the largest $|x|$)"),
     Formula("VarBackward0", (Output("self", op(
         r"\frac{2}{N - c}\,\operatorname{expand}_{d}\left(#0\right) \odot \left(#1 - \bar{x}"
         r"\right)", _var, G, X, DIMS, Param("correction", "c"), KEEP)),),
-        note=r"\bar{x} is the mean over d, N the number of elements reduced, c the correction"),
+        note=r"$\bar{x}$ is the mean over $d$, $N$ the number of elements reduced, $c$ the "
+             r"correction"),
     Formula("StdBackward0", (Output("self", op(
         r"\frac{1}{N - c}\,\frac{\operatorname{expand}_{d}\left(#0\right)}{#2} \odot \left("
         r"#1 - \bar{x}\right)", _std, G, X, Y, DIMS, Param("correction", "c"), KEEP)),),
-        note=r"y is the saved std; \bar{x} the mean over d; 0 where y = 0"),
+        note=r"$y$ is the saved std; $\bar{x}$ the mean over $d$; 0 where $y = 0$"),
     Formula("CumsumBackward0", (Output("self", op(
         r"\operatorname{revcumsum}_{#1}\left(#0\right)", _revcumsum, G, Param("dim", "d"))),),
-        note="revcumsum: cumulative sum from the end (each x_i feeds every y_j with j >= i)"),
+        note=r"revcumsum: cumulative sum from the end (each $x_i$ feeds every $y_j$ with $j \ge "
+             r"i$)"),
     # ------------------------------------------------------------------ matrix products
     Formula("MmBackward0", (Output("self", G @ MAT2.T), Output("mat2", SELF_M.T @ G))),
     Formula("AddmmBackward0", (
         Output("self", sum_to(BETA * G, 0, "self")),
         Output("mat1", ALPHA * (G @ MAT2.T)),
         Output("mat2", ALPHA * (MAT1.T @ G))),
-        note=r"addmm(self, mat1, mat2, \beta, \alpha) = \beta\,\mathrm{self} + "
-             r"\alpha\,\mathrm{mat1}\,\mathrm{mat2}; \mathrm{mat2}^{\top} is mat2 transposed"),
+        note=r"$\operatorname{addmm}(\mathrm{self}, \mathrm{mat1}, \mathrm{mat2}, \beta, \alpha) "
+             r"= \beta\,\mathrm{self} + \alpha\,\mathrm{mat1}\,\mathrm{mat2}$; "
+             r"$\mathrm{mat2}^{\top}$ is mat2 transposed"),
     Formula("BmmBackward0", (Output("self", G @ MAT2.T), Output("mat2", SELF_M.T @ G)),
-            note="one matrix product per batch element; ^{\\top} swaps the last two dimensions"),
+            note=r"one matrix product per batch element; $^{\top}$ swaps the last two dimensions"),
     Formula("BaddbmmBackward0", (
         Output("self", sum_to(BETA * G, 0, "self")),
         Output("batch1", ALPHA * (G @ B2.T)),
         Output("batch2", ALPHA * (B1.T @ G))),
-        note=r"baddbmm = \beta\,\mathrm{self} + \alpha\,\mathrm{batch1}\,\mathrm{batch2} "
-             "per batch"),
+        note=r"$\operatorname{baddbmm} = \beta\,\mathrm{self} + "
+             r"\alpha\,\mathrm{batch1}\,\mathrm{batch2}$ per batch"),
     Formula("MvBackward0", (Output("self", outer(G, VEC)), Output("vec", mtv(SELF_M, G)))),
     Formula("DotBackward0", (Output("self", G * TENSOR), Output("tensor", G * Saved(
         "self", r"\mathrm{self}"))), note="G is a scalar"),
@@ -244,5 +247,6 @@ FORMULAS: tuple[Formula, ...] = (
         Output("vec1", ALPHA * op(r"#0\,#1", torch.mv, G, V2, prec=30, need=(31, 31),
                                   join=r"\cdot")),
         Output("vec2", ALPHA * mtv(G, V1))),
-        note=r"addr = \beta\,\mathrm{self} + \alpha\,\mathrm{vec1}\,\mathrm{vec2}^{\top}"),
+        note=r"$\operatorname{addr} = \beta\,\mathrm{self} + "
+             r"\alpha\,\mathrm{vec1}\,\mathrm{vec2}^{\top}$"),
 )

@@ -99,8 +99,8 @@ FORMULAS: tuple[Formula, ...] = (
     Formula("CatBackward0", (), each=Output("tensors", op(
         r"\operatorname{narrow}_{#1}\left(#0,\ o_{#2},\ n_{#2}\right)", _cat_piece, G, DIM,
         Index(), InputSizes())),
-        note="o_i is the offset of tensor i along d (the sizes of the tensors before it added "
-             "up), n_i its size"),
+        note=r"$o_i$ is the offset of tensor $i$ along $d$ (the sizes of the tensors before it "
+             r"added up), $n_i$ its size"),
     Formula("StackBackward0", (), each=Output("tensors", op(
         r"\operatorname{select}_{#1}\left(#0,\ #2\right)", lambda g, d, i: g.select(d, i), G,
         DIM, Index()))),

@@ -124,7 +124,7 @@ FORMULAS: tuple[Formula, ...] = (
         G, Param("dim0", "a"), Param("dim1", "b"))),)),
     Formula("PermuteBackward0", (Output("self", op(
         r"\operatorname{permute}_{\pi^{-1}}\left(#0\right)", _permute_back, G,
-        Param("dims", r"\pi"))),), note=r"\pi^{-1} is the inverse of the forward permutation"),
+        Param("dims", r"\pi"))),), note=r"$\pi^{-1}$ is the inverse of the forward permutation"),
     Formula("ViewBackward0", (Output("self", reshape_to(G, SIZES)),)),
     Formula("UnsafeViewBackward0", (Output("self", reshape_to(G, SIZES)),)),
     Formula("ReshapeAliasBackward0", (Output("self", reshape_to(G, SIZES)),)),

@@ -34,7 +34,7 @@ import itertools
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -396,17 +396,32 @@ def record(
     *,
     model: torch.nn.Module | None = None,
     params: Mapping[str, torch.Tensor] | None = None,
-    keep: str | int = "summaries",
+    keep: Literal["summaries", "tensors"] | int = "summaries",
 ) -> Recording:
     """Record the engine's own backward of `outputs` run inside a `with` block.
 
     `with aw.record(loss, model=model) as rec: loss.backward()` (or `torch.autograd.grad`, a
     DDP model's loss, several backward passes with `retain_graph=True`). The graph is captured
     now (as `aw.capture` with the same arguments); the hooks live only inside the block.
-    `keep`: "summaries" (the default), "tensors" (a copy of every edge gradient), or a byte
-    budget (copies while they fit, per pass; summaries always). Gradients, `.grad` writes and
-    the user's hooks are exactly as without recording; an exception propagates unchanged and
-    `rec.failure` names the node that was running.
+    Gradients, `.grad` writes and the user's hooks are exactly as without recording; an
+    exception propagates unchanged and `rec.failure` names the node that was running.
+
+    Args:
+        outputs: the tensor(s) whose backward the block runs (the loss), as `aw.capture`'s.
+        grad_outputs: their seeds, as `aw.capture`'s (what the block's `backward(gradient)`
+            passes; used to draw the graph's roots).
+        model: the `nn.Module` that computed `outputs` (names leaves and module paths).
+        params: names for other leaves, `{"x": x}`.
+        keep: "summaries" (statistics and small values of every edge's gradient), "tensors"
+            (also a copy of every edge gradient), or a budget in bytes (copies while they fit,
+            per pass; summaries always).
+
+    Returns:
+        The `Recording`, filled when the block ends: `order`, `runs`, `edge_summary()`,
+        `failure`, `nonfinite_origins()`, `save()`; `aw.explore(rec)` replays it.
+
+    Raises:
+        ValueError: as `aw.capture` (an output without a graph, a leaf alone); a bad `keep`.
 
     Example:
         >>> w = torch.tensor([1.0, -2.0], requires_grad=True)

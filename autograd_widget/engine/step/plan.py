@@ -225,12 +225,15 @@ def root_seeds(graph: BackwardGraph, plan: Plan) -> list[tuple[int, torch.Tensor
             if t.numel() != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs (output {j} has "
-                    f"shape {list(t.shape)}); pass grad_outputs= to capture() for it"
+                    f"shape {list(t.shape)}): reduce it to a scalar first (e.g. output.sum()), "
+                    "or seed it with grad_outputs= in aw.explore() / aw.capture() (e.g. "
+                    "torch.ones_like(output))"
                 )
             if not t.dtype.is_floating_point:
                 raise RuntimeError(
                     f"grad can be implicitly created only for real scalar outputs but got "
-                    f"{t.dtype} (output {j}); pass grad_outputs= to capture() for it"
+                    f"{t.dtype} (output {j}); seed it with grad_outputs= in aw.explore() / "
+                    "aw.capture()"
                 )
             go = torch.ones_like(t, memory_format=torch.preserve_format)
         i = plan.slot_node[s]

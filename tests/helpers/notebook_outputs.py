@@ -1,0 +1,161 @@
+"""The notebooks are committed WITH their outputs, so a reader on a code host sees every result
+without running anything; this module executes them and says whether the committed outputs are
+still what the notebooks print today.
+
+"Up to date" means: executing the committed notebook in a fresh kernel (nbclient, in a scratch
+folder) gives, cell by cell, the same outputs as the committed ones, compared as normalised text:
+- streams (stdout/stderr) as one text per cell and stream, errors as "ename: evalue",
+  `text/latex` and `text/plain` as they are;
+- images and widget views by kind only ("<image/png>", "<widget>"): a PNG's bytes change with
+  matplotlib's version and the fonts, a widget's model id with every run, and what the widget
+  shows is checked by the tests that read its state (tests/project/test_notebooks*.py);
+- in the text, what changes from run to run without meaning anything is replaced: memory
+  addresses (`0x7f...`), the scratch folder a notebook works in (`/tmp/aw-debug-...`), the time
+  a step took (`0.113 ms`) and file sizes printed in MB (the standalone page carries the
+  front-end bundle, whose size changes with any front-end edit).
+Every other character counts: a changed number, a reworded message, a new line all make the
+committed notebook stale. The outputs are made and compared on the torch the notebooks record
+(`metadata.autograd_widget.torch`); on another torch (`make compat`) the comparison is skipped
+(printed values may differ in the last digit).
+
+Regenerate after changing a notebook or what it prints (`make notebooks`):
+
+    python tests/helpers/notebook_outputs.py [NAME ...]            # rewrite the notebooks' outputs
+    python tests/helpers/notebook_outputs.py --check [NAME ...]    # exit 1 and list what is stale
+
+Example:
+    normalize("at 0x7f3a2c1d90 in /tmp/aw-debug-k2j3/run.html (1.3 MB), 0.113 ms")
+    'at 0x… in <scratch>/run.html (… MB), … ms'
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import functools
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+__all__ = ["NOTEBOOKS", "cell_outputs", "differences", "executed", "normalize", "write"]
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_VOLATILE = [
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x…"),
+    (re.compile(r"/tmp/aw-[\w-]+"), "<scratch>"),
+    (re.compile(r"\b\d+(?:\.\d+)? MB\b"), "… MB"),
+    (re.compile(r"\b\d+\.\d+ ms\b"), "… ms"),
+]
+
+
+def normalize(text: str) -> str:
+    """`text` with the run-to-run noise replaced (see the module docstring)."""
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def cell_outputs(cell: nbformat.NotebookNode) -> list[str]:
+    """One code cell's outputs as the normalised texts that are compared."""
+    out: list[str] = []
+    streams: dict[str, str] = {}
+    for o in cell.get("outputs", []):
+        kind = o.get("output_type")
+        if kind == "stream":
+            streams[o["name"]] = streams.get(o["name"], "") + o["text"]
+        elif kind == "error":
+            out.append(f"{o['ename']}: {o['evalue']}")
+        else:
+            data = o.get("data", {})
+            if WIDGET_VIEW in data:
+                out.append("<widget>")
+            elif "image/png" in data:
+                out.append("<image/png>")
+            elif "text/latex" in data:
+                out.append(data["text/latex"])
+            elif "text/plain" in data:
+                out.append(data["text/plain"])
+    out[:0] = [f"[{name}] {text}" for name, text in sorted(streams.items())]
+    return [normalize(t) for t in out]
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+@functools.cache
+def executed(name: str) -> tuple[nbformat.NotebookNode, Path]:
+    """`notebooks/<name>` executed once per process in a fresh kernel, in a scratch folder (kept
+    until the process exits: the files a notebook writes can be checked there); the committed
+    outputs are replaced by the new ones. Raises nbclient's CellExecutionError if a cell fails."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    scratch = Path(tempfile.mkdtemp(prefix="agw-nb-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    env_path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_path) if p)
+    try:
+        NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(scratch)}}).execute()
+    finally:
+        os.environ["PYTHONPATH"] = env_path
+        if not env_path:
+            del os.environ["PYTHONPATH"]
+    nb.metadata["autograd_widget"] = {"torch": _torch_version()}
+    return nb, scratch
+
+
+def differences(name: str) -> list[str]:
+    """Where the committed `notebooks/<name>` differs from a fresh execution ([] when up to
+    date): one line per stale cell, with the first differing output."""
+    committed = nbformat.read(NOTEBOOKS / name, as_version=4)
+    fresh, _ = executed(name)
+    out = []
+    code = [(i, c) for i, c in enumerate(committed.cells) if c.cell_type == "code"]
+    new = [c for c in fresh.cells if c.cell_type == "code"]
+    for (i, old), cell in zip(code, new, strict=True):
+        have, want = cell_outputs(old), cell_outputs(cell)
+        if have != want:
+            first = next((a, b) for a, b in zip(have + [""] * len(want), want + [""] * len(have))
+                         if a != b)
+            out.append(f"{name} cell {i}: committed {first[0][:120]!r}, today {first[1][:120]!r}")
+    return out
+
+
+def write(name: str) -> Path:
+    """Execute `notebooks/<name>` and write it back with its outputs (and the widgets' state,
+    as nbclient stores it); return its path."""
+    nb, _ = executed(name)
+    nb = copy.deepcopy(nb)
+    path = NOTEBOOKS / name
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def _main(argv: list[str]) -> int:
+    check = "--check" in argv
+    names = [a for a in argv if not a.startswith("--")]
+    names = names or sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    stale = []
+    for name in names:
+        if check:
+            stale += differences(name)
+        else:
+            print("wrote", write(name).relative_to(ROOT))
+    for line in stale:
+        print(line)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
