@@ -167,7 +167,7 @@ class BackwardGraph:
         Example:
             >>> g.region_program("n0")
             Traceback (most recent call last):
-            KeyError: "n0 has no available compiled region (graph.regions)"
+            KeyError: 'n0 has no available compiled region (graph.regions)'
         """
         self.require_live("run a compiled region")
         program = self._programs.get(node_id)

@@ -174,7 +174,7 @@ class Stepper:
             >>> st.execution_of("n0") is None
             True
         """
-        self.graph.check_id(node_id)
+        self.step_index(node_id)  # a node, or an op of an open compiled region: else KeyError
         return None
 
     def known_run_norms(self) -> None:
