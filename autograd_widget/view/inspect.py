@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.formulas.api import node_formula
 from ..util.jsonsafe import encode_number
 from .labels import display_kind, group_label, short_label
+from .regions import region_note
 from .visible import search
 
 if TYPE_CHECKING:
@@ -243,6 +244,9 @@ def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
         >>> f = formula_payload(g, "n1"); f["known"], f["latex"] != "", f["shapes"] != ""
         (True, True, True)
     """
+    about = region_note(graph, node_id)
+    if about is not None:  # a compiled region's node or op (view/regions.py)
+        return {"known": False, "latex": "", "shapes": "", "note": about}
     try:
         nf = node_formula(graph, node_id)
     except Exception as e:  # the inspector must answer whatever the node holds

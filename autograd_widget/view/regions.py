@@ -44,6 +44,7 @@ __all__ = [
     "drawn_graph",
     "opened_regions",
     "region_frame",
+    "region_note",
     "region_of_path",
 ]
 
@@ -87,6 +88,40 @@ def region_frame(graph: BackwardGraph, region: Region) -> str:
     title = region_title(region)
     owner = (graph.base if isinstance(graph, DrawnGraph) else graph).nodes[region.node].module
     return f"{owner}.{title}" if owner else title
+
+
+def region_note(graph: BackwardGraph, node_id: str) -> str | None:
+    """What the inspector says of a compiled region's node or of one of its ops (None for any
+    other node): the region, how it is stepped, or why its inside is not available; for an op,
+    what it reads.
+
+    Example:
+        >>> region_note(g, "n0") is None
+        True
+    """
+    region = graph.regions.get(node_id.partition("/")[0])
+    if region is None:
+        return None
+    title = region_title(region)
+    if "/" not in node_id:
+        if not region.available:
+            return f"{title} (torch.compile): its inside is not available: {region.note}"
+        saved = sum(1 for i in region.inputs if i.kind == "saved")
+        return (f"{title} (torch.compile, private API): the compiled node runs the region's "
+                f"backward in one call; its {len(region.ops)} aten ops, reading {saved} saved "
+                "tensors, are stepped one by one after it (regions='open'), and the gradients "
+                "leaving the region are the compiled node's own")
+    k = int(node_id.partition("/")[2])
+    op = region.ops[k]
+    reads = [f"{e.src} ({graph.node(e.src).name})" if "/" in e.src else
+             next((f"the incoming gradient `{i.name}`" for i in region.inputs
+                   if i.kind == "gradient" and i.index == e.output_nr), "the incoming gradient")
+             for e in region.edges if e.dst == node_id]  # fmt: skip
+    reads += [f"saved `{i.name}`" for i in region.inputs
+              if node_id in i.users and i.kind != "gradient"]  # fmt: skip
+    where = f" (module {op.module})" if op.module else ""
+    return (f"{op.name}: op {k} of {title}{where}, run as an FX interpreter runs it; reads "
+            f"{', '.join(reads) or 'nothing but constants'}")
 
 
 def drawn_graph(graph: BackwardGraph, opened: Iterable[str]) -> BackwardGraph:
