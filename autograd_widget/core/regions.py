@@ -30,6 +30,7 @@ from ..util.compat import (
     BackwardArg,
     compiled_backward,
     compiled_backward_layout,
+    compiled_backward_metas,
 )
 from ..util.dtypes import dtype_name
 from .records import Node, RegionEdge, TensorMeta
@@ -300,6 +301,9 @@ def read_region(fn: Any, node: Node, index: int) -> tuple[Region, RegionProgram 
     layout = compiled_backward_layout(fn)
     if isinstance(layout, str):
         return Region(node.id, index, [], [], [], [], False, layout, found.source), None
+    why = compiled_backward_metas(fn, found.module, layout)  # a warm cache's module has none
+    if why:
+        return Region(node.id, index, [], [], [], [], False, why, found.source), None
     try:
         region, program = _read(fn, node, index, found.module, layout)
     except _Unavailable as why:
@@ -377,7 +381,9 @@ def _read(
             kind, i, nr = resolve(v)
             key = (kind, i, nr)
             if kind == "op":
-                meta = _tensor_meta(vals[i][nr]) if nr < len(vals[i]) else None
+                if nr >= len(vals[i]):
+                    raise _Unavailable(f"output {nr} of {op_nodes[i].name} is not described")
+                meta = _tensor_meta(vals[i][nr])
                 if meta is None:
                     sources[v.name] = Source("value", i, nr)
                     continue

@@ -295,3 +295,52 @@ __all__ += [
     "compiled_backward_layout",
     "donated_buffer_config",
 ]
+
+
+def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> str:
+    """Make sure every node of a compiled backward's FX `module` has its `meta["val"]` (shape,
+    dtype, device), propagating fake tensors when they are missing; "" when done, else a note
+    saying why not (never raises).
+
+    A module rebuilt from a warm compile cache (`bw_module_fn()`) comes without any node
+    metadata. The fake inputs mirror the real ones without unpacking a saved tensor: the node's
+    `_raw_saved_tensors[i].data` (metadata only), its `_input_metadata` for the gradients,
+    its `symints`. Runs `torch.fx.passes.fake_tensor_prop.FakeTensorProp` on `module` (which
+    belongs to the caller: `bw_module_fn()` builds a new one per call).
+
+    Example:
+        >>> compiled_backward_metas(z.grad_fn, None, [])  # nothing to do without a module
+        ''
+    """
+    if module is None or all("val" in n.meta for n in module.graph.nodes
+                             if n.op in ("placeholder", "call_function")):  # fmt: skip
+        return ""
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+        raws = list(fn._raw_saved_tensors) + list(getattr(fn, "_tensors_no_vc_check", ()) or ())
+        symints = list(fn.symints)
+        metas = list(fn._input_metadata)
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        args: list[Any] = []
+        for a in layout:
+            if a.kind == "saved":
+                data = raws[a.index].data
+                args.append(mode.from_tensor(data) if isinstance(data, torch.Tensor) else data)
+            elif a.kind == "grad":
+                m = metas[a.index]
+                with mode:
+                    args.append(torch.empty(tuple(m.shape), dtype=m.dtype, device=m.device))
+            elif a.kind == "symint":
+                args.append(symints[a.index])
+            else:
+                args.append(None)
+        FakeTensorProp(module, mode).propagate_dont_convert_inputs(*args)
+    except Exception as exc:
+        return (f"the shapes inside the region could not be worked out ({type(exc).__name__}: "
+                f"{exc})")
+    return ""
+
+
+__all__ += ["compiled_backward_metas"]
