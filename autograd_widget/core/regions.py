@@ -270,6 +270,12 @@ def module_path_of(meta: Mapping[str, Any]) -> str | None:
 
 def _tensor_meta(val: Any) -> TensorMeta | None:
     if isinstance(val, torch.Tensor):
+        if any(isinstance(s, torch.SymInt) for s in val.shape):
+            raise _Unavailable(
+                "it was compiled with dynamic shapes (symbolic sizes, e.g. after a recompilation "
+                "for a new input shape): its ops are read only for static shapes; compile with "
+                "torch.compile(..., dynamic=False) to see them"
+            )
         return TensorMeta(tuple(int(s) for s in val.shape), dtype_name(val.dtype), str(val.device))
     return None
 

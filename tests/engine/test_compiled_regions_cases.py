@@ -293,3 +293,50 @@ def test_record_keeps_each_region_one_node_and_replays_it_opaque(mlp, tmp_path):
 
     assert "aw.record keeps" in formula_payload(w._session.scene.graph, nid)["note"]
     w.close()
+
+
+def test_dynamic_shapes_give_an_opaque_region_with_a_note():
+    """A region compiled with dynamic shapes has symbolic sizes inside: drawn opaque, with a
+    note. torch compiles its backward at once (donating buffers): with donated buffers off it is
+    one ordinary step."""
+    torch._dynamo.reset()
+    old = torch._functorch.config.donated_buffer
+    torch._functorch.config.donated_buffer = False
+    try:
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.GELU(), torch.nn.Linear(5, 2))
+        cm = torch.compile(m, backend=BACKEND, dynamic=True)
+        loss = cm(torch.randn(3, 4)).sum()
+        g = aw.capture(loss, model=m)
+        nid = _opaque(g, "dynamic shapes")
+        assert "dynamic=False" in g.regions[nid].note
+        st = aw.Stepper(g)
+        assert st.run().error is None and nid in st.order
+        ref = torch.autograd.grad(loss, list(m.parameters()), retain_graph=True)
+        assert all(torch.equal(st.grad(p), v) for p, v in zip(m.parameters(), ref))
+        g.close()
+    finally:
+        torch._functorch.config.donated_buffer = old
+        torch._dynamo.reset()
+
+
+@pytest.mark.slow
+def test_max_autotune_on_cpu_steps_like_the_default_mode():
+    """mode="max-autotune" is out of scope; on CPU it compiles like inductor's default mode and
+    its region opens and steps the same way (on CUDA its CUDA graphs are not looked into)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
+    cm = torch.compile(m, mode="max-autotune", dynamic=False)
+    x = torch.randn(3, 4)
+    torch.autograd.grad(cm(x).sum(), list(m.parameters()), retain_graph=True)
+    loss = cm(x).sum()
+    g = aw.capture(loss, model=m)
+    assert all(r.available for r in g.regions.values()) and g.regions
+    st = aw.Stepper(g)
+    assert st.run().error is None
+    ref = torch.autograd.grad(loss, list(m.parameters()), retain_graph=True)
+    assert all(torch.equal(st.grad(p), v) for p, v in zip(m.parameters(), ref))
+    assert st.compare_with_engine() == []
+    g.close()
+    torch._dynamo.reset()
