@@ -63,7 +63,7 @@ def test_a_compiled_region_unfolds_and_steps_op_by_op(page, lab_server):
 
     # A click unfolds it: the region's frame holds its node and its modules' boxes.
     click_label(page, root, title)
-    wait_label(root, r"^0 · Linear \d+ ops")
+    wait_label(root, r"^\d · Linear \d+ ops")  # its modules' boxes (the nearest ones are drawn)
     wait_label(root, r"^CompiledFunction")
     # Step: the loss's two nodes, the region's node, then its first aten ops.
     for k in range(5):
