@@ -4,7 +4,8 @@
 (BackwardGraph: records + the live torch nodes, released safely by `live`), `saved` (saved values),
 `checkpoint` (saved values of non-reentrant checkpoint regions, read without unpacking), `memory`
 (bytes held for backward), `summary` (what a gradient looks like in a few numbers) and `store`
-(summaries kept lazily), `order` (the engine's execution order, computed on records), and the
+(summaries kept lazily), `order` (the engine's execution order, computed on records), `regions`
+(the inside of a torch.compile region's node: its aten ops as records), and the
 `formulas` subpackage (what each backward node type computes). Imports only `util`; nothing from
 Jupyter or plotly.
 """

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.formulas.api import node_formula
 from ..util.jsonsafe import encode_number
+from .compiledframes import region_note
 from .labels import display_kind, group_label, short_label
-from .regions import region_note
 from .visible import search
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
         (True, True, True)
     """
     about = region_note(graph, node_id)
-    if about is not None:  # a compiled region's node or op (view/regions.py)
+    if about is not None:  # a compiled region's node or op (view/compiledframes.py)
         return {"known": False, "latex": "", "shapes": "", "note": about}
     try:
         nf = node_formula(graph, node_id)

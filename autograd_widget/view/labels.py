@@ -73,13 +73,13 @@ def group_label(path: str, model_name: str | None) -> str:
 
 
 #: How a compiled region's frame (its module path segment) starts: "compiled region 1 · 22 aten
-#: ops" (view/regions.py).
+#: ops" (view/compiledframes.py).
 REGION_PREFIX = "compiled region "
 
 
 def region_of_path(path: str | None) -> str | None:
     """The compiled region frame a module path lies in (the path up to its "compiled region"
-    segment, view/regions.py), else None.
+    segment, view/compiledframes.py), else None.
 
     Example:
         >>> region_of_path("block.compiled region 1 · 9 aten ops.fc1")

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..engine.step.stepper import Stepper
-from .regions import DrawnGraph
+from .compiledframes import DrawnGraph
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph

@@ -23,9 +23,9 @@ from . import modules
 from . import visible as vis_mod
 from .autofold import auto_folds, node_fold_positions
 from .clusters import ClusterLayout, ClusterLayouter
+from .compiledframes import drawn_graph, opened_regions, region_frame
 from .folding import RepeatedSubgraph
 from .placement import scene_layout
-from .regions import drawn_graph, opened_regions, region_frame
 from .repeats import Repeat, find_repeats
 from .stateview import StateView
 from .visible import VisibleGraph, visible_graph

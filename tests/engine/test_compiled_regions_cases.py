@@ -151,7 +151,7 @@ def test_opaque_fallback_without_the_private_attribute(mlp, monkeypatch):
     # drawn as an ordinary node, the note in its inspector
     w = aw.explore(g)
     assert nid in w.visible
-    from autograd_widget.view.regions import region_note
+    from autograd_widget.view.compiledframes import region_note
 
     assert "not available" in region_note(w._session.scene.graph, nid)
     w.close()

@@ -1,10 +1,10 @@
-"""Drawing compiled regions (issue 32, view/regions.py): a region is a frame "compiled region k ·
-N aten ops" holding its node and its ops, folded into one box at start like a module, unfoldable;
-the gradients leaving it are drawn from the op that computes each one; its saved activations are
-in the Saved tab with their bytes and counted by the memory mode; the step state colours the ops
-as they run; First NaN/Inf reveals an edge inside a region; a release, an HTML export and a
-figure work with regions in the drawing. aot_eager models (the drawing does not depend on the
-backend)."""
+"""Drawing compiled regions (issue 32, view/compiledframes.py): a region is a frame "compiled
+region k · N aten ops" holding its node and its ops, folded into one box at start like a module,
+unfoldable; the gradients leaving it are drawn from the op that computes each one; its saved
+activations are in the Saved tab with their bytes and counted by the memory mode; the step state
+colours the ops as they run; First NaN/Inf reveals an edge inside a region; a release, an HTML
+export and a figure work with regions in the drawing. aot_eager models (the drawing does not
+depend on the backend)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import torch
 import autograd_widget as aw
 from autograd_widget.core.regions import region_title
 from autograd_widget.view import stateview
+from autograd_widget.view.compiledframes import ExitEdge, drawn_graph
 from autograd_widget.view.inspect import inspect_node, memory_report
-from autograd_widget.view.regions import ExitEdge, drawn_graph
 from tests.helpers.compiled import compile_model
 from tests.helpers.wire import arr, send
 
