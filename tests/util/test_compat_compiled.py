@@ -112,10 +112,13 @@ def test_layout_args_and_metas(region, monkeypatch):
 
 
 def test_donated_buffer_config(monkeypatch):
+    from types import SimpleNamespace
+
     from torch._functorch import config
 
     assert compat.donated_buffer_config() is bool(config.donated_buffer)
-    monkeypatch.setattr(config, "donated_buffer", False)
-    assert compat.donated_buffer_config() is False
-    monkeypatch.delattr(config, "donated_buffer")
+    with config.patch(donated_buffer=False):  # not monkeypatch: its undo deletes a config entry
+        assert compat.donated_buffer_config() is False
+    # a torch without the setting (torch's config module itself refuses a delattr for good)
+    monkeypatch.setattr(torch._functorch, "config", SimpleNamespace())
     assert compat.donated_buffer_config() is None

@@ -103,7 +103,7 @@ class OpCall:
 
     Example:
         >>> import torch
-        >>> m = torch.compile(torch.nn.Linear(2, 1), backend="aot_eager")
+        >>> m = torch.compile(torch.nn.Linear(2, 1), backend="aot_eager", dynamic=False)
         >>> gc = aw.capture(m(torch.ones(3, 2)).sum())
         >>> s = aw.Stepper(gc); _ = s.run()
         >>> s.order[1:4], len(s.order) == 4 + len(gc.regions["n1"].ops)  # entry, then its ops
