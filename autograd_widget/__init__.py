@@ -1,7 +1,8 @@
 """autograd_widget: see PyTorch's backward pass, step through it, inspect what every node holds.
 
 Public API (names and meanings fixed in the project's API contract):
-`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`),
+`capture`, `track`, `BackwardGraph` (+ records `Node`, `Edge`, `TensorMeta`, `SavedValue`;
+a compiled region's `Region`, `RegionEdge`, `RegionInput`, `RegionOutput`, `RegionProgram`),
 `Stepper` (and `Stepping`, the interface it shares with `Replay`, with its `Capabilities`),
 `explore` / `AutogradWidget`, and every type their methods return: `StepRecord`,
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
@@ -32,7 +33,8 @@ from .core.capture import capture  # noqa: E402
 from .core.formulas.api import FormulaLine, NodeFormula, formula  # noqa: E402
 from .core.graph import BackwardGraph  # noqa: E402
 from .core.memory import SavedMemory  # noqa: E402
-from .core.records import Edge, Node, TensorMeta  # noqa: E402
+from .core.records import Edge, Node, RegionEdge, TensorMeta  # noqa: E402
+from .core.regions import Region, RegionInput, RegionOutput, RegionProgram  # noqa: E402
 from .core.saved import SavedValue  # noqa: E402
 from .core.summary import Summary  # noqa: E402
 from .core.track import track  # noqa: E402
@@ -73,6 +75,11 @@ __all__ = [
     "Origin",
     "Recording",
     "RecordingPair",
+    "Region",
+    "RegionEdge",
+    "RegionInput",
+    "RegionOutput",
+    "RegionProgram",
     "Repeat",
     "RepeatedSubgraph",
     "Replay",

@@ -240,9 +240,11 @@ class AutogradWidget(anywidget.AnyWidget):
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict) -> str | None:
         value = proposal["value"]
-        if value is not None and value not in self.graph.nodes:
+        # the drawn graph's nodes: a compiled region's ops too
+        drawn = self.graph.nodes if self._session is None else self._session.scene.graph.nodes
+        if value is not None and value not in drawn:
             log.warning("autograd_widget: ignoring selection of unknown node %r", value)
-            return self.selected if self.selected in self.graph.nodes else None
+            return self.selected if self.selected in drawn else None
         return value
 
     @traitlets.validate("selected_edge")
@@ -414,7 +416,7 @@ class AutogradWidget(anywidget.AnyWidget):
         """
         s = self._session
         return to_figure(
-            self._graph, s.scene.state.visible_arrays(), status_line(s.graph, s.stepper)
+            self._graph, s.scene.state.visible_arrays(), status_line(s.scene.graph, s.stepper)
         )
 
     def save_html(

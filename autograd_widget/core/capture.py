@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..util.compat import check_node_api, gradient_edge
+from ..util.compat import COMPILED_NODE_NAME, check_node_api, gradient_edge
 from ..util.dtypes import dtype_name
 from ..util.gcpause import gc_paused
 from ..util.warn import warn_user
@@ -21,6 +21,7 @@ from .freed import FREED_WARNING, freed_by_backward
 from .graph import BackwardGraph
 from .live import LiveRefs, drain_parked
 from .records import Edge, Node, TensorMeta
+from .regions import Region, RegionProgram, read_region
 from .track import MODULE_KEY, module_classes_of
 
 __all__ = ["capture"]
@@ -391,9 +392,10 @@ def capture(
         model = None  # it names nothing here: no class name, no module classes from it
     live = LiveRefs(fns, list(roots), gos, by_fn=index)
     model_name = type(model).__name__ if model is not None else None
+    regions, programs = _regions(fns, nodes)
     graph = BackwardGraph(
         nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name,
-        module_classes=_module_classes(nodes, model),
+        module_classes=_module_classes(nodes, model), regions=regions, programs=programs,
     )
     if freed_by_backward(graph):
         warn_user(FREED_WARNING)
@@ -425,6 +427,22 @@ def _model_in_graph(model: torch.nn.Module, nodes: dict[str, Node], fns: list) -
         f"the {type(model).__name__} is ignored."
     )
     return False
+
+
+def _regions(
+    fns: list, nodes: dict[str, Node]
+) -> tuple[dict[str, Region], dict[str, RegionProgram]]:
+    """The inside of every compiled region's node (core/regions.py), numbered in capture order;
+    a program for each one that is available."""
+    regions: dict[str, Region] = {}
+    programs: dict[str, RegionProgram] = {}
+    for i, node in enumerate(nodes.values()):
+        if node.name == COMPILED_NODE_NAME:
+            region, program = read_region(fns[i], node, len(regions) + 1)
+            regions[node.id] = region
+            if program is not None:
+                programs[node.id] = program
+    return regions, programs
 
 
 def _module_classes(nodes: dict[str, Node], model: Any) -> dict[str, str]:

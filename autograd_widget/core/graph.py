@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 from ..util.compat import gradient_edge
 from ..util.fields import FieldError
 from .formulas.api import NodeFormula, node_formula
-from .graphdict import parse_graph_dict
+from .graphdict import parse_graph_dict, parse_regions
 from .live import LiveRefs, release
 from .memory import SavedMemory, saved_memory
 from .order import engine_order
 from .records import Edge, Node
+from .regions import Region, RegionProgram
 from .saved import SavedIndex, read_saved_tensor
 
 if TYPE_CHECKING:
@@ -60,8 +61,14 @@ class BackwardGraph:
         live: LiveRefs | None = None,
         model_name: str | None = None,
         module_classes: Mapping[str, str] | None = None,
+        regions: Mapping[str, Region] | None = None,
+        programs: Mapping[str, RegionProgram] | None = None,
     ) -> None:
         self.nodes: dict[str, Node] = dict(nodes)
+        #: Compiled region node id -> its inside (`core.regions.Region`); API.md "Compiled
+        #: regions". Empty for a graph without torch.compile.
+        self.regions: dict[str, Region] = dict(regions or {})
+        self._programs: dict[str, RegionProgram] = dict(programs or {})
         self.edges: list[Edge] = list(edges)
         self.roots: list[tuple[str, int]] = [(str(a), int(b)) for a, b in roots]
         self.leaves: list[str] = [n.id for n in self.nodes.values() if n.kind == "accumulate_grad"]
@@ -98,6 +105,8 @@ class BackwardGraph:
             inc[e.dst].append(e)
         self._out, self._in = out, inc
         self._edge_by_id = {e.id: e for e in self.edges}
+        for r in self.regions.values():
+            self._edge_by_id.update((e.id, e) for e in r.edges)
 
     def out_edges(self, node_id: str) -> list[Edge]:
         """Edges leaving `node_id`, in output-slot order.
@@ -122,7 +131,7 @@ class BackwardGraph:
         return self._in[self.check_id(node_id)]  # type: ignore[index]
 
     def edge(self, edge_id: str) -> Edge:
-        """The edge named `"{src}:{output_nr}"`.
+        """The edge named `"{src}:{output_nr}"` (or a compiled region's edge, by its id).
 
         Example:
             >>> g.edge("n0:1")
@@ -136,6 +145,38 @@ class BackwardGraph:
             raise KeyError(
                 f"no edge {edge_id!r} in this graph (edge ids read 'src:output_nr')"
             ) from None
+
+    def node(self, node_id: str) -> Node:
+        """The record of `node_id`: a node of `nodes`, or an op of a compiled region ("n1/3").
+
+        Example:
+            >>> g.node("n1").name
+            'PowBackward0'
+        """
+        found = self.nodes.get(node_id)
+        if found is None and isinstance(node_id, str) and "/" in node_id:
+            region = self.regions.get(node_id.partition("/")[0])
+            k = node_id.partition("/")[2]
+            if region is not None and k.isdigit() and int(k) < len(region.ops):
+                found = region.ops[int(k)]
+        if found is None:
+            self.check_id(node_id)
+        return found  # type: ignore[return-value]
+
+    def region_program(self, node_id: str) -> RegionProgram:
+        """How to run the ops of compiled region `node_id` (live: holds its FX module); a
+        KeyError when it has no available region, a RuntimeError when the graph is not live.
+
+        Example:
+            >>> g.region_program("n0")
+            Traceback (most recent call last):
+            KeyError: 'n0 has no available compiled region (graph.regions)'
+        """
+        self.require_live("run a compiled region")
+        program = self._programs.get(node_id)
+        if program is None:
+            raise KeyError(f"{node_id} has no available compiled region (graph.regions)")
+        return program
 
     def check_id(self, node_id: str) -> str:
         """`node_id` itself when it names a node here; else a KeyError saying what ids look like.
@@ -282,6 +323,7 @@ class BackwardGraph:
             'AddBackward0'
         """
         self._saved.clear()
+        self._programs = {}
         if self._finalizer is not None:
             self._finalizer()
 
@@ -378,6 +420,7 @@ class BackwardGraph:
             "edges": [[e.src, e.output_nr, e.dst, e.input_nr] for e in self.edges],
             "roots": [[a, b] for a, b in self.roots],
             "module_classes": dict(self._module_classes),
+            "regions": [r.to_dict() for r in self.regions.values()],
         }
 
     def to_json(self) -> str:
@@ -409,11 +452,12 @@ class BackwardGraph:
             )
         try:
             nodes, edges, roots, name, classes = parse_graph_dict(d)
+            regions = parse_regions(d, nodes)
         except FieldError as e:
             raise ValueError(
                 f"malformed BackwardGraph dict: {e}; pass what graph.to_dict() returned"
             ) from None
-        return cls(nodes, edges, roots, model_name=name, module_classes=classes)
+        return cls(nodes, edges, roots, model_name=name, module_classes=classes, regions=regions)
 
     @classmethod
     def from_json(cls, s: str) -> BackwardGraph:

@@ -33,6 +33,7 @@ from ..util.fields import (
     short,
 )
 from .records import Edge, LeafKind, Node, NodeKind, TensorMeta
+from .regions import Region
 
 __all__ = ["MAX_DIMS", "GraphParts", "parse_graph_dict", "parse_shape"]
 
@@ -174,3 +175,37 @@ def parse_graph_dict(d: Mapping[str, Any]) -> GraphParts:
 def _edge_name(e: Edge) -> str:
     """An edge as an error message names it ("'n0:1' (to 'n3')")."""
     return f"{short(e.id)} (to {short(e.dst)})"
+
+
+def parse_regions(d: Mapping[str, Any], nodes: Mapping[str, Node]) -> dict[str, Region]:
+    """The compiled regions of a graph dict (`"regions"`, absent in graphs without any): node id
+    -> `Region`, each one's node a node of the graph, at most one per node.
+
+    Args:
+        d: what `BackwardGraph.to_dict()` returned.
+        nodes: the graph's nodes (`parse_graph_dict`).
+
+    Guarantees: anything malformed is a `FieldError` naming the region.
+
+    Example:
+        >>> parse_regions({"regions": []}, {})
+        {}
+        >>> parse_regions({"regions": [{"node": "n0"}]}, {"n0": g.nodes["n0"]})
+        Traceback (most recent call last):
+        autograd_widget.util.fields.FieldError: regions[0]: ...
+    """
+    items = d.get("regions") or []
+    if not isinstance(items, list) or len(items) > len(nodes):
+        raise FieldError("regions", f"expected a list of at most {len(nodes)} regions")
+    out: dict[str, Region] = {}
+    for i, rd in enumerate(items):
+        where = at("regions", i)
+        try:
+            region = Region.from_dict(rd)
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
+            raise FieldError(where, f"not a region ({type(e).__name__}: {short(str(e))})") from None
+        if region.node not in nodes or region.node in out:
+            why = f"{short(region.node)} is not a node with one region"
+            raise FieldError(at(where, "node"), why)
+        out[region.node] = region
+    return out

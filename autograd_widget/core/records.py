@@ -15,9 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["ACCUMULATE_GRAD_SEQUENCE_NR", "Edge", "LeafKind", "Node", "NodeKind", "TensorMeta"]
+__all__ = [
+    "ACCUMULATE_GRAD_SEQUENCE_NR",
+    "Edge",
+    "LeafKind",
+    "Node",
+    "NodeKind",
+    "RegionEdge",
+    "TensorMeta",
+]
 
-NodeKind = Literal["function", "accumulate_grad", "custom_function", "cpp_function"]
+#: "aten": an op inside a compiled region (`core.regions.Region.ops`), never in `graph.nodes`.
+NodeKind = Literal["function", "accumulate_grad", "custom_function", "cpp_function", "aten"]
 LeafKind = Literal["parameter", "input"]
 
 #: Sequence number of every AccumulateGrad node (UINT64_MAX): the engine runs them as soon as ready.
@@ -88,3 +97,25 @@ class Edge(NamedTuple):
             {'src': 'n0', 'output_nr': 1, 'dst': 'n2', 'input_nr': 0, 'id': 'n0:1'}
         """
         return {**self._asdict(), "id": self.id}
+
+
+class RegionEdge(Edge):
+    """An edge inside a compiled region (`Region.edges`): from an op's output (or the region's
+    node, for the incoming gradient of input slot `output_nr`) to an op's input slot.
+
+    Inside a region one op output may feed several ops, so `(src, output_nr)` is not unique
+    there: the id names the destination too, `f"{src}:{output_nr}>{dst}:{input_nr}"`.
+
+    Example:
+        >>> RegionEdge("n1/0", 0, "n1/2", 1).id
+        'n1/0:0>n1/2:1'
+        >>> isinstance(RegionEdge("n1", 0, "n1/0", 0), Edge)
+        True
+    """
+
+    __slots__ = ()
+
+    @property
+    def id(self) -> str:
+        """`"{src}:{output_nr}>{dst}:{input_nr}"`, unique in its region."""
+        return f"{self.src}:{self.output_nr}>{self.dst}:{self.input_nr}"

@@ -126,7 +126,7 @@ def to_figure(payload: dict[str, Any], arrays: dict[str, Any] | None, title: str
             colors.append(ROOT_COLOR)
         else:
             symbols.append("square" if kinds[j] in ("parameter", "input") else "circle")
-            colors.append(KIND_COLORS[kinds[j]])
+            colors.append(KIND_COLORS.get(kinds[j], KIND_COLORS["function"]))  # "aten": an op
         label = nodes["label"][j]
         if kinds[j] == "group":
             label = f"{label} ({int(arrays['progress'][j] * 100)}%)"

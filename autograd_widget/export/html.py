@@ -184,8 +184,8 @@ def _walk_nonfinite(session: Session) -> dict[str, Any]:
             while seek.get("searching"):
                 seek = _try_ask(session, {"type": "first_nonfinite", "chunk_ms": 1000})
         return {"step": None, "reply": reply, "seek": seek, "select": None}
-    edge = found[0]
-    real = session.graph.edges.index(edge)
+    edge = scene.graph.edge(found[0].id)  # as drawn (a compiled region's output: from its op)
+    real = scene.graph.edges.index(edge)
     shown = [int(j) for j in (scene.visible.edge_real == real).nonzero()[0]]
     step = stepper.order.index(edge.src) + 1
     reply = dict(_ask(session, {"type": "first_nonfinite"}))  # reveals on this (last) scene

@@ -2,7 +2,8 @@
 
 - `modules` (module paths), `repeats` (runs of repeated blocks), `folding` and `autofold` (how
   deep collapse="auto" folds; repeated subgraphs outside modules), `visible` (the visible graph:
-  folds, frames, the plumbing filter);
+  folds, frames, the plumbing filter), `compiledframes` (a compiled region's aten ops as a frame
+  of nodes: the drawn graph);
 - the layout: `placement` (item sizes, clusters) -> `clusters` (a layout per module frame,
   cached) -> `layout` (sized layered layout, lanes) on `layers` (layering) and `ordering`
   (crossing reduction); `drawn` (crossings as drawn);

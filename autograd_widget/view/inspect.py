@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.formulas.api import node_formula
 from ..util.jsonsafe import encode_number
+from .compiledframes import region_note
 from .labels import display_kind, group_label, short_label
 from .visible import search
 
@@ -243,6 +244,9 @@ def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
         >>> f = formula_payload(g, "n1"); f["known"], f["latex"] != "", f["shapes"] != ""
         (True, True, True)
     """
+    about = region_note(graph, node_id)
+    if about is not None:  # a compiled region's node or op (view/compiledframes.py)
+        return {"known": False, "latex": "", "shapes": "", "note": about}
     try:
         nf = node_formula(graph, node_id)
     except Exception as e:  # the inspector must answer whatever the node holds

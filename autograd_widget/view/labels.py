@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     from ..engine.interface import Stepping
 
 __all__ = [
+    "REGION_PREFIX",
     "TITLE_SEP",
     "display_kind",
     "group_label",
     "module_title",
     "node_title",
+    "region_of_path",
     "run_title",
     "short_label",
     "status_line",
@@ -74,6 +76,30 @@ def group_label(path: str, model_name: str | None) -> str:
     return isolate(path) if path else (isolate(model_name) if model_name else "model")
 
 
+#: How a compiled region's frame (its module path segment) starts: "compiled region 1 · 22 aten
+#: ops" (view/compiledframes.py).
+REGION_PREFIX = "compiled region "
+
+
+def region_of_path(path: str | None) -> str | None:
+    """The compiled region frame a module path lies in (the path up to its "compiled region"
+    segment, view/compiledframes.py), else None.
+
+    Example:
+        >>> region_of_path("block.compiled region 1 · 9 aten ops.fc1")
+        'block.compiled region 1 · 9 aten ops'
+        >>> region_of_path("block.fc1") is None
+        True
+    """
+    if not path or REGION_PREFIX not in path:
+        return None
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith(REGION_PREFIX):
+            return ".".join(parts[: i + 1])
+    return None
+
+
 def module_title(graph: BackwardGraph, path: str) -> str:
     """A module's frame or box title: "layers.3 · TransformerEncoderLayer".
 
@@ -91,6 +117,9 @@ def module_title(graph: BackwardGraph, path: str) -> str:
         ('0 · Linear', 'Sequential', 'layers.3')
     """
     cls = graph.module_classes.get(path)
+    region = region_of_path(path)
+    if region is not None:  # inside a compiled region's frame: the path below it
+        path = path[len(region) + 1 :] if path != region else path.rpartition(".")[2]
     if cls is None:
         return group_label(path, graph.model_name)
     return f"{isolate(path)}{TITLE_SEP}{isolate(cls)}" if path else isolate(cls)

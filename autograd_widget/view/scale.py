@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..engine.step.stepper import Stepper
+from .compiledframes import DrawnGraph
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -93,6 +94,8 @@ def run_norm_scale(graph: BackwardGraph) -> NormScale:
     """
     if not graph.is_live:
         return NormScale(None, None, SCALE_SO_FAR, "the graph holds records only")
+    if isinstance(graph, DrawnGraph):  # compiled regions drawn op by op: run the captured graph
+        graph = graph.base
     try:
         stepper = Stepper(graph, keep="summaries")
     except Exception as err:  # any refusal means "no fixed scale"

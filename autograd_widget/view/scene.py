@@ -23,6 +23,7 @@ from . import modules
 from . import visible as vis_mod
 from .autofold import auto_folds, node_fold_positions
 from .clusters import ClusterLayout, ClusterLayouter
+from .compiledframes import drawn_graph, opened_regions, region_frame
 from .folding import RepeatedSubgraph
 from .placement import scene_layout
 from .repeats import Repeat, find_repeats
@@ -104,6 +105,8 @@ class Scene:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
         if orientation not in ORIENTATIONS:
             raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
+        # What is drawn: the graph, with the compiled regions the stepper opens as frames of ops.
+        graph = drawn_graph(graph, opened_regions(graph, stepper))
         self.graph = graph
         self.stepper = stepper
         self.orientation = orientation
@@ -124,6 +127,15 @@ class Scene:
             self._collapsed = vis_mod.default_collapsed(
                 graph, collapse, vis_mod.fold_members(self._folds)
             )
+        if collapsed is None and folds is None and collapse in ("auto", "modules"):
+            # An opened compiled region starts folded into one box, like a module.
+            frames = {region_frame(graph, graph.regions[nid]) for nid in
+                      opened_regions(graph, stepper)} - self._collapsed  # fmt: skip
+            frames = {f for f in frames if not any(modules.in_group(f, c) for c in
+                                                   self._collapsed)}  # fmt: skip
+            if frames:
+                self._collapsed |= frames
+                plan_visible = None
         #: The runs of repeated subgraphs outside modules this scene knows (they can refold).
         self._subgraph_runs = {k: r for k, r in self._folds.items()
                                if isinstance(r, RepeatedSubgraph)}
@@ -190,6 +202,7 @@ class Scene:
             >>> scene.graph.is_live, scene.version
             (False, 0)
         """
+        graph = drawn_graph(graph, opened_regions(graph, self.stepper))
         self.graph = graph
         self.state.graph = graph
 

@@ -145,7 +145,8 @@ def _refuse_after_failure(s: Session, what: str) -> None:
     if err is None:
         return
     way = "Back or Reset" if s.stepper.position > 0 else "Reset"
-    raise Invalid(f"can't {what}: {node_title(s.graph.nodes[err[0]])} failed — {way} to go on")
+    node = node_title(s.scene.graph.nodes[err[0]])
+    raise Invalid(f"can't {what}: {node} failed — {way} to go on")
 
 
 def _v_step(s: Session, msg: dict) -> None:
@@ -190,7 +191,7 @@ def _v_select(s: Session, msg: dict) -> tuple[bool, str | None]:
     """(reveal first, node id or None)."""
     if "id" in msg:  # a real node id, e.g. from search: reveal it first
         nid = msg.get("id")
-        if not isinstance(nid, str) or nid not in s.graph.nodes:
+        if not isinstance(nid, str) or nid not in s.scene.graph.nodes:
             raise Invalid(f"select: no node {str(nid)[:40]!r}")
         return True, nid
     if msg.get("node") is None:
@@ -219,8 +220,8 @@ def _v_collapse(s: Session, msg: dict) -> str:
     group = msg.get("group")
     if group is None and "node" in msg:
         node = _node_arg(s, msg)
-        group = s.graph.nodes[node].module if node is not None else None
-    if not isinstance(group, str) or group not in module_paths(s.graph):
+        group = s.scene.graph.nodes[node].module if node is not None else None
+    if not isinstance(group, str) or group not in module_paths(s.scene.graph):
         raise Invalid(f"collapse: {str(group)[:60]!r} is not a module of this graph")
     return group
 
@@ -279,7 +280,7 @@ def _v_memory(s: Session, msg: dict) -> bool:
 def _v_saved_values(s: Session, msg: dict) -> tuple[str, str, int]:
     _request(msg, "saved_values")
     nid, name = msg.get("id"), msg.get("name")
-    if not isinstance(nid, str) or nid not in s.graph.nodes or not isinstance(name, str):
+    if not isinstance(nid, str) or nid not in s.scene.graph.nodes or not isinstance(name, str):
         raise Invalid("saved_values needs a node id and a saved value's name")
     limit = msg.get("limit", 4096)
     if not _is_int(limit) or limit < 1:
@@ -301,7 +302,7 @@ def _v_inspect(s: Session, msg: dict) -> tuple[str, Any]:
         return "edge", _visible_edge(s, idx, f"inspect: no edge index {idx!r}")
     if "id" in msg:
         nid = msg.get("id")
-        if not isinstance(nid, str) or nid not in s.graph.nodes:
+        if not isinstance(nid, str) or nid not in s.scene.graph.nodes:
             raise Invalid(f"inspect: no node {str(nid)[:40]!r}")
         return "node", nid
     j = scene.item_index(msg.get("node"))
@@ -413,7 +414,7 @@ def _memory(s: Session, exclude: bool) -> dict[str, Any]:
 
 
 def _saved_values(s: Session, args: tuple[str, str, int]) -> dict[str, Any]:
-    return inspect.saved_values_reply(s.graph, *args)
+    return inspect.saved_values_reply(s.scene.graph, *args)
 
 
 def _v_first_nonfinite(s: Session, msg: dict) -> float | None:
@@ -430,7 +431,7 @@ def _seek_nonfinite(s: Session, seconds: float) -> bool:
     if st.first_nonfinite() is not None:
         return True
     deadline = time.perf_counter() + seconds
-    graph = s.graph
+    graph = s.scene.graph
     found = False
     try:
         with st.batch():
@@ -459,7 +460,7 @@ def _first_nonfinite(s: Session, seconds: float | None) -> dict[str, Any]:
     if seconds is not None and not _seek_nonfinite(s, seconds):
         total = len(st.order)
         if st.last_error is not None:
-            node = node_title(s.graph.nodes[st.last_error[0]])
+            node = node_title(s.scene.graph.nodes[st.last_error[0]])
             return {"edge": None, "message": f"stopped looking: {node} failed before any NaN/Inf"}
         if not st.done:
             return {"edge": None, "searching": True, "position": st.position, "total": total}
@@ -472,22 +473,23 @@ def _first_nonfinite(s: Session, seconds: float | None) -> dict[str, Any]:
             + ("" if st.done else " (run further: only flowed edges count)"),
         }
     edge, summary = found
+    edge = s.scene.graph.edge(edge.id)  # as drawn (a compiled region's output: from its op)
     born = st.first_birth()
     if born is not None and born.node != edge.src:
         born = None
     s.scene.reveal(edge.src)
     s.scene.reveal(edge.dst)
     s.redraw()
-    real = s.graph.edges.index(edge)
+    real = s.scene.graph.edges.index(edge)
     vis_edges = [int(j) for j in (s.scene.visible.edge_real == real).nonzero()[0]]
     s.select_edge(edge.id)
     s.select(edge.src)
-    src = s.graph.nodes[edge.src]
+    src = s.scene.graph.nodes[edge.src]
     return {
         "edge": vis_edges[0] if vis_edges else None,
         "id": edge.id,
         "src": src.name,
-        "dst": s.graph.nodes[edge.dst].name,
+        "dst": s.scene.graph.nodes[edge.dst].name,
         "summary": inspect.summary_payload(summary),
         "cause": None if born is None else born.cause,
         "expected": bool(born is not None and born.expected),

@@ -111,8 +111,8 @@ class Session:
         scene = self.scene
         if self._payload is None or self._payload_version != scene.version:
             with gc_paused():
-                self._payload = graph_payload(
-                    self.graph, scene.layout, scene.visible, self._validity, folds=scene.folds
+                self._payload = graph_payload(  # the drawn graph (compiled regions' ops too)
+                    scene.graph, scene.layout, scene.visible, self._validity, folds=scene.folds
                 )
             # what is stepped: the front-end offers no saved values, edits or probes on a replay
             self._payload["source"] = "recording" if self.recorded else "live"

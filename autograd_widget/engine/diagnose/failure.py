@@ -17,6 +17,10 @@ The three failures a real backward meets most, told apart from the engine's own 
   how to get it. A bump with no node (under `torch.no_grad()`, through `.data`, a leaf) says so.
 - "freed": "Trying to backward through the graph a second time": the saved values were freed
   by an earlier `backward()` without `retain_graph=True`.
+- "donated": "This backward function was compiled with non-empty donated buffers ...": a region
+  compiled by torch.compile whose backward was compiled during an ordinary backward() (no
+  retain_graph) with `torch._functorch.config.donated_buffer` on refuses every further call, a
+  manual step included; the hint says how to avoid it.
 - "other": anything else (a custom Function's backward raising): the node and the error's first
   line.
 
@@ -35,13 +39,14 @@ import torch
 
 from ...core.checkpoint import is_checkpointed
 from ...core.saved import saved_names, storage_key
+from ...util.compat import DONATED_BUFFER_ERROR
 
 if TYPE_CHECKING:
     from ...core.graph import BackwardGraph
 
 __all__ = ["ANOMALY_HINT", "FailureExplanation", "FailureKind", "explain_failure"]
 
-FailureKind = Literal["inplace", "freed", "other"]
+FailureKind = Literal["inplace", "freed", "donated", "other"]
 
 #: How to see where an in-place op was, when the graph has no forward traceback.
 ANOMALY_HINT = (
@@ -49,7 +54,7 @@ ANOMALY_HINT = (
     "op was"
 )
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
-_PREFIX = re.compile(r"^\w+ in n\d+ \([^)]*\): ")  # what a stepper's failure record adds
+_PREFIX = re.compile(r"^\w+ in n\d+(?:/\d+)? \([^)]*\): ")  # what a stepper's failure record adds
 #: Nodes whose saved values are scanned for the mutated storage (a bound on a huge graph).
 SCAN_LIMIT = 20_000
 
@@ -108,17 +113,32 @@ def explain_failure(graph: BackwardGraph, node_id: str, error: str) -> FailureEx
         >>> e.hint.startswith("run the forward under")
         True
     """
-    if not error or node_id not in graph.nodes:
+    if not error or not isinstance(node_id, str):
+        return None
+    try:
+        node = graph.node(node_id)  # a node, or an op of a compiled region ("n1/3")
+    except KeyError:
         return None
     msg = _PREFIX.sub("", error, count=1)
     first = msg.strip().splitlines()[0] if msg.strip() else ""
-    node = graph.nodes[node_id]
     who = f"{node_id} ({node.name})"
     fn = None
     try:
-        fn = graph.fn(node_id) if graph.is_live else None
+        fn = graph.fn(node_id) if graph.is_live and node_id in graph.nodes else None
     except Exception:
         fn = None
+    if DONATED_BUFFER_ERROR in msg:
+        return FailureExplanation(
+            node_id, "donated",
+            f"{who} cannot run again: torch compiled this region's backward during an ordinary "
+            "backward() with donated buffers (it may reuse the saved activations' memory), and "
+            "then refuses every further call of it, a manual step included",
+            error=first,
+            hint="set torch._functorch.config.donated_buffer = False before the model first "
+            "compiles (or make its first backward() a backward(retain_graph=True); not enough "
+            "for a region with dynamic shapes, whose backward compiles at once), then "
+            "torch._dynamo.reset() or restart, run the forward again and capture",
+        )  # fmt: skip
     if "modified by an inplace operation" in msg:
         return _inplace(graph, node_id, who, fn, msg, first)
     if "backward through the graph a second time" in msg or "already been freed" in msg:

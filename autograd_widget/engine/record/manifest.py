@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from ...core.graph import DICT_FORMAT, BackwardGraph
-from ...core.graphdict import parse_graph_dict, parse_shape
+from ...core.graphdict import parse_graph_dict, parse_regions, parse_shape
 from ...core.summary import MAX_LISTED, Summary
 from ...util.fields import (
     U64,
@@ -123,9 +123,11 @@ def _graph(d: Any) -> BackwardGraph:
         raise FieldError("graph.format", f"expected {DICT_FORMAT!r}, got {short(d.get('format'))}")
     try:
         nodes, edges, roots, name, classes = parse_graph_dict(d)
+        regions = parse_regions(d, nodes)
     except FieldError as e:
         raise FieldError(f"graph.{e.where}", e.what) from None
-    return BackwardGraph(nodes, edges, roots, model_name=name, module_classes=classes)
+    return BackwardGraph(nodes, edges, roots, model_name=name, module_classes=classes,
+                         regions=regions)
 
 
 def _runs(graph: BackwardGraph, v: Any) -> list[tuple[Any, ...]]:

@@ -40,6 +40,7 @@ import torch
 
 from ...core.capture import capture
 from ...core.graph import BackwardGraph
+from ...core.regions import Region
 from ...core.store import SummaryStore
 from ...core.summary import Summary
 from ...util.gcpause import gc_paused
@@ -47,7 +48,7 @@ from ..diagnose.failure import explain_failure
 from ..diagnose.origins import birth_cause, loss_scale
 from .recording import Failure, NodeExecution, Recording, new_meta
 
-__all__ = ["Recorder", "record"]
+__all__ = ["Recorder", "record", "recorded_regions"]
 
 _perf = time.perf_counter
 _get_ident = threading.get_ident
@@ -390,6 +391,24 @@ def _finite(store: SummaryStore, key: int, t: Any) -> bool:
     return _all_finite(t) if known is None else known
 
 
+def recorded_regions(graph: BackwardGraph) -> dict[str, Region]:
+    """The compiled regions of a recording's graph: each one node, recorded like any other (its
+    gradients in and out), so opaque (`available` False) with a note saying so and how many aten
+    ops a live graph would step through (or why the inside was not reachable at all).
+
+    Example:
+        >>> recorded_regions(g)  # no compiled region
+        {}
+    """
+    out: dict[str, Region] = {}
+    for nid, r in graph.regions.items():
+        note = (f"aw.record keeps a compiled region as one node (its gradients in and out, as "
+                f"the engine ran it); explore the live graph to step through its {len(r.ops)} "
+                "aten ops") if r.available else r.note  # fmt: skip
+        out[nid] = Region(nid, r.index, [], [], [], [], False, note, r.source)
+    return out
+
+
 def record(
     outputs: torch.Tensor | Sequence[torch.Tensor],
     grad_outputs: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
@@ -437,7 +456,7 @@ def record(
     graph = capture(outputs, grad_outputs, model=model, params=params)
     drawable = BackwardGraph(
         graph.nodes, graph.edges, graph.roots, model_name=graph.model_name,
-        module_classes=graph.module_classes,
+        module_classes=graph.module_classes, regions=recorded_regions(graph),
     )  # fmt: skip
     rec = Recording(drawable, [], meta=new_meta(keep))
     rec.attach(Recorder(graph, rec, keep))

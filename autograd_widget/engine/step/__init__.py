@@ -15,6 +15,8 @@ run time):
 - plan.py: the engine's order and the routing tables, as flat lists; resolve.py: checking the
   graph and `keep`, and finding a tensor's slot or edge (for `grad`);
 - calls.py: calling one node as the engine does; fanin.py: undoing an in-place fan-in add;
+- regionplan.py: the steps of an open compiled region (its node, then one per aten op);
+  regioncalls.py: running them (the compiled node called once, the ops as an FX interpreter);
 - recompute.py: one `torch.utils.checkpoint` group per pass (each checkpointed region
   recomputed once per run, as the engine does);
 - edits.py: the set of what-if edits; whatif.py: applying them (a replay as a transaction) and

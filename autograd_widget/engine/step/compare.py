@@ -37,10 +37,19 @@ from .calls import IN_STEP_CODES
 from .edits import Edits
 from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, Plan
+from .regioncalls import EntryCall
 from .results import Difference, StepRecord
 from .stepstate import ADVANCE_CODE, StepState
 
-__all__ = ["EngineResult", "compare", "differences", "manual_pass", "run_engine", "tolerances"]
+__all__ = [
+    "EngineResult",
+    "compare",
+    "differences",
+    "manual_pass",
+    "region_differences",
+    "run_engine",
+    "tolerances",
+]
 
 
 class EngineResult(NamedTuple):
@@ -270,21 +279,69 @@ def compare(
         []
     """
     check_comparable(plan)
-    slots, position, failed = manual_pass(graph, plan, seeds)
+    env: dict = {}
+    slots, position, failed = manual_pass(graph, plan, seeds, env)
     check = _SlotCheck(graph, plan, slots, position, rtol, atol)
     engine = run_engine(graph, plan, tensors, check=check)
-    return check.finish(engine.leaf_ids, engine.leaf_grads, failed)
+    diffs = check.finish(engine.leaf_ids, engine.leaf_grads, failed)
+    if env:
+        diffs += region_differences(plan, env, rtol, atol)
+        diffs.sort(key=lambda d: plan.step_of[d.node])
+    return diffs
+
+
+def region_differences(
+    plan: Plan, env: dict, rtol: float | None = None, atol: float | None = None
+) -> list[Difference]:
+    """Per gradient output of each open compiled region a pass ran: where the aten ops' own
+    result (an FX interpreter's) differs from the compiled node's, beyond the tolerances.
+
+    The compiled node's values are what flowed on (so the leaves are the engine's); this says
+    how far its kernels are from the plain aten ops (none under backend="aot_eager": the same
+    ops; last bits under "inductor", whose fused kernels sum and round in another order).
+
+    Args:
+        plan: the pass's plan.
+        env: the pass's region environments (`StepState.renv`: region -> `RegionEnv`).
+        rtol, atol: tolerances; default torch.testing's for the dtype (`tolerances`).
+
+    Example:
+        >>> region_differences(st.plan, {})
+        []
+    """
+    out: list[Difference] = []
+    for k, call in plan.calls.items():
+        if not isinstance(call, EntryCall):
+            continue
+        renv = env.get(call.r)
+        if renv is None:
+            continue
+        for slot in sorted(renv.interp):
+            mine, theirs = renv.interp[slot], renv.compiled[slot]
+            if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor) and (
+                    mine.shape == theirs.shape and mine.dtype == theirs.dtype
+                    and same_bits(theirs, mine)):  # fmt: skip
+                continue
+            d = _differ(theirs, mine, rtol, atol)
+            if d is not None:
+                note = d[3] or ("the aten ops' result differs from the compiled kernels' (engine: "
+                                "the compiled node's value, which flowed on; manual: the ops')")
+                out.append(Difference("region_output", plan.order[k], plan.names[k], slot,
+                                      d[0], d[1], d[2], note))  # fmt: skip
+    return out
 
 
 def manual_pass(
-    graph: BackwardGraph, plan: Plan, seeds: list[tuple[int, torch.Tensor]]
-) -> tuple[list, int, StepRecord | None]:
+    graph: BackwardGraph, plan: Plan, seeds: list[tuple[int, torch.Tensor]],
+    env: dict | None = None,
+) -> tuple[list, int, StepRecord | None]:  # fmt: skip
     """A full manual pass over `plan` keeping every slot: (slots, position, failure record).
 
     Args:
         graph, plan: the graph and the plan of the stepper being compared (the plan is shared:
             not rebuilt).
         seeds: its root gradients.
+        env: if given, receives the pass's compiled-region environments (`region_differences`).
 
     Guarantees: the faithful run (no edits), a state of its own (the caller's is untouched).
 
@@ -304,6 +361,8 @@ def manual_pass(
             len(plan.order), replay=True, retain=frozenset(range(plan.n_slots))
         )
     slots, position = state.slots, state.pos
+    if env is not None:
+        env.update(state.renv)
     state.close()
     return slots, position, failed
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import torch
 
 from ...core.graph import BackwardGraph
+from ...core.records import RegionEdge
 from ...core.summary import Summary
 from ...util.dtypes import dtype_from_name
 from .calls import validate
@@ -97,11 +98,19 @@ class Edits:
             Traceback (most recent call last):
             ValueError: cannot zero the gradient of edge n0:0: it is in the future, ...
         """
-        plan, nodes = self._plan, graph.nodes
+        plan = self._plan
         eid = plan.edge_ids[ei]
         edge = graph.edge(eid)
+        if isinstance(edge, RegionEdge):
+            region = edge.src.partition("/")[0]
+            raise ValueError(
+                f"cannot {what} edge {eid}: it is inside compiled region {region}, whose "
+                "gradients leaving it are the compiled node's own (an edit inside would change "
+                "only the aten ops' view of them); edit an edge into or out of the region"
+            )
         ks, kd = plan.edge_step[ei], plan.step_of[edge.dst]
-        src, dst = f"{edge.src} ({nodes[edge.src].name})", f"{edge.dst} ({nodes[edge.dst].name})"
+        src = f"{edge.src} ({graph.node(edge.src).name})"
+        dst = f"{edge.dst} ({graph.node(edge.dst).name})"
         if ks >= pos:
             raise ValueError(
                 f"cannot {what} edge {eid}: it is in the future, its gradient has not flowed yet "

@@ -32,10 +32,11 @@ from ..diagnose.origins import Origin, birth_cause, classify, loss_scale
 from .plan import ACCUMULATE
 
 if TYPE_CHECKING:
+    from ...core.records import Edge
     from .edits import Edits
     from .stepstate import StepState
 
-__all__ = ["StepOrigins"]
+__all__ = ["StepOrigins", "first_nonfinite"]
 
 Row = tuple[int, str, list[Summary | None], list[Summary | None]]
 
@@ -52,6 +53,27 @@ def _slot_summary(state: StepState, s: int) -> Summary | None:
 
 def _bad(s: Summary | None) -> bool:
     return s is not None and (s.nan > 0 or s.inf > 0)
+
+
+def first_nonfinite(state: StepState) -> tuple[Edge, Summary] | None:
+    """The first edge, in execution order, whose gradient holds a NaN or an Inf (among the steps
+    `state` has done; an edge inside an open compiled region included).
+
+    Example:
+        >>> state = st._state  # StepState is internal: the Stepper's own is the only route
+        >>> state.advance(4); first_nonfinite(state) is None
+        True
+    """
+    state.edge_summaries()
+    plan = state.plan
+    for k in range(state.pos):
+        for ei in plan.out_edges[k]:
+            if state.edge_val[ei] is None:
+                continue
+            s = state.summary_of(ei)
+            if s is not None and not s.finite:
+                return state.graph.edge(plan.edge_ids[ei]), s
+    return None
 
 
 class StepOrigins:
@@ -116,13 +138,12 @@ class StepOrigins:
         one), in step order; the fan-in overflow sentences go to `fanin` (step -> sentence)."""
         plan, graph, pos = state.plan, state.graph, state.pos
         sums = state.edge_summaries()
-        edges = graph.edges
         steps: set[int] = set()
         for eid, s in sums.items():
             if s.nan or s.inf:
                 ei = plan.edge_index[eid]
                 steps.add(plan.edge_step[ei])
-                d = plan.step_of[edges[ei].dst]
+                d = plan.step_of[graph.edge(eid).dst]
                 if d < pos:
                     steps.add(d)
         for slot, seed in state.seeds:
@@ -191,8 +212,8 @@ class StepOrigins:
             for o in todo:
                 k = o.step
                 gout = [_output(state, ei) for ei in plan.out_edges[k]]
-                try:
-                    fn = state.graph.fn(o.node)
+                try:  # an op of a compiled region has no node of its own: its name says it
+                    fn = _OpName(o.node, plan) if "/" in o.node else state.graph.fn(o.node)
                 except Exception:
                     fn = None
                 out[o.node] = birth_cause(fn, inputs[k], gout, loss_scale=scale)
@@ -204,6 +225,16 @@ class StepOrigins:
         if self._scale is None:
             self._scale = (loss_scale(state.graph),)
         return self._scale[0]
+
+
+class _OpName:
+    """What `birth_cause` reads of an op of a compiled region: its name (no saved values)."""
+
+    def __init__(self, nid: str, plan: Any) -> None:
+        self._name = plan.records[plan.step_of[nid]].name
+
+    def name(self) -> str:
+        return self._name
 
 
 def _output(state: StepState, ei: int) -> torch.Tensor | Summary | None:

@@ -24,6 +24,7 @@ from ...core.order import engine_order_indices
 from ...core.records import Node
 from ...util.dtypes import dtype_from_name
 from .calls import CustomInfo, custom_info, validate
+from .regionplan import REGION, expand_regions
 
 __all__ = [
     "ACCUMULATE",
@@ -31,6 +32,7 @@ __all__ = [
     "CUSTOM",
     "FUNCTION",
     "KIND_CODE",
+    "REGION",
     "Plan",
     "build_plan",
     "nbytes",
@@ -92,14 +94,21 @@ class Plan:
     slot_node: list[int]
     root_slots: list[int]
     custom: dict[int, CustomInfo] = field(default_factory=dict)
+    #: Per node index (the graph's nodes, then the ops of open compiled regions): its id.
+    node_ids: list[str] = field(default_factory=list)
+    #: Per step: the record of the node (or region op) it runs.
+    records: list[Node] = field(default_factory=list)
+    #: Step -> the call of a compiled region's entry or op (`REGION` steps, regioncalls.py).
+    calls: dict[int, object] = field(default_factory=dict)
 
 
-def build_plan(graph: BackwardGraph, fns: list) -> Plan:
+def build_plan(graph: BackwardGraph, fns: list, regions: tuple[str, ...] = ()) -> Plan:
     """The plan of a live graph: order, routing tables and custom-Function call info.
 
     Args:
         graph: the captured graph.
         fns: its live nodes, `fns[i]` for node `f"n{i}"` (`graph.require_live(...).fns`).
+        regions: ids of the compiled regions to open (regionplan.py: entry + one step per op).
 
     Guarantees: `order` is the engine's order (`core.order.engine_order_indices`); each route
     carries the destination's shape and dtype (and device when the graph spans several), so a
@@ -177,29 +186,19 @@ def build_plan(graph: BackwardGraph, fns: list) -> Plan:
         multi.append(tuple(s for s in range(a, a + len(rec.inputs)) if contrib[s] > 1))
         if code == CUSTOM:
             custom[k] = custom_info(fns[i], rec)
-    order = tuple(f"n{i}" for i in order_idx)
-    return Plan(
-        order=order,
-        step_of={nid: k for k, nid in enumerate(order)},
-        node_of=node_of,
-        kind=kind,
-        start=start,
-        arity=arity,
-        routes=routes,
-        out_edges=out_edges,
-        multi=multi,
-        node_start=node_start,
-        n_slots=total,
-        edge_ids=edge_ids,
-        edge_index={eid: ei for ei, eid in enumerate(edge_ids)},
-        edge_step=edge_step,
-        names=[recs[i].name for i in order_idx],
-        slot_edge=slot_edge,
-        slot_contrib=contrib,
-        slot_node=[i for i, rec in enumerate(recs) for _ in rec.inputs],
-        root_slots=root_slots,
-        custom=custom,
-    )
+    f = dict(
+        node_of=node_of, kind=kind, start=start, arity=arity, routes=routes, out_edges=out_edges,
+        multi=multi, node_start=node_start, n_slots=total, edge_ids=edge_ids,
+        edge_step=edge_step, names=[recs[i].name for i in order_idx], slot_edge=slot_edge,
+        slot_contrib=contrib, slot_node=[i for i, rec in enumerate(recs) for _ in rec.inputs],
+        custom=custom, node_ids=[f"n{i}" for i in range(n)], records=[recs[i] for i in order_idx],
+        calls={},
+    )  # fmt: skip
+    expand_regions(graph, fns, f, list(regions))
+    order = tuple(f["node_ids"][i] for i in f["node_of"])
+    return Plan(order=order, step_of={nid: k for k, nid in enumerate(order)},
+                edge_index={eid: ei for ei, eid in enumerate(f["edge_ids"])},
+                root_slots=root_slots, **f)  # fmt: skip
 
 
 def root_seeds(graph: BackwardGraph, plan: Plan) -> list[tuple[int, torch.Tensor]]:

@@ -45,7 +45,7 @@ from ...core.records import Node
 from ...util.dtypes import dtype_from_name
 from ...util.jsonsafe import encode_float
 from .calls import apply_custom, validate
-from .plan import ACCUMULATE, CUSTOM, FUNCTION, node_id
+from .plan import ACCUMULATE, CUSTOM, FUNCTION, REGION, node_id
 from .recompute import node_frames
 
 if TYPE_CHECKING:
@@ -307,7 +307,11 @@ def jacobian_norms(
     with torch.no_grad():
         for nid in ids:
             k = plan.step_of[nid]
-            node = graph.nodes[nid]
+            node = graph.node(nid)
+            if plan.kind[k] == REGION:
+                errors[nid] = (f"{nid} ({node.name}) is a step of an open compiled region: not "
+                               "probed (a Stepper with regions='closed' probes the region's node)")
+                continue
             metas = node.inputs
             dims = sum(_real_dims(m) for m in metas)
             if plan.kind[k] == ACCUMULATE:  # the identity on the leaf's gradient

@@ -21,16 +21,22 @@ from ...core.records import Edge, Node
 from ...util.compat import check_step_api, gradient_edge
 from ...util.gcpause import gc_paused
 from .plan import Plan, build_plan, node_id, root_seeds
+from .regionplan import open_regions
 
-__all__ = ["edge_index", "grad_slot", "make_plan", "step_index"]
+__all__ = ["edge_index", "grad_slot", "make_plan", "step_index", "through"]
 
 
-def make_plan(graph: Any, keep: Any) -> tuple[Plan, list[tuple[int, torch.Tensor]]]:
-    """Check a stepper's `graph` and `keep`, then build its plan and root seeds.
+def make_plan(
+    graph: Any, keep: Any, regions: Any = "open", create_graph: bool = False
+) -> tuple[Plan, list[tuple[int, torch.Tensor]]]:
+    """Check a stepper's `graph`, `keep` and `regions`, then build its plan and root seeds.
 
     Args:
         graph: what was passed as the graph (a live `BackwardGraph`, else TypeError).
         keep: "summaries", "tensors" or a byte budget (an int >= 0), else ValueError.
+        regions: "open" (each aten op of an available compiled region is a step) or "closed"
+            (each region one step), else ValueError.
+        create_graph: the stepper's; regions stay closed with it (no double backward).
 
     Guarantees: a node lacking an attribute stepping relies on names the torch version
     (`check_step_api`) instead of a bare AttributeError.
@@ -50,10 +56,13 @@ def make_plan(graph: Any, keep: Any) -> tuple[Plan, list[tuple[int, torch.Tensor
         raise ValueError(
             f"keep must be 'summaries', 'tensors' or a byte budget (int >= 0), got {keep!r}"
         )
+    if regions not in ("open", "closed"):
+        raise ValueError(f"regions must be 'open' or 'closed', got {regions!r}")
     live = graph.require_live("step this graph")
+    ids = tuple(open_regions(graph, create_graph)) if regions == "open" else ()
     try:
         with gc_paused():
-            plan = build_plan(graph, live.fns)
+            plan = build_plan(graph, live.fns, ids)
     except AttributeError:
         # A node lacking an attribute stepping relies on: name the torch version instead.
         for i, fn in enumerate(live.fns):
@@ -88,7 +97,22 @@ def step_index(plan: Plan, target: str | Node) -> int:
     try:
         return plan.step_of[nid]
     except KeyError:
-        raise KeyError(f"no node {nid!r} in this graph (ids look like 'n0', 'n1', ...)") from None
+        raise KeyError(f"no node {nid!r} in this graph (ids look like 'n0', 'n1', ..., "
+                       "'n1/0' for an op of an open compiled region)") from None
+
+
+def through(plan: Plan, k: int) -> int:
+    """The last step of the node that runs at step k: k itself, or the last op of an open
+    compiled region whose entry k is (its ops run right after it, ids "n1/0", "n1/1", ...).
+
+    Example:
+        >>> through(st.plan, 1)
+        1
+    """
+    order, head = plan.order, plan.order[k] + "/"
+    while k + 1 < len(order) and order[k + 1].startswith(head):
+        k += 1
+    return k
 
 
 def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int]:

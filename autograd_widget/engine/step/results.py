@@ -124,8 +124,10 @@ class Difference:
     """
 
     #: "slot": what a node received in one input slot; "leaf": a leaf's gradient;
-    #: "manual_error": manual stepping failed where the engine did not.
-    kind: Literal["slot", "leaf", "manual_error"]
+    #: "manual_error": manual stepping failed where the engine did not; "region_output": a
+    #: compiled region's gradient output `slot`, the compiled kernels' (engine) against its
+    #: aten ops' own result (manual; what flowed on is the compiled one: API.md).
+    kind: Literal["slot", "leaf", "manual_error", "region_output"]
     node: str
     name: str
     slot: int | None

@@ -31,11 +31,11 @@ from .compare import compare
 from .edits import EditKind, Edits
 from .guard import Guard
 from .listeners import ListenerHandle, Listeners
-from .nonfinite import StepOrigins
+from .nonfinite import StepOrigins, first_nonfinite
 from .plan import Plan
 from .probes import EXACT_MAX, JacobianNorm
 from .probes import jacobian_norms as probe_jacobian_norms
-from .resolve import edge_index, grad_slot, make_plan, step_index
+from .resolve import edge_index, grad_slot, make_plan, step_index, through
 from .results import Difference, EditInfo, History, LeafDiff, ReadOnlyList, StepInfo, StepRecord
 from .stepstate import ADVANCE_CODE, StepState
 from .whatif import WhatIf
@@ -57,6 +57,8 @@ class Stepper:
             int is a byte budget: tensors while the next step's gradients (and partial sums)
             still fit in it, summaries from the first step that does not fit on (a budget
             smaller than one gradient keeps none). Leaf gradients are always kept.
+        regions: "open" (default): each compiled region (torch.compile, `graph.regions`) is
+            its node's step then one step per aten op (regionplan.py); "closed": one step.
 
     Guarantees: the same order, gradients and errors as the engine (`compare_with_engine` is
     the oracle); nothing of the user's (`.grad`, versions, hooks) is touched.
@@ -67,13 +69,15 @@ class Stepper:
     """
 
     def __init__(
-        self, graph: BackwardGraph, *, create_graph: bool = False, keep: Keep = "summaries"
-    ) -> None:
-        self._plan, seeds = make_plan(graph, keep)  # checks graph and keep (resolve.py)
+        self, graph: BackwardGraph, *, create_graph: bool = False, keep: Keep = "summaries",
+        regions: Literal["open", "closed"] = "open",
+    ) -> None:  # fmt: skip
+        self._plan, seeds = make_plan(graph, keep, regions, bool(create_graph))  # resolve.py
         self._graph = graph
         self.create_graph = bool(create_graph)
         self.keep: Keep = keep
-        self._breaks = Breakpoints(self._plan, graph.nodes)
+        self.regions = regions
+        self._breaks = Breakpoints(self._plan, dict(zip(self._plan.order, self._plan.records)))
         self._closed = False
         self._failure: StepRecord | None = None
         self._listeners = Listeners()
@@ -160,7 +164,8 @@ class Stepper:
             >>> _ = st.step(); t = st.twin(); t.position, st.position
             (0, 1)
         """
-        return Stepper(self.graph, create_graph=self.create_graph, keep="summaries")
+        return Stepper(self.graph, create_graph=self.create_graph, keep="summaries",
+                       regions=self.regions)
 
     def execution_of(self, node_id: str) -> None:
         """None: a stepper runs the nodes itself; only a recording knows how the ENGINE ran one.
@@ -169,7 +174,7 @@ class Stepper:
             >>> st.execution_of("n0") is None
             True
         """
-        self.graph.check_id(node_id)
+        self.step_index(node_id)  # a node, or an op of an open compiled region: else KeyError
         return None
 
     def known_run_norms(self) -> None:
@@ -262,7 +267,7 @@ class Stepper:
         """Run to the end, or up to AND including node `until`.
 
         Args:
-            until: a node id (not run yet), or None for the end.
+            until: a node id (not run yet; a compiled region's: its ops too), or None for the end.
 
         Guarantees: stops early BEFORE a breakpoint node (a run that starts on one executes it
         first, so repeated `run()` calls move from breakpoint to breakpoint) and AT a failing
@@ -278,7 +283,7 @@ class Stepper:
         stop = len(self._plan.order)
         pos = self._state.pos
         if until is not None:
-            k = self.step_index(until)
+            k = through(self._plan, self.step_index(until))  # a compiled region: its ops too
             if k < pos:
                 raise ValueError(
                     f"node {until!r} already ran (step {k}, position {pos}); call back() "
@@ -390,8 +395,7 @@ class Stepper:
         return edge_index(self._plan, edge_or_id)
 
     def edge_grad(self, edge_or_id: Edge | str) -> torch.Tensor | None:
-        """The gradient that flowed along edge `edge_or_id` (an `Edge` or an id such as "n2:0"),
-        or None (not flowed yet, none, or not kept).
+        """The gradient that flowed along edge `edge_or_id` (an `Edge` or an id), or None.
 
         Example:
             >>> st = Stepper(g, keep="tensors"); _ = st.run(); st.edge_grad("n1:0")
@@ -401,8 +405,7 @@ class Stepper:
         return v if isinstance(v, torch.Tensor) else None
 
     def edge_summary(self, edge_or_id: Edge | str) -> Summary | None:
-        """The `Summary` of edge `edge_or_id`'s gradient (an `Edge` or an id such as "n2:0");
-        None before it flowed (or when none flowed).
+        """The `Summary` of edge `edge_or_id`'s gradient (an `Edge` or an id), None until flowed.
 
         Example:
             >>> _ = st.run(); st.edge_summary("n1:0").mean, st.edge_summary("n1:0").finite
@@ -445,7 +448,7 @@ class Stepper:
             >>> _ = st.run(until="n1"); st.waiting("n3")
             [Summary(shape=(), dtype='float32', norm=4.0, ...)]
         """
-        return self._state.waiting(self.graph.check_id(node_id))
+        return self._state.waiting(self._plan.order[self.step_index(node_id)])
 
     def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
         """The gradient computed so far for a captured tensor: a leaf (what its AccumulateGrad
@@ -467,7 +470,7 @@ class Stepper:
         Example:
             >>> _ = st.run(); st.first_nonfinite()  # no output: None, every gradient is finite
         """
-        return self._state.first_nonfinite()
+        return first_nonfinite(self._state)
 
     # ----------------------------------------------------------------- why it went wrong
     def nonfinite_origins(self) -> list[Origin]:
@@ -533,7 +536,6 @@ class Stepper:
         self._check_open()
         return compare(self.graph, self._plan, self._state.seeds, tensors, rtol, atol)
 
-    # ----------------------------------------------------------------- probes
     def jacobian_norms(
         self,
         nodes: str | Node | Iterable[str | Node] | None = None,
@@ -679,7 +681,6 @@ class Stepper:
         self._failure = None
         self._listeners.notify(self)
 
-    # ----------------------------------------------------------------- cleanup
     def close(self) -> None:
         """Drop every tensor this stepper holds (the graph stays open; it is the caller's).
 

@@ -26,7 +26,6 @@ import weakref
 import torch
 
 from ...core.graph import BackwardGraph
-from ...core.records import Edge
 from ...core.store import SummaryStore
 from ...core.summary import Summary, summarize
 from ...util.gcpause import gc_paused
@@ -34,7 +33,7 @@ from .calls import apply_custom, call_empty, validate
 from .edits import Edits
 from .fanin import ADDED, FanIn, stealable
 from .guard import Guard
-from .plan import ACCUMULATE, CUSTOM, FUNCTION, Plan, nbytes, step_bytes
+from .plan import ACCUMULATE, CUSTOM, FUNCTION, REGION, Plan, nbytes, step_bytes
 from .recompute import RecomputeGroups
 from .results import GradView, StepInfo, StepRecord
 
@@ -123,6 +122,7 @@ class StepState:
         self.used = 0
         self.pos = 0
         self.cache: dict[int, torch.Tensor] = {}
+        self.renv: dict = {}  # compiled region -> what its steps keep (regioncalls.RegionEnv)
         # slot -> the partial sum the stepper made for it (identity-checked before an in-place
         # add: after a rollback or back() the slot may hold someone else's tensor again)
         self.owned: dict[int, torch.Tensor] = {}
@@ -173,6 +173,7 @@ class StepState:
         secs, nograd = self.seconds, self.nograd
         node_of, kinds, starts, arities = plan.node_of, plan.kind, plan.start, plan.arity
         routes, out_edges, multi, custom = plan.routes, plan.out_edges, plan.multi, plan.custom
+        calls, renv = plan.calls, self.renv
         keep_all, budget, used = self.keep_all, self.budget, self.used
         step_bytes = self.step_bytes
         store_add, store_complete = self.store.add, self.store.complete
@@ -217,6 +218,8 @@ class StepState:
                                     )
                                 elif kind == CUSTOM:
                                     out = apply_custom(custom[k], fns[node_of[k]], [g0])
+                                elif kind == REGION:
+                                    out = calls[k](fns, [g0], renv)
                                 else:
                                     out = fns[node_of[k]](g0)
                             else:
@@ -230,6 +233,8 @@ class StepState:
                                     )
                                 elif kind == CUSTOM:
                                     out = apply_custom(custom[k], fns[node_of[k]], args)
+                                elif kind == REGION:
+                                    out = calls[k](fns, args, renv)
                                 else:
                                     out = fns[node_of[k]](*args)
                             if edit_steps and k in edit_steps:
@@ -345,7 +350,7 @@ class StepState:
         return result
 
     _STATE = ("slots", "edge_val", "u_slot", "u_old", "u_mark", "u_used", "used", "pos", "cache",
-              "owned")  # fmt: skip
+              "owned", "renv")  # fmt: skip
 
     def rebuild(self, stop: int, retain: frozenset[int] = frozenset()) -> None:
         """Replay from the start to `stop` (state only: records and summaries stay).
@@ -507,7 +512,7 @@ class StepState:
         if v is not None:
             return v
         plan = self.plan
-        if not self.consumed(plan.step_of[f"n{plan.slot_node[s]}"]):
+        if not self.consumed(plan.step_of[plan.node_ids[plan.slot_node[s]]]):
             return None  # not freed: the slot really is empty
         ei = plan.slot_edge[s]
         if ei >= 0:
@@ -527,9 +532,10 @@ class StepState:
             >>> state.advance(3); [s.mean for s in state.waiting("n3")]
             [4.0]
         """
-        a = self.plan.node_start[int(nid[1:])]
+        k = self.plan.step_of[nid]
+        a = self.plan.start[k]
         out: list[Summary | None] = []
-        for s in range(a, a + len(self.graph.nodes[nid].inputs)):
+        for s in range(a, a + self.plan.arity[k]):
             v = self.slot_view(s)
             out.append(Summary.of(v) if isinstance(v, torch.Tensor) else v)
         return out
@@ -559,7 +565,7 @@ class StepState:
         called = plan.kind[index] != ACCUMULATE and index not in self.nograd
         return StepRecord(
             index,
-            self.graph.nodes[plan.order[index]],
+            plan.records[index],
             inputs,
             outputs,
             self.seconds[index],
@@ -580,7 +586,7 @@ class StepState:
         a, n = plan.start[k], plan.arity[k]
         outs = {plan.edge_ids[ei]: self.edge_val[ei] for ei in plan.out_edges[k]}
         called = plan.kind[k] != ACCUMULATE and k not in self.nograd
-        node = self.graph.nodes[plan.order[k]]
+        node = plan.records[k]
         return StepRecord(k, node, tuple(self.slots[a : a + n]), outs, seconds, None, called)
 
     def failure_record(self, k: int, exc: BaseException, seconds: float) -> StepRecord:
@@ -592,7 +598,7 @@ class StepState:
         """
         plan = self.plan
         nid = plan.order[k]
-        node = self.graph.nodes[nid]
+        node = plan.records[k]
         a, n = plan.start[k], plan.arity[k]
         error = f"{type(exc).__name__} in {nid} ({node.name}): {exc}"
         called = plan.kind[k] != ACCUMULATE
@@ -628,7 +634,7 @@ class StepState:
             >>> state.advance(3); state.slot_grad("n1", 0)  # freed: found by a replay
             tensor(1.)
         """
-        s = self.plan.node_start[int(nid[1:])] + slot
+        s = self.plan.start[self.plan.step_of[nid]] + slot
         v = self.slots[s]
         if v is not None or not self.consumed(self.plan.step_of[nid]):
             return v
@@ -640,25 +646,6 @@ class StepState:
             if cached is not None:
                 self.cache[s] = cached
         return cached
-
-    def first_nonfinite(self) -> tuple[Edge, Summary] | None:
-        """The first edge, in execution order, whose gradient holds a NaN or an Inf.
-
-        Example:
-            >>> state = st._state  # StepState is internal: the Stepper's own is the only route
-            >>> state.advance(4); state.first_nonfinite() is None
-            True
-        """
-        self.edge_summaries()
-        plan = self.plan
-        for k in range(self.pos):
-            for ei in plan.out_edges[k]:
-                if self.edge_val[ei] is None:
-                    continue
-                s = self.summary_of(ei)
-                if s is not None and not s.finite:
-                    return self.graph.edge(plan.edge_ids[ei]), s
-        return None
 
     def leaf_grads(self) -> list:
         """Each leaf's gradient so far (what its AccumulateGrad slot holds), in `graph.leaves`
@@ -691,6 +678,7 @@ class StepState:
         self.seeds = self.fanin.seeds = []
         self.cache = {}
         self.owned = {}
+        self.renv = {}
         self.groups.close()
 
 
