@@ -137,15 +137,37 @@ class Writer:
             view = view[n:]
 
     def structure(self, sid: int, structure: Structure) -> None:
-        """Append structure number `sid` (before the first step that uses it)."""
+        """Append structure number `sid` (before the first step that uses it).
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.structure(0, Structure(g))
+            ...     w.close(); read(Path(d) / "w.awwatch")[1]
+            [<Structure 4 nodes, 3 edges, 2 parameters>]
+        """
         self._write(structure_record(sid, structure))
 
     def step(self, st: TrainingStep) -> None:
-        """Append one completed step."""
+        """Append one completed step.
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 1.0))
+            ...     w.close(); [s.step for s in read(Path(d) / "w.awwatch")[2]]
+            [0]
+        """
         self._write(step_record(st))
 
     def close(self) -> None:
-        """Close the file (a second call does nothing)."""
+        """Close the file (a second call does nothing).
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.close(); w.close(); w.fd
+        """
         fd, self.fd = self.fd, None
         if fd is not None:
             os.close(fd)

@@ -139,12 +139,22 @@ class Staged:
         self.values: list[Any] = []
 
     def add(self, v: float | torch.Tensor) -> int:
-        """Stage `v`; returns its index in `read()`."""
+        """Stage `v`; returns its index in `read()`.
+
+        Example:
+            >>> Staged().add(torch.tensor(1.0))
+            0
+        """
         self.values.append(v)
         return len(self.values) - 1
 
     def read(self) -> list[float]:
-        """Every staged value as a float (tensors grouped per device, stacked, read once)."""
+        """Every staged value as a float (tensors grouped per device, stacked, read once).
+
+        Example:
+            >>> s = Staged(); _ = s.add(torch.tensor(3.0)); _ = s.add(float("nan")); s.read()
+            [3.0, nan]
+        """
         out = [v if not isinstance(v, torch.Tensor) else math.nan for v in self.values]
         groups: dict[Any, list[int]] = {}
         for k, v in enumerate(self.values):
