@@ -1,15 +1,16 @@
-"""Standalone export: the whole step-through recorded once, replayable with no kernel.
+"""Standalone export: the whole step-through walked once, played with no kernel: a walkthrough.
 
-A recording is the widget's own protocol frozen in time: the `_graph` payload, the `_state` of
-position 0, and per step only what changed (indices with old and new values, so the front-end can
-step forward and back without a kernel), plus the inspector data as of the end of the run and the
-replies of the modes that need no kernel once answered (format /2): the memory report (with and
-without leaves), the sensitivity probe, and what "First NaN/Inf" answers (the step after which
-the first NaN/Inf has flowed, and the reply there). The HTML file wraps the same JS bundle the
-widget uses and this recording, under a header (title, description, how to use it); nothing
-else: no CDN, no request.
+A walkthrough (format `WALKTHROUGH_FORMAT`, wire/protocol.py) is the widget's own protocol frozen
+in time: the `_graph` payload, the `_state` of position 0, and per step only what changed (indices
+with old and new values, so the front-end can step forward and back without a kernel), plus the
+inspector data as of the end of the run and the replies of the modes that need no kernel once
+answered: the memory report (with and without leaves), the sensitivity probe, and what "First
+NaN/Inf" answers (the step after which the first NaN/Inf has flowed, and the reply there). The
+HTML file wraps the same JS bundle the widget uses and this walkthrough (js/src/walkthrough.js
+plays it), under a header (title, description, how to use it); nothing else: no CDN, no request.
+It is not `aw.record`'s Recording (an engine run the live widget replays through the kernel).
 
-The run is recorded by a Session of its own (a separate `Stepper` over the same graph, a fresh
+The run is walked by a Session of its own (a separate `Stepper` over the same graph, a fresh
 `Scene` with the widget's folds) driven through the protocol, so the live widget is not moved.
 """
 
@@ -26,7 +27,7 @@ import numpy as np
 from ..util import static
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
-from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, dispatch
+from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, WALKTHROUGH_FORMAT, dispatch
 from ..wire.session import Session
 
 if TYPE_CHECKING:
@@ -36,17 +37,17 @@ if TYPE_CHECKING:
 __all__ = [
     "HOW_TO",
     "PROBE_SAMPLES",
-    "RECORDING_FORMAT",
+    "WALKTHROUGH_FORMAT",
     "Exportable",
     "html",
-    "record",
-    "record_session",
     "save_html",
+    "walkthrough",
+    "walkthrough_session",
 ]
 
 
 class Exportable(Protocol):
-    """What `record` reads of a widget (its public API only): the graph, the stepper's options,
+    """What `walkthrough` reads of a widget (its public API only): the graph, the stepper's options,
     and how the drawing is folded, oriented and sized."""
 
     graph: BackwardGraph
@@ -65,8 +66,7 @@ class Exportable(Protocol):
         """Runs of repeated blocks folded now, by fold key."""
         ...
 
-RECORDING_FORMAT = "autograd_widget.recording/2"
-#: Samples of the recorded sensitivity probe (js/src/sensitivity.js PROBE_SAMPLES asks the same).
+#: Samples of the walked sensitivity probe (js/src/sensitivity.js PROBE_SAMPLES asks the same).
 PROBE_SAMPLES = 16
 #: The page's one-line how-to, under its title.
 HOW_TO = ("Step with \u2192 / \u2190 (or the Step and Back buttons), click a node or an edge to "
@@ -125,19 +125,19 @@ def _ask(session: Session, msg: dict[str, Any]) -> Any:
     """One request through the protocol; its reply's data (a warning is an error here)."""
     (out,) = dispatch(session, {**msg, "request": 0})
     if out["type"] != REPLY:
-        raise RuntimeError(f"recording: {msg['type']} was refused: {out.get('message')}")
+        raise RuntimeError(f"walkthrough: {msg['type']} was refused: {out.get('message')}")
     return out["data"]
 
 
 def _try_ask(session: Session, msg: dict[str, Any]) -> dict[str, Any]:
-    """A request whose refusal is recorded as `{"error": message}` (the front-end shows it)."""
+    """A request whose refusal is walked as `{"error": message}` (the front-end shows it)."""
     (out,) = dispatch(session, {**msg, "request": 0})
     if out["type"] != REPLY:
         return {"error": str(out.get("message"))}
     return out["data"]
 
 
-def _record_modes(session: Session) -> dict[str, Any] | None:
+def _walk_modes(session: Session) -> dict[str, Any] | None:
     """The colour modes' replies, asked at step 0 (they do not change with the step): memory with
     and without leaves, and the sensitivity probe. None for a replayed engine run (it has no saved
     tensors to weigh nor nodes to call)."""
@@ -152,10 +152,10 @@ def _record_modes(session: Session) -> dict[str, Any] | None:
     }
 
 
-def _record_nonfinite(session: Session) -> dict[str, Any]:
-    """What "First NaN/Inf" answers, asked through the protocol at the end of the recorded run:
+def _walk_nonfinite(session: Session) -> dict[str, Any]:
+    """What "First NaN/Inf" answers, asked through the protocol at the end of the walked run:
     `step` (the position after which the first NaN/Inf has flowed; None: none flows) and `reply`
-    (the reply from there on, its `edge` the recorded drawing's edge index) and `select` (the node
+    (the reply from there on, its `edge` the walked drawing's edge index) and `select` (the node
     the live widget selects: where the NaN/Inf is born); with none, `reply` is what the live
     widget answers at the end without searching and `seek` what a search from an earlier step
     answers (it stops at a failing node)."""
@@ -164,7 +164,7 @@ def _record_nonfinite(session: Session) -> dict[str, Any]:
     if found is None:
         reply = _try_ask(session, {"type": "first_nonfinite"})
         if stepper.last_error is None and not stepper.done:
-            seek = None  # a recording cut short (max_steps): nothing recorded beyond, no search
+            seek = None  # a walkthrough cut short (max_steps): nothing walked beyond, no search
         elif stepper.last_error is None:
             seek = _try_ask(session, {"type": "first_nonfinite", "chunk_ms": 1000})
         else:  # a search from before the failing step stops at it: ask one from step 0
@@ -179,18 +179,19 @@ def _record_nonfinite(session: Session) -> dict[str, Any]:
     step = stepper.order.index(edge.src) + 1
     reply = dict(_ask(session, {"type": "first_nonfinite"}))  # reveals on this (last) scene
     reply["edge"] = shown[0] if shown else None
-    if not shown:  # inside a folded box of the recorded drawing: say where, select nothing
+    if not shown:  # inside a folded box of the walked drawing: say where, select nothing
         reply["message"] = (f"{reply.get('sentence', '')} (The edge is inside a folded module: "
                             "unfold it in the live widget to see it.)").strip()
     return {"step": step, "reply": reply, "seek": None, "select": edge.src if shown else None}
 
 
-def record_session(
+def walkthrough_session(
     session: Session, *, title: str, height: int, max_steps: int | None = None,
     description: str | None = None,
 ) -> dict[str, Any]:
-    """Record `session`'s run from its stepper's position (step 0 for a fresh one) to the end
-    (or `max_steps` steps), driving it through the protocol like the front-end does.
+    """Walk `session`'s run from its stepper's position (step 0 for a fresh one) to the end
+    (or `max_steps` steps), driving it through the protocol like the front-end does: the
+    walkthrough a standalone page plays.
 
     Args:
         session: a session of its own (its stepper is moved; it needs no front).
@@ -198,20 +199,21 @@ def record_session(
         max_steps: stop after this many steps.
         description: a paragraph the page shows under its title (plain text).
 
-    Guarantees: the replies a recording answers offline (inspector, colour modes, First NaN/Inf)
-    are the protocol's own replies, asked of this session; the front-end computes none of them.
+    Guarantees: the replies a walkthrough answers offline (inspector, colour modes, First
+    NaN/Inf) are the protocol's own replies, asked of this session; the front-end computes none
+    of them.
 
     Example:
         >>> session = Session(g, st, Scene(g, st))
-        >>> rec = record_session(session, title="z", height=600)
-        >>> rec["format"], len(rec["steps"]), st.position
-        ('autograd_widget.recording/2', 4, 4)
-        >>> rec["modes"]["memory"]["false"]["total"], rec["first_nonfinite"]["step"]
+        >>> walk = walkthrough_session(session, title="z", height=600)
+        >>> walk["format"], len(walk["steps"]), st.position
+        ('autograd_widget.walkthrough/3', 4, 4)
+        >>> walk["modes"]["memory"]["false"]["total"], walk["first_nonfinite"]["step"]
         (4, None)
     """
     stepper, sv = session.stepper, session.scene.state
     state0 = sv.update()
-    modes = _record_modes(session)
+    modes = _walk_modes(session)
     arrays = sv.visible_arrays()
     first = {name: arrays[name] for name in STATE_ARRAYS}
     steps: list[dict[str, Any]] = []
@@ -221,7 +223,7 @@ def record_session(
         refused = dispatch(session, {"type": "step"})  # a node that fails is no refusal
         if refused:
             raise RuntimeError(
-                f"recording: step {stepper.position} was refused: {refused[0].get('message')}"
+                f"walkthrough: step {stepper.position} was refused: {refused[0].get('message')}"
             )
         state = sv.update()
         new = sv.visible_arrays()
@@ -250,9 +252,9 @@ def record_session(
                   for k in range(len(vis.edge_real))},
     }
     graph = _encode(_typed_graph(session.graph_payload()))  # before First NaN/Inf reveals
-    nonfinite = _record_nonfinite(session)
+    nonfinite = _walk_nonfinite(session)
     return {
-        "format": RECORDING_FORMAT,
+        "format": WALKTHROUGH_FORMAT,
         "title": title,
         "description": description,
         "height": height,
@@ -266,27 +268,28 @@ def record_session(
     }
 
 
-def record(
+def walkthrough(
     widget: Exportable, *, max_steps: int | None = None, title: str | None = None,
     description: str | None = None,
 ) -> dict[str, Any]:
-    """Record the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it.
+    """Walk the whole run (or `max_steps` steps) of `widget`'s graph, as the widget shows it:
+    the walkthrough its standalone page plays.
 
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
     widget's current folds, plumbing and orientation; the widget is only read through its
     public API, and its stepper is not moved.
 
     Args:
-        widget: what to record.
+        widget: what to walk through.
         max_steps: stop after this many steps.
         title: the page's title (None: "autograd_widget — backward of MODEL (N nodes)").
         description: a paragraph under the title (plain text; None: none).
 
     Example:
         >>> w = aw.explore(z, params={"x": x, "y": y})
-        >>> record(w)["format"], w.stepper.position  # the widget's stepper is not moved
-        ('autograd_widget.recording/2', 0)
-        >>> record(w, title="z = x² + y")["title"]
+        >>> walkthrough(w)["format"], w.stepper.position  # the widget's stepper is not moved
+        ('autograd_widget.walkthrough/3', 0)
+        >>> walkthrough(w, title="z = x² + y")["title"]
         'z = x² + y'
     """
     graph = widget.graph
@@ -295,7 +298,7 @@ def record(
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
                       folds=widget.folds)
-        return record_session(
+        return walkthrough_session(
             Session(graph, stepper, scene), title=_title(graph) if title is None else title,
             height=widget.height, max_steps=max_steps, description=description,
         )
@@ -335,25 +338,26 @@ body { display: flex; flex-direction: column; box-sizing: border-box; padding: 8
 """
 
 
-def html(recording: dict[str, Any]) -> str:
-    """A self-contained page: a header (the recording's title, its description, a one-line
-    how-to), then the widget's bundle and stylesheet inlined, replaying the recording in the rest
+def html(walk: dict[str, Any]) -> str:
+    """A self-contained page: a header (the walkthrough's title, its description, a one-line
+    how-to), then the widget's bundle and stylesheet inlined, playing the walkthrough in the rest
     of the window's height. The title and description are plain text (escaped).
 
     Example:
-        >>> page = html(record(aw.explore(z, params={"x": x, "y": y}), description="a <small> z"))
+        >>> w = aw.explore(z, params={"x": x, "y": y})
+        >>> page = html(walkthrough(w, description="a <small> z"))
         >>> page.startswith("<!doctype html>"), "a &lt;small&gt; z" in page
         (True, True)
     """
     front = static.bundle()
     bundle, css = front.code, front.css
-    title = _escape(str(recording.get("title") or "autograd_widget"))
-    desc = recording.get("description")
+    title = _escape(str(walk.get("title") or "autograd_widget"))
+    desc = walk.get("description")
     desc_html = f'<p class="agw-page-desc">{_escape(str(desc))}</p>' if desc else ""
     how = _escape(HOW_TO).replace("?", "<kbd>?</kbd>", 1)
     safe_css = (css + _PAGE_CSS).replace("</", "<\\/")
     # The bundle is an ES module; it is imported from a blob: URL (no network), and its
-    # `replay` export draws the recording into the page.
+    # `mountWalkthrough` export draws the walkthrough into the page.
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{title}</title>"
@@ -362,8 +366,8 @@ def html(recording: dict[str, Any]) -> str:
         f"<header class=\"agw-page-head\"><h1>{title}</h1>{desc_html}"
         f"<p class=\"agw-page-howto\">{how}</p></header>\n"
         "<main id=\"autograd-widget-root\"></main>\n"
-        f"<script type=\"application/json\" id=\"autograd-widget-recording\">"
-        f"{_script_json(recording)}</script>\n"
+        f"<script type=\"application/json\" id=\"autograd-widget-walkthrough\">"
+        f"{_script_json(walk)}</script>\n"
         f"<script type=\"application/json\" id=\"autograd-widget-bundle\">"
         f"{_script_json(bundle)}</script>\n"
         "<script type=\"module\">\n"
@@ -371,8 +375,8 @@ def html(recording: dict[str, Any]) -> str:
         "const url = URL.createObjectURL(new Blob([read('autograd-widget-bundle')],"
         " { type: 'text/javascript' }));\n"
         "const mod = await import(url);\n"
-        "mod.replay(document.getElementById('autograd-widget-root'),"
-        " read('autograd-widget-recording'), { fill: true });\n"
+        "mod.mountWalkthrough(document.getElementById('autograd-widget-root'),"
+        " read('autograd-widget-walkthrough'), { fill: true });\n"
         "</script>\n</body></html>\n"
     )
 
@@ -381,10 +385,11 @@ def save_html(
     widget: Exportable, path: str | Path, title: str | None = None,
     description: str | None = None,
 ) -> Path:
-    """Write the recorded step-through of `widget` as one offline HTML file; return its path.
+    """Write the walkthrough of `widget` (its whole step-through) as one offline HTML file;
+    return its path.
 
     Args:
-        widget: what to record (its stepper is not moved).
+        widget: what to walk through (its stepper is not moved).
         path: where to write (an .html or .htm file; folders are created).
         title: the page's title and heading (None: "autograd_widget — backward of MODEL (N
             nodes)").
@@ -398,11 +403,11 @@ def save_html(
         ...     path.name, path.read_text(encoding="utf-8").startswith("<!doctype html>")
         ('run.html', True)
     """
-    static.bundle()  # FileNotFoundError naming the build, before any recording is made
+    static.bundle()  # FileNotFoundError naming the build, before anything is walked
     out = Path(path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"save_html writes an .html file, got {str(path)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    rec = record(widget, title=title, description=description)
-    out.write_text(html(rec), encoding="utf-8")
+    walk = walkthrough(widget, title=title, description=description)
+    out.write_text(html(walk), encoding="utf-8")
     return out

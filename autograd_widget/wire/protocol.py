@@ -12,8 +12,9 @@ logged and warned about, never raised into the kernel. After a failed step, "ste
 failing node again. js/src/protocol.js lists the same names
 (tests/wire/test_protocol.py checks).
 
-The `_state` trait's keys are `STATE_KEYS`; the recording of a run replays `STATE_ARRAYS`
-per item/edge and `STEP_SCALARS` per step.
+The synced traits the front-end reads and writes are `TRAITS` (widget.py declares them); the
+`_state` trait's keys are `STATE_KEYS`; the standalone page's walkthrough (export/html.py, format
+`WALKTHROUGH_FORMAT`) stores `STATE_ARRAYS` per item/edge and `STEP_SCALARS` per step.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ __all__ = [
     "STATE_ARRAYS",
     "STATE_KEYS",
     "STEP_SCALARS",
+    "TRAITS",
+    "WALKTHROUGH_FORMAT",
     "WARNING",
     "Invalid",
     "Message",
@@ -58,6 +61,18 @@ HOST_MESSAGES = (BUNDLE,)
 REPLY, WARNING = "reply", "warning"
 REPLY_TYPES = (REPLY, WARNING)
 
+#: The widget's synced traits the front-end reads or writes (js/src/protocol.js `TRAIT`): the
+#: graph and state payloads, the bundle's hash, the selection, the height, the layout direction
+#: and the plumbing toggle.
+TRAITS = (
+    "_graph", "_state", "_bundle", "selected", "selected_edge", "height", "orientation",
+    "show_plumbing",
+)
+
+#: The format of the walkthrough a standalone page embeds (export/html.py; js/src/walkthrough.js
+#: plays it): the page's own recorded step-through, not `aw.record`'s Recording.
+WALKTHROUGH_FORMAT = "autograd_widget.walkthrough/3"
+
 #: Keys of the `_state` trait (`StateView.update()` plus "running" and "notice").
 STATE_KEYS = (
     "seq", "position", "total", "done", "running", "next", "next_id", "last",
@@ -66,7 +81,7 @@ STATE_KEYS = (
 )
 #: The per-item/edge arrays of the state (binary buffers).
 STATE_ARRAYS = ("node_state", "progress", "edge_norm", "edge_flag")
-#: The scalars a recording stores per step.
+#: The scalars a walkthrough stores per step.
 STEP_SCALARS = (
     "position", "total", "done", "next", "next_id", "last", "status", "waiting", "error",
     "norm_range", "norm_scale",

@@ -1,8 +1,8 @@
 /**
  * All message I/O of a view goes through a backend: commands out, inspect requests answered by
- * replies, warnings in. The kernel backend speaks the widget's custom messages; a standalone
- * export can supply another object with the same shape (replaying a recorded run) and the view
- * does not change.
+ * replies, warnings in. The kernel backend speaks the widget's custom messages; the standalone
+ * page supplies another object with the same shape (walkthrough.js: playing its walkthrough)
+ * and the view does not change.
  *
  * @typedef {object} Backend
  * @property {(cmd: { type: string, [k: string]: unknown }) => void} command send a command
@@ -10,7 +10,7 @@
  * @property {(msg: { type: string, [k: string]: unknown }) => Promise<any>} [request] any request/reply
  *   message (search, memory, first_nonfinite, inspect): `request` is added, the reply's `data` returned
  * @property {(cb: (message: string) => void) => () => void} onWarning returns unsubscribe
- * @property {boolean} live true when a kernel answers (false: a recording)
+ * @property {boolean} live true when a kernel answers (false: a walkthrough)
  * @property {ReadonlySet<string>} [answers] without a kernel: the request types this backend
  *   answers (the view offers no control whose request it would refuse)
  * @property {() => void} dispose
@@ -28,7 +28,7 @@ export const INSPECT_TIMEOUT_MS = 10000;
  * @param {{ send(msg: any, callbacks?: any, buffers?: any): void, on(ev: string, cb: Function): void,
  *   off(ev: string, cb: Function): void }} model
  * @param {{ timeoutMs?: number }} [opts]
- * @returns {Backend}
+ * @returns {Backend & { request: NonNullable<Backend['request']> }}
  */
 export function kernelBackend(model, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? INSPECT_TIMEOUT_MS;

@@ -3,7 +3,7 @@
  *
  * ipywidgets hands Python's binary buffers to the front-end as `DataView`s (sliced out of one
  * message, so their byte offset is arbitrary); a saved notebook restores them the same way. A
- * standalone export's recording holds typed arrays instead (`replay.decodeBuffers`). Those are the
+ * standalone page's walkthrough holds typed arrays instead (`walkthrough.decodeBuffers`). Those are the
  * only forms a buffer arrives in; everything goes through {@link toTyped}. (Numbers sent as JSON
  * are read by `jsonsafe.js`.)
  */
@@ -55,7 +55,8 @@ function decode(value, Ctor) {
   if (value === null || value === undefined) return new Ctor(0);
   if (value instanceof Ctor) return value;
   if (value instanceof DataView) {
-    return fromBytes(value.buffer, value.byteOffset, value.byteLength, Ctor, Ctor.BYTES_PER_ELEMENT);
+    // (a widget's buffers are never shared memory: a plain ArrayBuffer)
+    return fromBytes(/** @type {ArrayBuffer} */ (value.buffer), value.byteOffset, value.byteLength, Ctor, Ctor.BYTES_PER_ELEMENT);
   }
   if (ArrayBuffer.isView(value)) {
     // Another typed array: convert the values, not the bytes.
@@ -65,7 +66,7 @@ function decode(value, Ctor) {
 }
 
 /**
- * @param {ArrayBufferLike} buffer @param {number} offset @param {number} bytes
+ * @param {ArrayBuffer} buffer @param {number} offset @param {number} bytes
  * @param {TypedCtor} Ctor @param {number} size
  * @returns {Typed}
  */

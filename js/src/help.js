@@ -37,9 +37,9 @@ export const GESTURES = Object.freeze([
   ['double-click / Fit', 'the whole graph when it is legible, else the next node at the smallest legible size'],
 ]);
 
-/** The gestures of a replayed recording (the standalone page): a folded module cannot unfold
+/** The gestures of a walkthrough (the standalone page): a folded module cannot unfold
  * without a kernel, so a click inspects it. */
-export const RECORDING_GESTURES = Object.freeze(GESTURES.map(([g, what]) => (g === 'click a folded module' ? ['click a folded module', 'inspect it (unfolding needs the live widget)'] : [g, what])));
+export const WALKTHROUGH_GESTURES = Object.freeze(GESTURES.map(([g, what]) => (g === 'click a folded module' ? ['click a folded module', 'inspect it (unfolding needs the live widget)'] : [g, what])));
 
 /**
  * The shortcut a key event triggers, or null: no Alt/Ctrl/Meta, and Shift only for shortcuts
@@ -59,7 +59,7 @@ export function shortcutFor(ev, table = SHORTCUTS) {
  * The "?" button and the help overlay (a dialog inside the widget).
  * @param {Document} doc
  * @param {{ shortcuts?: readonly Readonly<Shortcut>[], gestures?: readonly (readonly string[])[], onClose?: () => void }} [opts]
- *   `gestures`: the mouse table (default GESTURES; a recording: RECORDING_GESTURES)
+ *   `gestures`: the mouse table (default GESTURES; a walkthrough: WALKTHROUGH_GESTURES)
  */
 export function createHelp(doc, { shortcuts = SHORTCUTS, gestures = GESTURES, onClose } = {}) {
   const button = doc.createElement('button');

@@ -17,5 +17,5 @@ function render({ model, el }) {
   };
 }
 
-export { replay } from './replay.js';
+export { mountWalkthrough } from './walkthrough.js';
 export default { render };

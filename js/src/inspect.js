@@ -139,6 +139,7 @@ export function savedItems(saved) {
 /**
  * A non-tensor saved value as text: numbers formatted, lists bracketed, null as "None".
  * @param {unknown} v
+ * @returns {string}
  */
 export function valueText(v) {
   if (v === null || v === undefined) return 'None';
@@ -218,6 +219,7 @@ export function incomingSlots(data) {
  * @returns {{ id: string, to: string, summary: any }[]}
  */
 export function outgoingEdges(data, graph) {
+  /** @type {{ id: string, to: string, summary: any }[]} */
   const out = [];
   const og = data?.outgoing;
   if (!og || typeof og !== 'object') return out;

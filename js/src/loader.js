@@ -6,7 +6,7 @@
  * ten widgets cost ten copies on the wire, in the notebook file and in the page's memory. So
  * `_esm` is this loader (a few KB); the first view on a page asks the kernel for the bundle
  * (`{type: HOST.BUNDLE}` → a reply with `{code, css, hash}`), imports it once, and every later
- * view of any widget with the same bundle hash (`model.get('_bundle').hash`) reuses that module.
+ * view of any widget with the same bundle hash (`model.get(TRAIT.BUNDLE).hash`) reuses that module.
  * The stylesheet goes once into each document or shadow root a view lives in.
  *
  * Guarantees: one request per page and bundle hash while it is in flight or loaded (a failed
@@ -14,7 +14,7 @@
  * clear message and no traceback.
  */
 import { kernelBackend } from './backend.js';
-import { HOST } from './protocol.js';
+import { HOST, TRAIT } from './protocol.js';
 
 /** How long a view waits for the kernel to send the bundle (it answers only between cells). */
 export const BUNDLE_TIMEOUT_MS = 120000;
@@ -90,7 +90,7 @@ export function injectCss(el, css, hash) {
  */
 export function loadBundle(model, opts = {}) {
   const cache = bundleCache(opts.scope);
-  const hash = String(model.get('_bundle')?.hash ?? '');
+  const hash = String(model.get(TRAIT.BUNDLE)?.hash ?? '');
   let entry = cache.get(hash);
   if (!entry) {
     const importer = opts.importer ?? importCode;

@@ -30,9 +30,10 @@ export function arrowHead(x0, y0, x1, y1, o = {}) {
   const ux = dx / d;
   const uy = dy / d;
   let cut = Math.max(0, o.r ?? 0);
-  if ((o.hw ?? 0) > 0) {
+  const hw = o.hw ?? 0;
+  if (hw > 0) {
     const hh = Math.max(0, o.hh ?? 0);
-    cut = Math.min(Math.abs(ux) > 1e-9 ? o.hw / Math.abs(ux) : Infinity, Math.abs(uy) > 1e-9 ? hh / Math.abs(uy) : Infinity);
+    cut = Math.min(Math.abs(ux) > 1e-9 ? hw / Math.abs(ux) : Infinity, Math.abs(uy) > 1e-9 ? hh / Math.abs(uy) : Infinity);
   }
   const left = d - cut; // what is visible of the segment
   const len = Math.min(12, Math.max(7, 3 * (o.width ?? 1.5)));

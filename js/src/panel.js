@@ -1,7 +1,9 @@
 /**
- * The side panels: the inspector (a node, an edge or a module box, with the Gradients / Saved /
- * Hooks tabs) and the memory list. DOM only: the content comes from the kernel's replies through
- * the pure helpers of inspect.js; gestures go out through the handlers the view passes in.
+ * The inspector panel: a node, an edge or a module box, with the Gradients / Saved / Hooks /
+ * Formula tabs and the what-if edits (the colour modes' panels are in colormodes.js; what the
+ * panel shows, and when it asks the kernel, is inspectfeed.js's). DOM only: the content comes
+ * from the kernel's replies through the pure helpers of inspect.js; gestures go out through the
+ * handlers the view passes in.
  */
 import { domHelpers } from './dom.js';
 import { formatNumber } from './format.js';
@@ -22,13 +24,12 @@ import {
 } from './inspect.js';
 import { shapeText } from './labels.js';
 import { formulaInfo, renderMath } from './math.js';
-import { MEMORY_COLORS, formatBytes, memoryLegend } from './memory.js';
-import { SENSITIVITY_COLORS, editText, parseFactor, powText, sensitivityLegend } from './sensitivity.js';
+import { editText, parseFactor } from './sensitivity.js';
 
 /**
  * @typedef {object} InspectorHandlers
  * @property {() => void} close clear the selection
- * @property {(group: string) => void} [collapse] fold a module (absent: no fold control, e.g. a recording)
+ * @property {(group: string) => void} [collapse] fold a module (absent: no fold control, e.g. a walkthrough)
  * @property {(group: string) => void} [expand] unfold a box (absent: no unfold control)
  * @property {(target: { item: number } | { id: string }) => void} runTo
  * @property {(id: string) => void} selectNode select a real node by id
@@ -161,7 +162,7 @@ export function createInspector(doc, handlers) {
     if (t.id) rows.push(['id', t.id]);
     const run = data?.run;
     if (run && typeof run === 'object') {
-      // a replayed recording: how the engine itself ran this node
+      // a replayed engine run (aw.record): how the engine itself ran this node
       rows.push(['engine ran it', `step ${Number(run.step) + 1}, ${formatNumber(Number(run.ms))} ms${Number(run.pass) > 0 ? `, pass ${Number(run.pass) + 1}` : ''} (thread ${String(run.thread).slice(-6)}, call #${Number(run.seq) + 1})`]);
     }
     if (i < 0) rows.push(['shown', 'hidden (inside a folded module or plumbing)']);
@@ -215,7 +216,7 @@ export function createInspector(doc, handlers) {
     moduleAncestors(module).forEach((path, k) => {
       if (k) span.append('.');
       const part = path.split('.').pop() ?? path;
-      if (!handlers.collapse) return void span.append(part); // a recording cannot fold
+      if (!handlers.collapse) return void span.append(part); // a walkthrough cannot fold
       const b = h('button', { type: 'button', class: 'agw-link', title: `Fold ${path} into one box` }, part);
       b.addEventListener('click', () => handlers.collapse?.(path));
       span.append(b);
@@ -526,127 +527,4 @@ export function createInspector(doc, handlers) {
       return current ? current.key : '';
     },
   };
-}
-
-/**
- * @typedef {object} MemoryHandlers
- * @property {(id: string) => void} select select a holder by real node id
- * @property {(exclude: boolean) => void} excludeLeaves ask again without leaf storages
- */
-
-/**
- * The memory list shown in the "memory" colour mode: total, scale, top holders, by module.
- * @param {Document} doc @param {MemoryHandlers} handlers
- */
-export function createMemoryPanel(doc, handlers) {
-  const { h, table } = domHelpers(doc);
-  const el = h('section', { class: 'agw-memory', 'aria-label': 'Memory', hidden: '' });
-  let byModuleOpen = false;
-
-  /**
-   * @param {import('./memory.js').Memory | null} mem null hides the panel
-   * @param {{ loading?: boolean, error?: string | null, excludeLeaves: boolean }} opts
-   */
-  function render(mem, opts) {
-    const scroll = el.scrollTop;
-    el.hidden = false;
-    const leaves = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox' }));
-    leaves.checked = opts.excludeLeaves;
-    leaves.addEventListener('change', () => handlers.excludeLeaves(leaves.checked));
-    const out = [
-      h('h3', { class: 'agw-insp-title' }, 'Saved-tensor memory'),
-      h('label', { class: 'agw-check', title: 'Leave out storages owned by leaves (parameters, inputs): activation memory alone' }, leaves, 'Activations only'),
-    ];
-    if (opts.error) out.push(h('p', { class: 'agw-insp-error' }, `✖ ${opts.error}`));
-    else if (!mem) out.push(h('p', { class: 'agw-insp-loading' }, '…'));
-    if (mem) {
-      out.push(h('div', { class: 'agw-mem-total', role: 'status' }, h('span', {}, 'Total '), h('b', {}, formatBytes(mem.total)), h('span', { class: 'agw-meta' }, ` (${formatNumber(mem.total)} bytes, each storage counted once)`)));
-      const legend = memoryLegend(mem.items);
-      if (legend.length) {
-        out.push(h('div', { class: 'agw-mem-scale', 'aria-label': 'Colour scale, log bytes' }, ...legend.map((s) => h('span', { class: 'agw-mem-stop', style: `background:${s.color}`, title: `from ${s.from}` })), h('span', { class: 'agw-meta' }, ` ${legend[0].from} … ${formatBytes(Math.max(...mem.items))}`)));
-      } else {
-        out.push(h('p', { class: 'agw-insp-note' }, 'Nothing here saves a tensor.'));
-      }
-      if (mem.top.length) {
-        out.push(h('h4', {}, 'Top holders'));
-        const list = h('ol', { class: 'agw-mem-top' });
-        for (const t of mem.top) {
-          const b = h('button', { type: 'button', class: 'agw-link', title: `Select ${t.name}` }, t.name);
-          b.addEventListener('click', () => handlers.select(t.id));
-          list.append(h('li', {}, b, t.module ? h('span', { class: 'agw-meta' }, ` · ${t.module}`) : null, h('span', { class: 'agw-mem-bytes' }, formatBytes(t.bytes))));
-        }
-        out.push(list);
-      }
-      if (mem.byModule.length) {
-        const det = /** @type {HTMLDetailsElement} */ (h('details', {}, h('summary', {}, 'By module'), table(mem.byModule.slice(0, 30).map(([k, v]) => /** @type {[string, string]} */ ([k === '' ? '(top module)' : k, formatBytes(v)])))));
-        det.open = byModuleOpen;
-        det.addEventListener('toggle', () => (byModuleOpen = det.open));
-        out.push(det);
-      }
-    }
-    el.replaceChildren(...out);
-    el.scrollTop = scroll;
-  }
-
-  function hide() {
-    el.hidden = true;
-    el.replaceChildren();
-  }
-
-  return { el, render, hide, colors: MEMORY_COLORS };
-}
-
-/**
- * @typedef {object} SensitivityHandlers
- * @property {(id: string) => void} select select a node by real id (a probe error)
- */
-
-/**
- * The list shown in the "sensitivity" colour mode: the scale, the range, the probe errors.
- * @param {Document} doc @param {SensitivityHandlers} handlers
- */
-export function createSensitivityPanel(doc, handlers) {
-  const { h } = domHelpers(doc);
-  const el = h('section', { class: 'agw-sensitivity', 'aria-label': 'Sensitivity', hidden: '' });
-
-  /**
-   * @param {import('./sensitivity.js').Sensitivity | null} sens null: loading (or the error)
-   * @param {{ error: string | null, names?: (id: string) => string }} opts
-   */
-  function render(sens, opts) {
-    el.hidden = false;
-    const out = [
-      h('h3', { class: 'agw-insp-title' }, 'Sensitivity: ‖J‖²_F per node'),
-      h('p', { class: 'agw-meta' }, 'Squared Frobenius norm of each node\'s gradient map (log colour scale); exact for small nodes, else a Hutchinson estimate.'),
-    ];
-    if (opts.error) out.push(h('p', { class: 'agw-insp-error' }, `✖ ${opts.error}`));
-    else if (!sens) out.push(h('p', { class: 'agw-insp-loading' }, '…'));
-    if (sens) {
-      const legend = sensitivityLegend(sens);
-      if (legend.length && sens.range) {
-        out.push(h('div', { class: 'agw-mem-scale', 'aria-label': 'Colour scale, log ‖J‖²_F' }, ...legend.map((st) => h('span', { class: 'agw-mem-stop', style: `background:${st.color}`, title: `from ${st.from}` })), h('span', { class: 'agw-meta agw-sens-range' }, ` ${powText(sens.range[0])} … ${powText(sens.range[1])}`)));
-      } else {
-        out.push(h('p', { class: 'agw-insp-note' }, 'No node has a nonzero gradient map.'));
-      }
-      out.push(h('p', { class: 'agw-meta' }, `${sens.samples} samples per estimate`));
-      if (sens.errors.length) {
-        out.push(h('h4', {}, `Probe errors (${sens.errors.length})`));
-        const list = h('ul', { class: 'agw-probe-errors' });
-        for (const [id, msg] of sens.errors) {
-          const b = h('button', { type: 'button', class: 'agw-link', title: `Select ${id}` }, opts.names ? opts.names(id) : id);
-          b.addEventListener('click', () => handlers.select(id));
-          list.append(h('li', {}, b, h('span', { class: 'agw-insp-error' }, ` ✖ ${msg}`)));
-        }
-        out.push(list);
-      }
-    }
-    el.replaceChildren(...out);
-  }
-
-  function hide() {
-    el.hidden = true;
-    el.replaceChildren();
-  }
-
-  return { el, render, hide, colors: SENSITIVITY_COLORS };
 }

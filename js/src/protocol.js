@@ -3,9 +3,11 @@
  *
  * The same names as `autograd_widget/wire/protocol.py` (tests/wire/test_protocol.py fails when they
  * differ): `MSG`, the commands and requests sent as custom messages `{ type: MSG.X, ... }`;
- * `REPLY`, the types of what the kernel sends back; `STATE_KEYS`, the keys of the synced
+ * `REPLY`, the types of what the kernel sends back; `TRAIT`, the synced traits the front-end
+ * reads and writes (`model.get/set/on('change:...')`); `STATE_KEYS`, the keys of the synced
  * `_state` trait, of which `STATE_ARRAYS` are per-item/edge buffers and `STEP_SCALARS` what a
- * recording stores per step. Import the names from here rather than spelling the strings.
+ * walkthrough (the standalone page) stores per step; `WALKTHROUGH_FORMAT`, the format of the
+ * walkthrough a page embeds. Import the names from here rather than spelling the strings.
  */
 
 /** Message types the kernel accepts (`MESSAGES` in wire/protocol.py). */
@@ -45,6 +47,32 @@ export const REPLY = Object.freeze({
   WARNING: 'warning',
 });
 
+/** The synced traits of the widget the front-end reads or writes (`TRAITS`). */
+export const TRAIT = Object.freeze({
+  /** the graph payload (model.js decodeGraph) */
+  GRAPH: '_graph',
+  /** the stepping state payload (model.js decodeState; keys: STATE_KEYS) */
+  STATE: '_state',
+  /** the front-end bundle's hash and size (loader.js fetches the bundle once per page by it) */
+  BUNDLE: '_bundle',
+  /** the selected real node id, or null */
+  SELECTED: 'selected',
+  /** the selected real edge id ("src:output_nr"), or null */
+  SELECTED_EDGE: 'selected_edge',
+  /** the widget's height in pixels */
+  HEIGHT: 'height',
+  /** the layout direction, 'TB' or 'LR' */
+  ORIENTATION: 'orientation',
+  /** whether plumbing nodes (views, reshapes...) are shown */
+  SHOW_PLUMBING: 'show_plumbing',
+});
+
+/**
+ * The format of the walkthrough a standalone page embeds (`WALKTHROUGH_FORMAT`): the page's
+ * own recorded step-through (walkthrough.js), not `aw.record`'s Recording.
+ */
+export const WALKTHROUGH_FORMAT = 'autograd_widget.walkthrough/3';
+
 /** Keys of the `_state` trait (`STATE_KEYS`). */
 export const STATE_KEYS = Object.freeze([
   'seq', 'position', 'total', 'done', 'running', 'next', 'next_id', 'last',
@@ -55,7 +83,7 @@ export const STATE_KEYS = Object.freeze([
 /** The per-item/edge arrays of the state (`STATE_ARRAYS`). */
 export const STATE_ARRAYS = Object.freeze(['node_state', 'progress', 'edge_norm', 'edge_flag']);
 
-/** The scalars a recording stores per step (`STEP_SCALARS`). */
+/** The scalars a walkthrough stores per step (`STEP_SCALARS`). */
 export const STEP_SCALARS = Object.freeze([
   'position', 'total', 'done', 'next', 'next_id', 'last', 'status', 'waiting', 'error',
   'norm_range', 'norm_scale',

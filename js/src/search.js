@@ -3,6 +3,7 @@
  * matches in a dropdown (an ARIA combobox with a listbox) and hands the chosen one back.
  */
 import { domHelpers } from './dom.js';
+import { latestReply } from './latest.js';
 
 /** Wait this long after the last keystroke before asking the kernel. */
 export const SEARCH_DEBOUNCE_MS = 150;
@@ -85,7 +86,8 @@ export function createSearch(doc, opts) {
   /** @type {Match[]} */
   let matches = [];
   let active = -1;
-  let seq = 0;
+  /** The kernel's searches: a newer query's answer replaces an older one's. */
+  const searches = latestReply(opts.request);
   /** @type {any} */
   let timer = null;
 
@@ -134,19 +136,15 @@ export function createSearch(doc, opts) {
       close();
       return;
     }
-    const mine = ++seq;
-    opts
-      .request(q)
-      .then((data) => {
-        if (mine !== seq) return; // a newer query is on its way
+    searches.ask(q, {
+      reply: (data) => {
         matches = decodeMatches(data);
         active = matches.length ? 0 : -1;
         if (!matches.length) message(`No node matches “${q}”`);
         else renderList();
-      })
-      .catch((err) => {
-        if (mine === seq) message(`Search failed: ${err?.message ?? err}`);
-      });
+      },
+      error: (text) => message(`Search failed: ${text}`),
+    });
   }
 
   /** @param {number} k */
@@ -173,13 +171,13 @@ export function createSearch(doc, opts) {
         timer = null;
         const q = input.value.trim();
         if (!q) return;
-        const mine = ++seq;
-        opts.request(q).then((data) => {
-          if (mine !== seq) return;
-          matches = decodeMatches(data);
-          if (matches.length) choose(0);
-          else message(`No node matches “${q}”`);
-        }).catch(() => {});
+        searches.ask(q, {
+          reply: (data) => {
+            matches = decodeMatches(data);
+            if (matches.length) choose(0);
+            else message(`No node matches “${q}”`);
+          },
+        });
       } else if (matches.length) {
         choose(active >= 0 ? active : 0);
       }
@@ -204,7 +202,7 @@ export function createSearch(doc, opts) {
     close,
     destroy() {
       if (timer !== null) cancel(timer);
-      seq++;
+      searches.drop();
     },
   };
 }

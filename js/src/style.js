@@ -107,7 +107,7 @@ export function parseColor(c) {
   m = /^#([0-9a-f]{6})(?:[0-9a-f]{2})?$/i.exec(s);
   if (m) {
     const hex = m[1];
-    return [0, 2, 4].map((k) => parseInt(hex.slice(k, k + 2), 16));
+    return /** @type {[number, number, number]} */ ([0, 2, 4].map((k) => parseInt(hex.slice(k, k + 2), 16)));
   }
   m = /^rgba?\(([^)]+)\)$/i.exec(s);
   if (m) {
@@ -147,7 +147,7 @@ function mixUncached(a, b, t) {
 /**
  * What the legend says about the edge colour scale: fixed for the run, or (fallback, when
  * Python's throwaway run failed or found no finite norm) the norms so far; '' before any flowed.
- * @param {{ normRange: [number, number] | null, normScale?: string }} state
+ * @param {{ normRange: [number, number] | null, normScale?: string | null }} state
  */
 export function scaleNote(state) {
   if (!state.normRange) return '';

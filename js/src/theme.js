@@ -32,7 +32,8 @@ export function luminance(color) {
   let m = /^#([0-9a-f]{3})$/i.exec(c);
   if (m) [r, g, b] = [...m[1]].map((h) => parseInt(h + h, 16));
   else if ((m = /^#([0-9a-f]{6})([0-9a-f]{2})?$/i.exec(c))) {
-    [r, g, b] = [0, 2, 4].map((k) => parseInt(m[1].slice(k, k + 2), 16));
+    const hex = m[1];
+    [r, g, b] = [0, 2, 4].map((k) => parseInt(hex.slice(k, k + 2), 16));
     if (m[2] === '00') return null;
   } else if ((m = /^rgba?\(([^)]+)\)$/i.exec(c))) {
     const parts = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
@@ -94,6 +95,7 @@ function cssColor(el, value) {
 export function watchTheme(el, onChange) {
   const doc = el.ownerDocument;
   const win = doc?.defaultView;
+  /** @type {(() => void)[]} */
   const stops = [];
   if (doc?.body && win && 'MutationObserver' in win) {
     const obs = new win.MutationObserver(() => onChange());

@@ -63,17 +63,17 @@ function widgetFixture(fx) {
  * z = x**2 + y at x=2, y=3 (`params={"x": x}`): items Add (root), Pow, y (an input, labelled
  * "input 0 []"), x (a parameter); edges
  * e0 Add->Pow, e1 Add->y, e2 Pow->x; the engine runs Add, y, Pow, x; gradients e0 = e1 = 1, e2 = 4.
- * Inspector replies at position 2. `recording()`: what `save_html` embeds.
+ * Inspector replies at position 2. `walkthrough()`: what `save_html` embeds.
  */
-export const z = { ...widgetFixture(Z), recording: () => structuredClone(Z.recording) };
+export const z = { ...widgetFixture(Z), walkthrough: () => structuredClone(Z.walkthrough) };
 /**
  * A classifier with collapse="modules": NllLoss (root) -> LogSoftmax -> box "1.1" (Linear, 4
  * nodes) -> box "1.0" (Tanh, 1 node) -> box "0" (Linear, 4 nodes); 11 real nodes. Inspector
  * replies at position 3.
  */
 export const boxes = widgetFixture(BOXES);
-/** {@link boxes} with box "0" freed by an earlier backward and box "1.1" stale: step 3 fails. `recording()`: its page's. */
-export const broken = { ...widgetFixture(BROKEN), recording: () => structuredClone(BROKEN.recording) };
+/** {@link boxes} with box "0" freed by an earlier backward and box "1.1" stale: step 3 fails. `walkthrough()`: its page's. */
+export const broken = { ...widgetFixture(BROKEN), walkthrough: () => structuredClone(BROKEN.walkthrough) };
 /**
  * An input layer, 3 identical blocks folded into one box (item 3, "layers.0–2 ×3", 15 nodes) and
  * the head collapsed into a module box (item 2, 4 nodes); 25 real nodes.
@@ -93,7 +93,7 @@ export const freed = widgetFixture(FREED);
  * log(x).sum() + (sqrt(x) * 0).sum() at x = [0, 1]: gradients with inf (log) and NaN (sqrt at 0
  * times 0) as Python sends them ("inf", "nan"). Inspector replies at the end.
  */
-export const nonfinite = { ...widgetFixture(NONFINITE), recording: () => structuredClone(NONFINITE.recording) };
+export const nonfinite = { ...widgetFixture(NONFINITE), walkthrough: () => structuredClone(NONFINITE.walkthrough) };
 
 export const zGraph = () => z.graph();
 export const zState = (position, overrides = {}) => z.state(position, overrides);

@@ -3,7 +3,7 @@
 // rebuilt here, checked against Python's own `decode_graph` of the same payload.
 import { describe, expect, it } from 'vitest';
 import { bentPaths, decodeGraph, decodeState, pathMiddles } from '../src/model.js';
-import { decodeBuffers } from '../src/replay.js';
+import { decodeBuffers } from '../src/walkthrough.js';
 import { boxes, broken, dataView, folds, nonfinite, plumbing, z } from './fixtures.js';
 
 describe('decodeGraph', () => {
@@ -62,8 +62,8 @@ describe('decodeGraph', () => {
   });
 });
 
-/** The payload as a standalone export holds it: every buffer a typed array (`replay.decodeBuffers`). */
-function asRecording(fx) {
+/** The payload as a standalone export holds it: every buffer a typed array (`walkthrough.decodeBuffers`). */
+function asWalkthrough(fx) {
   const g = fx.graph();
   for (const part of ['nodes', 'edges']) {
     for (const [k, v] of Object.entries(g[part])) {
@@ -88,7 +88,7 @@ describe.each([
 ])('payload "%s"', (_, fx) => {
   it.each([
     ['DataViews (the live widget)', () => fx.graph()],
-    ['typed arrays (a recording)', () => asRecording(fx)],
+    ['typed arrays (a walkthrough)', () => asWalkthrough(fx)],
   ])('decodes like Python from %s', (__, make) => {
     const g = decodeGraph(make());
     const n = fx.decoded.nodes;
@@ -186,9 +186,9 @@ describe('payload details', () => {
     expect(Array.from(bad.pathPtr)).toEqual([0, 3, 6]);
   });
 
-  it('a recording decodes its base64 buffers into the same graph', () => {
-    const rec = z.recording();
-    const g = decodeGraph(decodeBuffers(rec.graph));
+  it('a walkthrough decodes its base64 buffers into the same graph', () => {
+    const walk = z.walkthrough();
+    const g = decodeGraph(decodeBuffers(walk.graph));
     expect(g.ids).toEqual(z.decoded.nodes.id);
     expect(g.edgeIds).toEqual(z.decoded.edges.id);
   });

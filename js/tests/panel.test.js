@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
-import { createInspector, createMemoryPanel } from '../src/panel.js';
+import { createMemoryPanel } from '../src/colormodes.js';
+import { createInspector } from '../src/panel.js';
 import { decodeMemory } from '../src/memory.js';
 import { addmmReply, boxGraph, boxState, boxes } from './fixtures.js';
 

@@ -1,5 +1,5 @@
 // Issue 10: the "sensitivity" colour mode and what-if edits. Pure helpers, then the view with a
-// fake model (the canvas read back: mount.js) and a fake backend for a recording.
+// fake model (the canvas read back: mount.js) and a fake backend for a walkthrough.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { createView } from '../src/view.js';
@@ -183,7 +183,7 @@ describe('what-if edits on an edge card', () => {
     cleanup();
   });
 
-  it('a recording (backend.live === false) offers no edits and no sensitivity', async () => {
+  it('a walkthrough (backend.live === false) offers no edits and no sensitivity', async () => {
     const model = new FakeModel({ _graph: zGraph(), _state: zState(3), selected_edge: null });
     const el = document.createElement('div');
     document.body.append(el);

@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import widget from '../src/index.js';
-import { createView, PLAY_STALL_MS } from '../src/view.js';
+import { createView } from '../src/view.js';
+import { PLAY_STALL_MS } from '../src/playback.js';
 import { LEGIBLE_PPU, LEGIBLE_PX, fitView } from '../src/camera.js';
 import { overlappingLabels } from '../src/labelplace.js';
 import { decodeGraph, decodeState } from '../src/model.js';

@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { MEMORY_COLORS } from '../src/memory.js';
 import { decodeGraph } from '../src/model.js';
 import { SEARCH_DEBOUNCE_MS } from '../src/search.js';
-import { JUMP_PX_PER_UNIT } from '../src/view.js';
+import { JUMP_PX_PER_UNIT } from '../src/viewport.js';
 import { boxGraph, dataView } from './fixtures.js';
 import { fillOf, flush, mountBoxes, painted, paints, rangeCentre, useViewTestHooks } from './mount.js';
 

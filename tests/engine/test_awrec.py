@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record import awrec as recfile
+from autograd_widget.engine.record import awrec
 from tests.helpers.programs import raising
 
 ROOT = Path(__file__).parents[2]
@@ -56,7 +56,7 @@ def test_round_trip_is_faithful(tmp_path):
     assert back.graph.to_dict() == rec.graph.to_dict()
     assert back.meta == rec.meta
     manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))  # strict JSON
-    assert manifest["format"] == recfile.FORMAT and manifest["version"] == list(recfile.VERSION)
+    assert manifest["format"] == awrec.FORMAT and manifest["version"] == list(awrec.VERSION)
 
 
 def test_failure_round_trips(tmp_path):

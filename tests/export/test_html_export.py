@@ -1,4 +1,4 @@
-"""Standalone export: the recording replays exactly what a live stepper shows, offline."""
+"""Standalone export: the walkthrough plays exactly what a live stepper shows, offline."""
 
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ def decode(obj):
     return obj
 
 
-def replay(rec, position):
-    """Apply the recorded deltas up to `position`, as the front-end does."""
-    state = decode(rec["state"])
+def play(walk, position):
+    """Apply the walked deltas up to `position`, as the front-end does."""
+    state = decode(walk["state"])
     arrays = {k: state[k].copy() for k in protocol.STATE_ARRAYS}
     values = dict(state["edge_values"])
     scalars = {k: state[k] for k in protocol.STEP_SCALARS}
-    for delta in decode(rec["steps"])[:position]:
+    for delta in decode(walk["steps"])[:position]:
         for k in protocol.STATE_ARRAYS:
             if k in delta:
                 arrays[k][delta[k]["index"]] = delta[k]["new"]
@@ -53,58 +53,58 @@ def same(a, b):
 
 
 def check_against_live(w):
-    rec = json.loads(json.dumps(export.record(w)))  # it must be JSON as written
-    assert rec["format"] == export.RECORDING_FORMAT
+    walk = json.loads(json.dumps(export.walkthrough(w)))  # it must be JSON as written
+    assert walk["format"] == export.WALKTHROUGH_FORMAT
     live = aw.Stepper(w.graph)
     sv = view_state.StateView(w.graph, live, w._session.scene.visible)
-    for pos in range(len(rec["steps"]) + 1):
+    for pos in range(len(walk["steps"]) + 1):
         if pos:
             live.step()
         state = sv.update()
         want = sv.visible_arrays()
-        arrays, values, scalars = replay(rec, pos)
+        arrays, values, scalars = play(walk, pos)
         for k in protocol.STATE_ARRAYS:
             assert same(arrays[k], want[k]), (pos, k)
         assert values == json.loads(json.dumps(want["edge_values"]))
         assert scalars["status"] == state["status"] and scalars["position"] == pos
     live.close()
-    return rec
+    return walk
 
 
-def test_recording_replays_every_position_of_z():
+def test_walkthrough_plays_every_position_of_z():
     x = torch.tensor(2.0, requires_grad=True)
     y = torch.tensor(3.0, requires_grad=True)
     w = aw.explore(x**2 + y, params={"x": x, "y": y})
-    rec = check_against_live(w)
-    assert len(rec["steps"]) == 4
+    walk = check_against_live(w)
+    assert len(walk["steps"]) == 4
     assert w.stepper.position == 0, "the live stepper is not moved"
-    _, values, scalars = replay(rec, 4)
+    _, values, scalars = play(walk, 4)
     assert sorted(v[0] for v in values.values()) == [1.0, 1.0, 4.0]
     assert scalars["status"] == "ran AccumulateGrad (x) (step 4 / 4) — done"
-    edges = rec["inspect"]["edges"]
+    edges = walk["inspect"]["edges"]
     assert any(e["summary"]["values"] == [4.0] for e in edges.values())
     w.close()
 
 
-def test_recording_of_a_folded_mlp():
+def test_walkthrough_of_a_folded_mlp():
     model = make_mlp((4, 8, 8, 3))
     with aw.track(model):
         out = model(torch.randn(5, 4))
     w = aw.explore(out.pow(2).mean(), model=model, collapse="modules")
-    rec = check_against_live(w)
-    assert view.decode_graph(decode(rec["graph"]))["nodes"]["kind"].count("group") == 5
-    assert decode(rec["graph"])["nodes"]["x"].dtype == np.float32
+    walk = check_against_live(w)
+    assert view.decode_graph(decode(walk["graph"]))["nodes"]["kind"].count("group") == 5
+    assert decode(walk["graph"])["nodes"]["x"].dtype == np.float32
     w.close()
 
 
-def test_recording_stops_at_a_failing_node():
+def test_walkthrough_stops_at_a_failing_node():
     x = torch.randn(3, requires_grad=True)
     y = (x * 2).exp()
     y.add_(1)
     w = aw.explore(y.sum())
-    rec = export.record(w)
-    assert rec["failed"] is not None and "inplace" in rec["failed"]["message"]
-    assert rec["steps"][-1]["scalars"]["error"] is not None
+    walk = export.walkthrough(w)
+    assert walk["failed"] is not None and "inplace" in walk["failed"]["message"]
+    assert walk["steps"][-1]["scalars"]["error"] is not None
     w.close()
 
 
@@ -117,12 +117,12 @@ def test_save_html_is_self_contained(tmp_path):
     assert text.startswith("<!doctype html>")
     # Everything inline: no external script, stylesheet, image or font.
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)
-    assert "autograd-widget-recording" in text and "mod.replay(" in text
-    recording = re.search(
-        r'<script type="application/json" id="autograd-widget-recording">(.*?)</script>',
+    assert "autograd-widget-walkthrough" in text and "mod.mountWalkthrough(" in text
+    walk = re.search(
+        r'<script type="application/json" id="autograd-widget-walkthrough">(.*?)</script>',
         text, re.S,
     ).group(1)
-    assert json.loads(recording)["format"] == export.RECORDING_FORMAT
+    assert json.loads(walk)["format"] == export.WALKTHROUGH_FORMAT
     with pytest.raises(ValueError, match="html"):
         w.save_html(tmp_path / "z.png")
     w.close()
@@ -141,12 +141,12 @@ def test_headless_demo_writes_the_tour_graph(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"wrote {out}" in r.stdout
     text = out.read_text()
-    rec = json.loads(re.search(
-        r'<script type="application/json" id="autograd-widget-recording">(.*?)</script>',
+    walk = json.loads(re.search(
+        r'<script type="application/json" id="autograd-widget-walkthrough">(.*?)</script>',
         text, re.S,
     ).group(1))
-    assert rec["title"].startswith("autograd_widget — backward of Sequential")
-    assert len(rec["steps"]) == rec["state"]["total"] > 10
+    assert walk["title"].startswith("autograd_widget — backward of Sequential")
+    assert len(walk["steps"]) == walk["state"]["total"] > 10
     bad = subprocess.run(
         [sys.executable, "-m", "autograd_widget", "demo", "--html", str(tmp_path / "x.png")],
         capture_output=True, text=True, timeout=300,

@@ -1,4 +1,4 @@
-"""The standalone page (recording format /2): the replies its offline modes need are recorded
+"""The standalone page (its walkthrough): the replies its offline modes need are walked
 through the protocol (what the live widget would answer), and the page shows a header."""
 
 from __future__ import annotations
@@ -46,26 +46,26 @@ def nan_widget(collapse="none"):
 
 def test_colour_modes_are_the_protocols_replies_at_step_0():
     w = nan_widget()
-    rec = json.loads(json.dumps(export.record(w)))
-    assert rec["format"] == "autograd_widget.recording/2"
+    walk = json.loads(json.dumps(export.walkthrough(w)))
+    assert walk["format"] == "autograd_widget.walkthrough/3"
     st = aw.Stepper(w.graph)
     session = Session(w.graph, st, Scene(w.graph, st, collapsed=w.collapsed, folds=w.folds))
-    assert rec["modes"]["memory"]["false"] == ask(session, {"type": "memory"})
-    assert rec["modes"]["memory"]["true"] == ask(
+    assert walk["modes"]["memory"]["false"] == ask(session, {"type": "memory"})
+    assert walk["modes"]["memory"]["true"] == ask(
         session, {"type": "memory", "exclude_leaves": True}
     )
-    assert rec["modes"]["memory"]["false"]["total"] > 0
+    assert walk["modes"]["memory"]["false"]["total"] > 0
     probe = ask(session, {"type": "probe", "samples": export.PROBE_SAMPLES, "seed": 0})
-    assert rec["modes"]["probe"] == probe
-    assert len(probe["items"]) == len(rec["inspect"]["nodes"])  # one per drawn item
+    assert walk["modes"]["probe"] == probe
+    assert len(probe["items"]) == len(walk["inspect"]["nodes"])  # one per drawn item
     st.close()
     w.close()
 
 
-def test_first_nonfinite_is_recorded_where_the_live_search_stops():
+def test_first_nonfinite_is_walked_where_the_live_search_stops():
     w = nan_widget()
-    rec = export.record(w)
-    f = rec["first_nonfinite"]
+    walk = export.walkthrough(w)
+    f = walk["first_nonfinite"]
     # the live widget's own search, from step 0
     live = aw.explore(w.graph)
     (out,) = dispatch(live._session, {"type": "first_nonfinite", "chunk_ms": 1000, "request": 1})
@@ -83,7 +83,7 @@ def test_first_nonfinite_is_recorded_where_the_live_search_stops():
 
 def test_first_nonfinite_inside_a_folded_module_says_so():
     w = nan_widget(collapse="modules")
-    f = export.record(w)["first_nonfinite"]
+    f = export.walkthrough(w)["first_nonfinite"]
     assert f["reply"]["edge"] is None and f["select"] is None
     assert "folded module" in f["reply"]["message"]
     w.close()
@@ -91,7 +91,7 @@ def test_first_nonfinite_inside_a_folded_module_says_so():
 
 def test_first_nonfinite_with_none_and_with_a_failure():
     w = z_widget()
-    f = export.record(w)["first_nonfinite"]
+    f = export.walkthrough(w)["first_nonfinite"]
     assert f["step"] is None
     assert f["reply"]["message"] == "no NaN/Inf gradient so far"
     assert f["seek"]["message"] == "no NaN/Inf gradient in the whole backward"
@@ -100,24 +100,24 @@ def test_first_nonfinite_with_none_and_with_a_failure():
     y = (x * 2).exp()
     y.add_(1)
     w = aw.explore(y.sum())
-    rec = export.record(w)
-    f = rec["first_nonfinite"]
-    assert rec["failed"] is not None and f["step"] is None
+    walk = export.walkthrough(w)
+    f = walk["first_nonfinite"]
+    assert walk["failed"] is not None and f["step"] is None
     assert f["seek"]["message"] == "stopped looking: ExpBackward0 failed before any NaN/Inf"
     # Sum, Add, then the failing Exp: the search asked afterwards adds no step
-    assert len(rec["steps"]) == 3 and rec["steps"][-1]["scalars"]["error"] is not None
+    assert len(walk["steps"]) == 3 and walk["steps"][-1]["scalars"]["error"] is not None
     w.close()
 
 
-def test_a_replayed_engine_run_records_no_colour_modes():
+def test_the_walkthrough_of_a_replayed_engine_run_has_no_colour_modes():
     a = torch.tensor([0.0, 1.0], requires_grad=True)
     loss = a.sqrt().sum()
     with aw.record(loss) as r:
         loss.backward()
     w = aw.explore(r)
-    rec = export.record(w)
-    assert rec["modes"] is None
-    assert "born in SqrtBackward0" in rec["first_nonfinite"]["reply"]["sentence"]
+    walk = export.walkthrough(w)
+    assert walk["modes"] is None
+    assert "born in SqrtBackward0" in walk["first_nonfinite"]["reply"]["sentence"]
     w.close()
 
 

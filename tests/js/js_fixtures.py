@@ -10,7 +10,7 @@ never against a hand-made format. Each file holds one widget:
   reply's `data`) for every visible node and edge, at position `inspect_at`;
 - `decoded` (some files): `decode_graph`'s view of the graph payload, the Python side of the
   cross-check in `model.test.js`;
-- `recording` (z, nonfinite, broken): the recording a standalone export (`widget.save_html`)
+- `walkthrough` (z, nonfinite, broken): the walkthrough a standalone page (`widget.save_html`)
   embeds (z: no NaN/Inf, the run ends; nonfinite: the first NaN/Inf flows at step 4; broken: a
   step fails).
 
@@ -115,11 +115,11 @@ def _widget_fixture(w: aw.AutogradWidget, *, inspect_at: int | None = None,
     return out
 
 
-def _recording(w: aw.AutogradWidget) -> Any:
-    """The recording `save_html` embeds in its page."""
+def _walkthrough(w: aw.AutogradWidget) -> Any:
+    """The walkthrough `save_html` embeds in its page."""
     with tempfile.TemporaryDirectory() as tmp:
         page = w.save_html(Path(tmp) / "z.html").read_text(encoding="utf-8")
-    m = re.search(r'id="autograd-widget-recording">(.*?)</script>', page, re.S)
+    m = re.search(r'id="autograd-widget-walkthrough">(.*?)</script>', page, re.S)
     assert m is not None
     return json.loads(m.group(1).replace("<\\/", "</"))
 
@@ -131,7 +131,7 @@ def _z() -> dict[str, Any]:
     y = torch.tensor(3.0, requires_grad=True)
     w = aw.explore(x**2 + y, params={"x": x})
     out = _widget_fixture(w, inspect_at=2, decoded=True)
-    out["recording"] = _recording(w)
+    out["walkthrough"] = _walkthrough(w)
     return out
 
 
@@ -182,7 +182,7 @@ def _mlp(*, broken: bool = False) -> dict[str, Any]:
     w = aw.explore(loss, model=model, collapse="modules")
     out = _widget_fixture(w, inspect_at=None if broken else 3, decoded=True)
     if broken:
-        out["recording"] = _recording(w)
+        out["walkthrough"] = _walkthrough(w)
     return out
 
 
@@ -234,7 +234,7 @@ def _nonfinite() -> dict[str, Any]:
     z = x.log().sum() + (x.sqrt() * 0).sum()
     w = aw.explore(z, params={"x": x})
     out = _widget_fixture(w, inspect_at=len(w.stepper.order))
-    out["recording"] = _recording(w)
+    out["walkthrough"] = _walkthrough(w)
     return out
 
 

@@ -27,7 +27,7 @@ FIXTURES = ROOT / "js" / "tests" / "fixtures"
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / "autograd_widget" / "static" / "widget.js").exists(),
-    reason="the z fixture embeds a save_html recording, which needs the built bundle",
+    reason="the z fixture embeds a save_html walkthrough, which needs the built bundle",
 )
 
 

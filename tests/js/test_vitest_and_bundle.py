@@ -1,5 +1,7 @@
 """The front-end's own checks, from pytest (CI reads only pytest's closing line):
-the vitest suite passes, and the shipped bundle is not older than its sources."""
+the vitest suite passes, js/src type-checks (`tsc --noEmit -p js`: checkJs + strict), and the
+shipped bundle is not older than its sources (the module size limit is a house rule:
+tests/project/test_house.py)."""
 
 from __future__ import annotations
 
@@ -54,12 +56,31 @@ def test_bundle_imports_nothing_from_the_network():
     assert not found, f"the bundle imports from the network: {found[:3]}"
 
 
-@pytest.mark.slow
-def test_vitest_suite_passes():
+def _npm() -> str:
     npm = shutil.which("npm")
     assert npm, "npm is needed for the front-end tests (Node >= 20)"
     if not (JS / "node_modules").exists():
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS, check=True)
+    return npm
+
+
+@pytest.mark.slow
+def test_front_end_type_checks():
+    """js/tsconfig.json: every module of js/src under `checkJs` and `strict`, zero errors (the
+    JSDoc types are checked, not only written). The tests (js/tests) are not type-checked."""
+    _npm()
+    tsc = JS / "node_modules" / ".bin" / "tsc"
+    assert tsc.exists(), "typescript is pinned in js/package.json: cd js && npm ci"
+    proc = subprocess.run(
+        [str(tsc), "--noEmit", "-p", str(JS)], cwd=ROOT, capture_output=True, text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+
+
+@pytest.mark.slow
+def test_vitest_suite_passes():
+    npm = _npm()
     env = dict(os.environ, CI="1", FORCE_COLOR="0", NO_COLOR="1")
     proc = subprocess.run(
         [npm, "test", "--silent"], cwd=JS, env=env, capture_output=True, text=True, timeout=300

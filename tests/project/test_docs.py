@@ -22,6 +22,7 @@ from urllib.parse import urljoin
 import pytest
 
 import autograd_widget as aw
+from autograd_widget.wire.protocol import WALKTHROUGH_FORMAT
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -110,12 +111,12 @@ def test_every_widget_is_shown_as_a_working_standalone_page(site):
             assert target.is_file(), f"{nb.name}: iframe {src} points at nothing"
             doc = target.read_text(encoding="utf-8")
             assert doc.startswith("<!doctype html>")
-            rec = re.search(r'<script type="application/json" id="autograd-widget-recording">'
+            walk = re.search(r'<script type="application/json" id="autograd-widget-walkthrough">'
                             r"(.*?)</script>", doc, re.S)
-            assert rec and 'id="autograd-widget-bundle"' in doc, f"{src}: not a standalone page"
-            recording = json.loads(rec.group(1))
-            assert recording["format"].startswith("autograd_widget.recording/")
-            assert recording["graph"] and recording["steps"], f"{src}: nothing recorded"
+            assert walk and 'id="autograd-widget-bundle"' in doc, f"{src}: not a standalone page"
+            walkthrough = json.loads(walk.group(1))
+            assert walkthrough["format"] == WALKTHROUGH_FORMAT
+            assert walkthrough["graph"] and walkthrough["steps"], f"{src}: nothing walked"
 
 
 def test_formulas_home_and_math(site):

@@ -1,8 +1,9 @@
 """One JSON-safe encoding of NaN/Inf/complex, used by every producer (issue 14).
 
-Every reply, the synced state, the graph payload and the standalone recording of a widget whose
-gradients hold NaN, Inf and complex values must pass `json.dumps(..., allow_nan=False)` and spell
-non-finite numbers only as "nan", "inf", "-inf" (the only spellings js/src/jsonsafe.js reads).
+Every reply, the synced state, the graph payload and the standalone page's walkthrough of a
+widget whose gradients hold NaN, Inf and complex values must pass
+`json.dumps(..., allow_nan=False)` and spell non-finite numbers only as "nan", "inf", "-inf" (the
+only spellings js/src/jsonsafe.js reads).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.export.html import record
+from autograd_widget.export.html import walkthrough
 from autograd_widget.util.jsonsafe import decode_float, encode, encode_float, encode_number
 from tests.helpers.wire import send
 
@@ -51,7 +52,7 @@ def _nonfinite_program():
 
 
 @pytest.mark.parametrize("keep", ["summaries", "tensors"])
-def test_every_message_reply_state_and_recording_is_strict_json(keep):
+def test_every_message_reply_state_and_walkthrough_is_strict_json(keep):
     z, params = _nonfinite_program()
     w = aw.explore(z, params=params, keep=keep, collapse="none")
     strict_json(w.graph.to_dict())
@@ -78,5 +79,5 @@ def test_every_message_reply_state_and_recording_is_strict_json(keep):
         strict_json(sv.as_dict())
     for s in w.stepper.edge_summaries().values():
         strict_json(s.as_dict())
-    recording = record(w)  # what save_html embeds in the page
-    strict_json(recording)
+    walk = walkthrough(w)  # what save_html embeds in the page
+    strict_json(walk)

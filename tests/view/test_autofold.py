@@ -11,8 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.view import labels, modules
-from autograd_widget.view import visible as groups
+from autograd_widget.view import labels, modules, visible
 from autograd_widget.view.autofold import auto_folds
 from autograd_widget.view.folding import (
     AUTO_ITEMS,
@@ -267,7 +266,7 @@ def test_depth_search_without_runs_keeps_the_most_detail():
     assert collapsed and all(p.count(".") >= 1 for p in collapsed)
     for p in collapsed:
         trial = (collapsed - {p}) | set(modules.children(p, modules.module_paths(g)))
-        assert groups.visible_graph(g, trial).n_items > AUTO_ITEMS
+        assert visible.visible_graph(g, trial).n_items > AUTO_ITEMS
     # Deterministic: the same records, the same plan.
     again = auto_folds(aw.BackwardGraph.from_dict(g.to_dict()), dict)
     assert sorted(again.collapsed) == w.collapsed and again.items == len(vis)
@@ -278,12 +277,12 @@ def test_plan_counts_what_the_visible_graph_draws():
     g = tracked(Uneven(6), torch.randn(2, 3, 8))
     for limit in (5, 12, 30, 60, 120):
         collapsed, estimate = plan_collapsed(g, limit=limit)
-        real = groups.visible_graph(g, collapsed).n_items
+        real = visible.visible_graph(g, collapsed).n_items
         assert real <= estimate <= limit or collapsed == {""}
         # Hidden plumbing is no item: the plan spends the room on more detail.
         hidden, est_h = plan_collapsed(
-            g, limit=limit, shown=lambda n: n.is_root or not groups.is_plumbing(n.name))
-        assert groups.visible_graph(g, hidden, False).n_items <= est_h
+            g, limit=limit, shown=lambda n: n.is_root or not visible.is_plumbing(n.name))
+        assert visible.visible_graph(g, hidden, False).n_items <= est_h
         assert len(hidden) <= len(collapsed) or est_h <= limit
 
 

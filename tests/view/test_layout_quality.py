@@ -234,7 +234,7 @@ def test_budgets_and_second_start_switched_off_still_give_valid_layouts(monkeypa
 def lstm_layout(steps: int):
     torch = pytest.importorskip("torch")
     import autograd_widget as aw
-    from autograd_widget.view import visible as groups
+    from autograd_widget.view import visible
     from autograd_widget.view.scene import compute_layout
 
     class UnrolledLSTM(torch.nn.Module):  # as benchmarks/bench_scale.py builds it
@@ -254,7 +254,7 @@ def lstm_layout(steps: int):
     with aw.track(model):
         out = model(torch.randn(steps, 2, 8))
     graph = aw.capture(out.float().pow(2).mean(), model=model)
-    vis = groups.visible_graph(graph)
+    vis = visible.visible_graph(graph)
     return vis, compute_layout(graph, "TB", vis)
 
 

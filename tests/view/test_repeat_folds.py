@@ -1,7 +1,7 @@
 """Folded runs of repeated blocks in the widget: one box "layers.0–5 ×6" for identical layers.
 
 `repeats.find_repeats` recognises the runs (tests/view/test_repeats.py); here:
-`groups.visible_graph`'s `folds`, the payload's fold boxes,
+`visible.visible_graph`'s `folds`, the payload's fold boxes,
 `AutogradWidget.fold/unfold/expand/reveal`, collapse="repeats" and collapse="auto", and stepping
 through a folded run.
 """
@@ -19,10 +19,9 @@ import torch
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.view import modules, repeats
+from autograd_widget.view import modules, repeats, visible
 from autograd_widget.view import scene as scene_mod
 from autograd_widget.view import stateview as view_state
-from autograd_widget.view import visible as groups
 from autograd_widget.wire import payload as view
 from tests.helpers.models import make_transformer
 from tests.helpers.wire import arr, send
@@ -165,18 +164,18 @@ def test_fold_makes_one_box_for_the_run_with_its_boundary_edges():
 def test_visible_graph_folds_outermost_wins_and_absorbs():
     g = tracked(Wrapped(3), torch.randn(1, 3, 16, requires_grad=True))
     (run,) = [r for r in repeats.find_repeats(g) if r.parent == "enc.inner.layers"]
-    keys = groups.fold_keys([run], modules.module_paths(g))
-    folds = groups.fold_members(keys)
+    keys = visible.fold_keys([run], modules.module_paths(g))
+    folds = visible.fold_members(keys)
     key = next(iter(keys))
-    vis = groups.visible_graph(g, folds=folds)
+    vis = visible.visible_graph(g, folds=folds)
     assert [p for p in vis.item_group if p] == [key] and vis.folds == {key}
     (b,) = [j for j, p in enumerate(vis.item_group) if p == key]
     assert len(vis.item_members[b]) == run.count * run.nodes_per_unit
     # A collapsed module holding the whole run wins: one "enc" box, no fold box.
-    vis = groups.visible_graph(g, {"enc"}, folds=folds)
+    vis = visible.visible_graph(g, {"enc"}, folds=folds)
     assert [p for p in vis.item_group if p] == ["enc"]
     # Collapsed modules inside a member (or a member itself) are absorbed by the fold.
-    vis = groups.visible_graph(g, {"enc.inner.layers.1.self_attn", "enc.inner.layers.2"},
+    vis = visible.visible_graph(g, {"enc.inner.layers.1.self_attn", "enc.inner.layers.2"},
                                folds=folds)
     assert [p for p in vis.item_group if p] == [key]
     assert len(vis.item_members[b]) == run.count * run.nodes_per_unit
@@ -216,8 +215,8 @@ def test_a_layer_with_an_extra_op_stays_out_of_the_run():
 def test_boxes_take_what_lies_between_their_blocks_so_the_drawing_stays_a_dag():
     g = tracked(Stack([nn.Linear(8, 8) for _ in range(4)]), torch.randn(3, 8, requires_grad=True))
     relus = {nid for nid, n in g.nodes.items() if n.name == "ReluBackward0"}
-    for vis in (groups.visible_graph(g, {"layers"}),  # a collapsed ModuleList: same story
-                groups.visible_graph(g, folds={f"layers.{i}": "k" for i in range(4)})):
+    for vis in (visible.visible_graph(g, {"layers"}),  # a collapsed ModuleList: same story
+                visible.visible_graph(g, folds={f"layers.{i}": "k" for i in range(4)})):
         key = next(p for p in vis.item_group if p)
         (b,) = [j for j, p in enumerate(vis.item_group) if p == key]
         held = {list(g.nodes)[int(i)] for i in vis.item_members[b]}
@@ -245,7 +244,7 @@ def test_cycle_merge_is_the_condensation(seed):
     rng = random.Random(seed)
     n = rng.randint(1, 12)
     edges = [(a, b) for a, b in ((rng.randrange(n), rng.randrange(n)) for _ in range(25)) if a != b]
-    vis = groups.VisibleGraph(
+    vis = visible.VisibleGraph(
         item_real=np.full(n, -1, np.int32), item_group=[f"g{j}" for j in range(n)],
         item_members=[np.array([j], np.int32) for j in range(n)],
         real_item=np.arange(n, dtype=np.int32),
@@ -254,7 +253,7 @@ def test_cycle_merge_is_the_condensation(seed):
         edge_real=np.arange(len(edges), dtype=np.int32), collapsed=frozenset(), show_plumbing=True,
     )
     got: dict[str, set[int]] = {}
-    for i, key in groups._cycle_merge(vis).items():
+    for i, key in visible._cycle_merge(vis).items():
         got.setdefault(key, set()).add(i)
     g = nx.DiGraph(edges)
     sccs = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
@@ -371,7 +370,7 @@ def test_fold_keys_never_name_a_module():
     g = tracked(model, torch.randn(4, 8, requires_grad=True))
     w = aw.explore(g, collapse="repeats")
     assert [r.label for r in w.repeats] == ["0–1 ×2"]
-    assert list(w.folds) == [f"{groups.FOLD_PREFIX}0–1 ×2"]
+    assert list(w.folds) == [f"{visible.FOLD_PREFIX}0–1 ×2"]
     key = next(iter(w.folds))
     assert key not in w.modules and w.folds[key].label == "0–1 ×2"
     b = box_of(w, key)
@@ -385,7 +384,7 @@ def test_fold_keys_never_name_a_module():
     assert w.folds == {} and w.collapsed == ["0", "0–1 ×2", "1"]
     w.close()
     r = repeats.Repeat("x", ("x.0", "x.1"), 2, 1, "x.0–1 ×2", "s", 3)
-    assert list(groups.fold_keys([r], ["x.0–1 ×2", "fold:x.0–1 ×2"])) == ["fold:fold:x.0–1 ×2"]
+    assert list(visible.fold_keys([r], ["x.0–1 ×2", "fold:x.0–1 ×2"])) == ["fold:fold:x.0–1 ×2"]
 
 
 def test_repeats_are_found_once_per_graph(monkeypatch):
@@ -405,7 +404,7 @@ def test_repeats_are_found_once_per_graph(monkeypatch):
 # ----------------------------------------------------------------------------- collapse modes
 def test_auto_on_48_layers_opens_as_one_fold_box():
     w, *_ = transformer_widget(48)  # collapse="auto"
-    assert len(w.graph) > groups.AUTO_ITEMS
+    assert len(w.graph) > visible.AUTO_ITEMS
     assert list(w.folds) == ["layers.0–47 ×48"]
     nodes = items(w)
     assert nodes["count"] <= 6, nodes["label"]
@@ -418,14 +417,14 @@ def test_auto_looks_through_a_module_holding_the_run_and_collapses_the_rest():
     model = Wrapped(8)
     x = torch.randn(1, 3, 16, requires_grad=True)
     g = tracked(model, x)
-    assert len(g) > groups.AUTO_ITEMS
+    assert len(g) > visible.AUTO_ITEMS
     w = aw.explore(g)  # "auto"
     assert list(w.folds) == ["enc.inner.layers.0–7 ×8"]
     # The fold leaves room for every other node (60 items at most): "head" stays open.
     assert w.collapsed == []
     boxes = [i for i, k in zip(items(w)["id"], items(w)["kind"]) if k == "group"]
     assert sorted(boxes) == ["group:enc.inner.layers.0–7 ×8"]
-    assert items(w)["count"] == len(w.visible) <= groups.AUTO_ITEMS
+    assert items(w)["count"] == len(w.visible) <= visible.AUTO_ITEMS
     w.close()
     # "modules" is unchanged: top-level modules, no folds; a small graph stays open on "auto".
     w = aw.explore(g, collapse="modules")

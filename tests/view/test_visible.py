@@ -8,9 +8,8 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.view import modules
+from autograd_widget.view import modules, visible
 from autograd_widget.view import stateview as view_state
-from autograd_widget.view import visible as groups
 from autograd_widget.wire import payload as view
 from tests.helpers.models import make_mlp, make_transformer
 from tests.helpers.wire import arr, send
@@ -35,19 +34,19 @@ def test_top_level_groups_look_through_containers():
 def test_default_collapse_modes():
     big = tracked(make_transformer(12, 16), torch.randn(2, 4, 16))
     small = tracked(make_mlp((4, 8, 3)), torch.randn(5, 4))
-    assert len(big) > groups.AUTO_ITEMS > len(small)
+    assert len(big) > visible.AUTO_ITEMS > len(small)
     # "auto" (no folds given): as deep as 60 items allow, deeper than the top-level layers.
-    auto = groups.default_collapsed(big, "auto")
-    assert groups.visible_graph(big, auto).n_items <= groups.AUTO_ITEMS
+    auto = visible.default_collapsed(big, "auto")
+    assert visible.visible_graph(big, auto).n_items <= visible.AUTO_ITEMS
     assert len(auto) > 12 and any(p.count(".") == 2 for p in auto)
-    assert groups.default_collapsed(small, "auto") == set()
-    assert groups.default_collapsed(small, "modules") == {"0", "1", "2"}
-    assert groups.default_collapsed(big, "none") == set()
+    assert visible.default_collapsed(small, "auto") == set()
+    assert visible.default_collapsed(small, "modules") == {"0", "1", "2"}
+    assert visible.default_collapsed(big, "none") == set()
 
 
 def test_visible_graph_folds_a_module_and_keeps_boundary_edges():
     g = tracked(make_mlp((4, 8, 3)), torch.randn(5, 4))
-    vis = groups.visible_graph(g, {"0"})
+    vis = visible.visible_graph(g, {"0"})
     names = [g.nodes[i].name for i in g.nodes]
     box = vis.item_group.index("0")
     members = {names[i] for i in vis.item_members[box]}
@@ -68,7 +67,7 @@ def test_visible_graph_folds_a_module_and_keeps_boundary_edges():
 
 def test_outermost_collapsed_group_wins():
     g = tracked(make_transformer(2, 16), torch.randn(2, 4, 16))
-    vis = groups.visible_graph(g, {"layers.0", "layers.0.self_attn"})
+    vis = visible.visible_graph(g, {"layers.0", "layers.0.self_attn"})
     assert [p for p in vis.item_group if p] == ["layers.0"]
 
 
@@ -77,8 +76,8 @@ def test_plumbing_filter_contracts_views():
     w = torch.randn(6, 3, requires_grad=True)
     out = (x.view(2, 12).view(4, 6) @ w.t().t()).sum()
     g = aw.capture(out)
-    full = groups.visible_graph(g)
-    lean = groups.visible_graph(g, show_plumbing=False)
+    full = visible.visible_graph(g)
+    lean = visible.visible_graph(g, show_plumbing=False)
     names = [n.name for n in g.nodes.values()]
     hidden = [names[i] for i in np.flatnonzero(lean.real_item < 0)]
     assert sorted(hidden) == ["TBackward0", "TBackward0", "ViewBackward0", "ViewBackward0"]
@@ -99,12 +98,12 @@ def test_plumbing_filter_contracts_views():
 
 def test_search_ranks_exact_then_prefix_then_substring():
     g = tracked(make_mlp((4, 8, 3)), torch.randn(5, 4))
-    hits = groups.search(g, "2.weight")
+    hits = visible.search(g, "2.weight")
     assert g.nodes[hits[0]].leaf_name == "2.weight"
-    assert {g.nodes[h].name for h in groups.search(g, "addmm")} == {"AddmmBackward0"}
-    assert groups.search(g, "   ") == []
-    assert groups.search(g, "n0")[0] == "n0"
-    assert groups.search(g, "nothing-like-this") == []
+    assert {g.nodes[h].name for h in visible.search(g, "addmm")} == {"AddmmBackward0"}
+    assert visible.search(g, "   ") == []
+    assert visible.search(g, "n0")[0] == "n0"
+    assert visible.search(g, "nothing-like-this") == []
 
 
 @pytest.fixture

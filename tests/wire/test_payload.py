@@ -18,8 +18,7 @@ import torch
 
 import autograd_widget as aw
 from autograd_widget.export.figure import to_figure
-from autograd_widget.view import labels, modules
-from autograd_widget.view import visible as groups
+from autograd_widget.view import labels, modules, visible
 from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
 from tests.helpers.models import make_mlp, make_transformer
@@ -137,7 +136,7 @@ def test_decoded_payload_is_every_item_and_edge(graphs, name, fold, show_plumbin
         "top": modules.top_level_groups(g),
         "nested": [p for p in paths if p.count(".") >= 2][:3],
     }[fold]
-    vis = groups.visible_graph(g, collapsed, show_plumbing)
+    vis = visible.visible_graph(g, collapsed, show_plumbing)
     check(g, vis, compute_layout(g, orientation, vis))
 
 
@@ -145,7 +144,7 @@ def test_boxes_contracted_edges_bends_and_marks_are_sent(graphs):
     g = graphs["transformer"]
     ids = list(g.nodes)
     validity = {ids[3]: "stale", ids[-2]: "freed"}
-    vis = groups.visible_graph(g, ["layers.0"], show_plumbing=False)
+    vis = visible.visible_graph(g, ["layers.0"], show_plumbing=False)
     p = check(g, vis, compute_layout(g, "TB", vis), validity)
     assert p["edges"]["src_id"]["index"], "edges leaving the box or plumbing name their source"
     assert "bent" in p["edges"], "long edges bend"
@@ -161,7 +160,7 @@ def test_renamed_ids_are_sent(graphs):
     d["roots"] = [[ren[a], o] for a, o in d["roots"]]
     g = aw.BackwardGraph.from_dict(d)
     for collapsed in ((), ("2",)):
-        vis = groups.visible_graph(g, collapsed)
+        vis = visible.visible_graph(g, collapsed)
         p = check(g, vis, compute_layout(g, "TB", vis))
         assert p["nodes"]["id"][0] == "op" + str(len(g) - 1)
 
@@ -172,7 +171,7 @@ def test_nothing_derivable_is_sent_for_a_plain_graph():
     for _ in range(2000):
         y = y * 1.0001
     g = aw.capture(y.sum())
-    vis = groups.visible_graph(g)
+    vis = visible.visible_graph(g)
     p = check(g, vis, compute_layout(g, "TB", vis))
     nodes, edges = p["nodes"], p["edges"]
     for key in ("id", "real", "members", "saved_state"):
@@ -191,7 +190,7 @@ def test_nothing_derivable_is_sent_for_a_plain_graph():
 
 def test_to_figure_reads_the_compact_payload(graphs):
     g = graphs["mlp"]
-    vis = groups.visible_graph(g, ["0"])
+    vis = visible.visible_graph(g, ["0"])
     fig = to_figure(view.graph_payload(g, compute_layout(g, "TB", vis), vis), None)
     texts = [t for tr in fig.data for t in (tr.text or ()) if isinstance(t, str)]
     assert any(t.startswith("0 (") for t in texts)  # the box and its progress

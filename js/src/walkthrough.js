@@ -1,24 +1,23 @@
 /**
- * Replaying a recorded run (autograd_widget.recording/2, or /1) with no kernel: the standalone
- * export.
+ * The walkthrough: the standalone page's step-through, played with no kernel (format
+ * `WALKTHROUGH_FORMAT`, protocol.js). Not `aw.record`'s Recording: that one is an engine run the
+ * live widget replays through the kernel; a walkthrough is what the page embeds
+ * (Python: export/html.py `walkthrough()`).
  *
- * Python recorded the widget's own protocol: the `_graph` payload, the `_state` at step 0 and, per
- * step, what changed (indices with old and new values) plus the scalars after the step, the
- * inspector's replies and (format /2) the colour modes' replies (`modes`: memory with and without
- * leaves, the sensitivity probe) and what First NaN/Inf answers (`first_nonfinite`). A `Player`
- * walks those deltas forward and back; `recordedModel` exposes the player as the same model
- * interface the live view reads (get/set/on/off/save_changes), and `recordedBackend` answers the
- * view's commands and requests from the recording, and lists the requests it can answer
- * (`answers`): the view offers no control whose request would be refused. Nothing here computes
- * an autograd fact: every answer is one Python gave.
+ * Python walked the widget's own protocol once: the `_graph` payload, the `_state` at step 0
+ * and, per step, what changed (indices with old and new values) plus the scalars after the step,
+ * the inspector's replies, the colour modes' replies (`modes`: memory with and without leaves,
+ * the sensitivity probe; null for a replayed engine run) and what First NaN/Inf answers
+ * (`first_nonfinite`). A `Player` walks those deltas forward and back; `walkthroughModel`
+ * exposes the player as the same model interface the live view reads
+ * (get/set/on/off/save_changes), and `walkthroughBackend` answers the view's commands and
+ * requests from the walkthrough, and lists the requests it can answer (`answers`): the view
+ * offers no control whose request would be refused. Nothing here computes an autograd fact:
+ * every answer is one Python gave. `mountWalkthrough` draws a walkthrough into an element.
  */
-import { createView } from './view.js';
 import { decodeGraph } from './model.js';
-import { MSG, STATE_ARRAYS, STEP_SCALARS } from './protocol.js';
-
-export const RECORDING_FORMAT = 'autograd_widget.recording/2';
-/** The formats a player reads: /1 has no colour modes and no First NaN/Inf replies. */
-export const RECORDING_FORMATS = Object.freeze([RECORDING_FORMAT, 'autograd_widget.recording/1']);
+import { MSG, STATE_ARRAYS, STEP_SCALARS, TRAIT, WALKTHROUGH_FORMAT } from './protocol.js';
+import { createView } from './view.js';
 
 const CTORS = /** @type {Record<string, any>} */ ({
   float32: Float32Array,
@@ -63,35 +62,41 @@ export function decodeBuffers(obj) {
 }
 
 /**
- * Steps through a recording: the current position's node/edge arrays, small gradients' values
+ * Steps through a walkthrough: the current position's node/edge arrays, small gradients' values
  * and scalars (status line, next node, waiting slots...).
  */
 export class Player {
-  /** @param {any} recording */
-  constructor(recording) {
-    if (!recording || !RECORDING_FORMATS.includes(recording.format)) {
-      throw new Error(`not an autograd_widget recording (expected format ${RECORDING_FORMAT})`);
+  /** @param {any} walkthrough what the page embeds (format WALKTHROUGH_FORMAT) */
+  constructor(walkthrough) {
+    if (!walkthrough || walkthrough.format !== WALKTHROUGH_FORMAT) {
+      throw new Error(`not an autograd_widget walkthrough (expected format ${WALKTHROUGH_FORMAT})`);
     }
-    this.graph = decodeBuffers(recording.graph);
+    this.graph = decodeBuffers(walkthrough.graph);
     /** The graph as the view reads it (ids, names...). */
     this.decoded = decodeGraph(this.graph);
-    this.initial = decodeBuffers(recording.state);
-    this.steps = decodeBuffers(recording.steps) ?? [];
-    this.inspectData = recording.inspect ?? { nodes: {}, edges: {} };
-    /** The colour modes' replies (`{ memory: { false, true }, probe }`), or null: not recorded. */
-    this.modes = recording.modes ? decodeBuffers(recording.modes) : null;
-    /** First NaN/Inf: `{ step, reply, seek, select }` (see firstNonfinite), or null. */
-    this.nonfinite = recording.first_nonfinite ?? null;
-    this.title = String(recording.title ?? 'autograd_widget');
-    this.description = recording.description ? String(recording.description) : '';
-    this.height = Number(recording.height ?? 600);
+    this.initial = decodeBuffers(walkthrough.state);
+    /** @type {any[]} */
+    this.steps = decodeBuffers(walkthrough.steps) ?? [];
+    this.inspectData = walkthrough.inspect ?? { nodes: {}, edges: {} };
+    /** The colour modes' replies (`{ memory: { false, true }, probe }`), or null: not walked. */
+    this.modes = walkthrough.modes ? decodeBuffers(walkthrough.modes) : null;
+    /** First NaN/Inf: `{ step, reply, seek, select }` (see walkthroughNonfinite), or null. */
+    this.nonfinite = walkthrough.first_nonfinite ?? null;
+    this.title = String(walkthrough.title ?? 'autograd_widget');
+    this.description = walkthrough.description ? String(walkthrough.description) : '';
+    this.height = Number(walkthrough.height ?? 600);
+    /** Number of walked deltas applied. */
+    this.k = 0;
+    /** @type {Record<string, any>} */
+    this.arrays = {};
+    /** @type {Record<string, any>} */
+    this.values = {};
+    this.seq = 0;
     this.reset();
   }
 
   reset() {
-    /** Number of recorded deltas applied. */
     this.k = 0;
-    /** @type {Record<string, any>} */
     this.arrays = {};
     for (const name of ARRAYS) this.arrays[name] = this.initial[name].slice();
     /** @type {Record<string, any>} */
@@ -103,7 +108,7 @@ export class Player {
     return this.k >= this.steps.length;
   }
 
-  /** Apply the next recorded delta. @returns {boolean} whether anything moved */
+  /** Apply the next walked delta. @returns {boolean} whether anything moved */
   forward() {
     if (this.atEnd) return false;
     const d = this.steps[this.k];
@@ -178,7 +183,7 @@ export class Player {
   }
 
   /**
-   * Inspector data as recorded at the end of the run, limited to what has happened by now:
+   * Inspector data as walked at the end of the run, limited to what has happened by now:
    * gradients of edges that have not flowed yet are hidden.
    * @param {{ node?: number, edge?: number, id?: string }} target
    */
@@ -212,15 +217,15 @@ export class Player {
 }
 
 /**
- * The recorded memory report (`exclude` leaves or not), or null when not recorded.
+ * The walked memory report (`exclude` leaves or not), or null when not walked.
  * @param {Player} player @param {boolean} exclude
  */
-function recordedMemory(player, exclude) {
+function walkedMemory(player, exclude) {
   return player.modes?.memory?.[exclude ? 'true' : 'false'] ?? null;
 }
 
 /**
- * A recorded reply that is a refusal (`{ error }`) becomes the rejection the kernel would give.
+ * A walked reply that is a refusal (`{ error }`) becomes the rejection the kernel would give.
  * @param {any} data @param {string} what
  */
 function answer(data, what) {
@@ -230,17 +235,17 @@ function answer(data, what) {
 }
 
 /**
- * First NaN/Inf over a recording, as the live widget answers it. Python recorded `step` (the
+ * First NaN/Inf over a walkthrough, as the live widget answers it. Python walked `step` (the
  * position after which the first NaN/Inf has flowed; null: none does), `reply` (the reply from
  * there on; with none, the reply at the end) and `seek` (with none: what a search from an earlier
- * step answers, e.g. "stopped looking: X failed"; null: no search, the recording was cut short).
+ * step answers, e.g. "stopped looking: X failed"; null: no search, the walkthrough was cut short).
  * A search (`chunk_ms`) moves the player to where the live search stops: `step`, else the end.
- * Before `step`, a plain ask searches too: the recording holds no other answer.
+ * Before `step`, a plain ask searches too: the walkthrough holds no other answer.
  * @param {Player} player
- * @param {{ chunk_ms?: unknown }} msg
+ * @param {{ type?: string, chunk_ms?: unknown }} msg
  * @returns {{ data: any, moved: boolean, select: string | null }}
  */
-export function recordedNonfinite(player, msg) {
+export function walkthroughNonfinite(player, msg) {
   const f = player.nonfinite;
   let moved = false;
   if (f.step !== null && f.step !== undefined) {
@@ -258,17 +263,17 @@ export function recordedNonfinite(player, msg) {
  * A model the view can read, backed by a player.
  * @param {Player} player
  */
-export function recordedModel(player) {
+export function walkthroughModel(player) {
   /** @type {Map<string, Set<Function>>} */
   const listeners = new Map();
   /** @type {Record<string, any>} */
   const traits = {
-    _graph: player.graph,
-    _state: player.state(),
-    selected: null,
-    selected_edge: null,
-    height: player.height,
-    show_plumbing: player.graph.show_plumbing,
+    [TRAIT.GRAPH]: player.graph,
+    [TRAIT.STATE]: player.state(),
+    [TRAIT.SELECTED]: null,
+    [TRAIT.SELECTED_EDGE]: null,
+    [TRAIT.HEIGHT]: player.height,
+    [TRAIT.SHOW_PLUMBING]: player.graph.show_plumbing,
   };
   /** @param {string} name */
   const emit = (name) => {
@@ -281,7 +286,7 @@ export function recordedModel(player) {
     },
     /** @param {string} name @param {any} value */
     set(name, value) {
-      if (name === '_graph' || name === '_state') return; // recorded, read-only
+      if (name === TRAIT.GRAPH || name === TRAIT.STATE) return; // walked, read-only
       traits[name] = value;
       emit(name);
     },
@@ -298,19 +303,19 @@ export function recordedModel(player) {
     send() {},
     /** Publish the player's position as a new `_state`. */
     refresh() {
-      traits._state = player.state();
-      emit('_state');
+      traits[TRAIT.STATE] = player.state();
+      emit(TRAIT.STATE);
     },
   };
 }
 
 /**
- * The view's backend over a recording: commands move the player, requests read the recording.
+ * The view's backend over a walkthrough: commands move the player, requests read the walkthrough.
  * @param {Player} player
- * @param {ReturnType<typeof recordedModel>} model
+ * @param {ReturnType<typeof walkthroughModel>} model
  * @returns {import('./backend.js').Backend}
  */
-export function recordedBackend(player, model) {
+export function walkthroughBackend(player, model) {
   /** @type {Set<(m: string) => void>} */
   const warned = new Set();
   const warn = (/** @type {string} */ m) => {
@@ -341,7 +346,7 @@ export function recordedBackend(player, model) {
       case MSG.PAUSE:
         break;
       case MSG.SELECT:
-        if (typeof cmd.id === 'string') model.set('selected', cmd.id);
+        if (typeof cmd.id === 'string') model.set(TRAIT.SELECTED, cmd.id);
         return;
       default:
         warn(`${cmd.type} needs the live widget (this is a recording)`);
@@ -349,7 +354,8 @@ export function recordedBackend(player, model) {
     }
     model.refresh();
   }
-  /** The requests this recording can answer (the view hides the controls of the others). */
+  /** The requests this walkthrough can answer (the view hides the controls of the others). */
+  /** @type {Set<string>} */
   const answers = new Set([MSG.INSPECT, MSG.SEARCH]);
   if (player.modes?.memory) answers.add(MSG.MEMORY);
   if (player.modes?.probe) answers.add(MSG.PROBE);
@@ -375,15 +381,15 @@ export function recordedBackend(player, model) {
         }
         return Promise.resolve({ matches: matches.slice(0, 50) });
       }
-      if (msg.type === MSG.MEMORY && answers.has(MSG.MEMORY)) return answer(recordedMemory(player, msg.exclude_leaves === true), 'memory');
+      if (msg.type === MSG.MEMORY && answers.has(MSG.MEMORY)) return answer(walkedMemory(player, msg.exclude_leaves === true), 'memory');
       if (msg.type === MSG.PROBE && answers.has(MSG.PROBE)) return answer(player.modes?.probe, 'sensitivity');
       if (msg.type === MSG.FIRST_NONFINITE && answers.has(MSG.FIRST_NONFINITE)) {
-        const { data, moved, select } = recordedNonfinite(player, msg);
+        const { data, moved, select } = walkthroughNonfinite(player, msg);
         if (moved) model.refresh();
         if (select !== null && data && typeof data.id === 'string') {
           // what the live handler does: select the node where it is born and the edge
-          model.set('selected', select);
-          model.set('selected_edge', data.id);
+          model.set(TRAIT.SELECTED, select);
+          model.set(TRAIT.SELECTED_EDGE, data.id);
         }
         return answer(data, 'First NaN/Inf');
       }
@@ -400,19 +406,19 @@ export function recordedBackend(player, model) {
 }
 
 /**
- * Draw a recording into `el`: the same view as the live widget, replayed from the recording.
+ * Draw a walkthrough into `el`: the same view as the live widget, played from the walkthrough.
  * With `fill` (the standalone page), the widget takes `el`'s height (the page sizes `el` to the
- * window) instead of the recorded pixel height, takes the keyboard focus, and keys pressed on
+ * window) instead of the walked pixel height, takes the keyboard focus, and keys pressed on
  * the page outside any control (e.g. `?` after a click on the header) reach it.
  * @param {HTMLElement} el
- * @param {any} recording
+ * @param {any} walkthrough what the page embeds (format WALKTHROUGH_FORMAT)
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
-export function replay(el, recording, opts = {}) {
-  const player = new Player(recording);
-  const model = recordedModel(player);
-  const backend = recordedBackend(player, model);
+export function mountWalkthrough(el, walkthrough, opts = {}) {
+  const player = new Player(walkthrough);
+  const model = walkthroughModel(player);
+  const backend = walkthroughBackend(player, model);
   const doc = el.ownerDocument;
   if (doc && player.title) doc.title = player.title;
   const destroy = createView({ model, el, backend });

@@ -1,58 +1,56 @@
-// The standalone page's offline modes: the recorded replies (format /2) answered by the replay
-// backend exactly as Python recorded them, and the view offering only what the recording answers.
+// The standalone page's offline modes: the walked replies answered by the walkthrough backend
+// exactly as Python walked them, and the view offering only what the walkthrough answers.
 import { describe, expect, it } from 'vitest';
-import { Player, RECORDING_FORMAT, RECORDING_FORMATS, recordedBackend, recordedModel, recordedNonfinite, replay } from '../src/replay.js';
-import { tidySeparators } from '../src/view.js';
+import { tidySeparators } from '../src/chrome.js';
+import { WALKTHROUGH_FORMAT } from '../src/protocol.js';
+import { Player, mountWalkthrough, walkthroughBackend, walkthroughModel, walkthroughNonfinite } from '../src/walkthrough.js';
 import { broken, nonfinite, z } from './fixtures.js';
 import { clickItem, flush, mountView, useViewTestHooks } from './mount.js';
 
 useViewTestHooks();
 
-/** @param {any} rec */
-function open(rec) {
-  const p = new Player(rec);
-  const model = recordedModel(p);
-  const backend = recordedBackend(p, model);
+/** @param {any} walk */
+function open(walk) {
+  const p = new Player(walk);
+  const model = walkthroughModel(p);
+  const backend = walkthroughBackend(p, model);
   return { p, model, backend };
 }
 
-describe('recorded modes (format /2)', () => {
-  it('Python writes the format the player reads; /1 pages still open, without the modes', () => {
-    expect(z.recording().format).toBe(RECORDING_FORMAT);
-    const old = { ...z.recording(), format: 'autograd_widget.recording/1' };
-    delete old.modes;
-    delete old.first_nonfinite;
-    expect(RECORDING_FORMATS).toContain(old.format);
-    const { backend, p } = open(old);
+describe('walked modes', () => {
+  it('Python writes the format the player reads; without modes (a replayed engine run) only gradient colours', () => {
+    expect(z.walkthrough().format).toBe(WALKTHROUGH_FORMAT);
+    expect(open(z.walkthrough()).backend.answers.has('memory')).toBe(true);
+    const engineRun = { ...z.walkthrough(), modes: null };
+    const { backend, p } = open(engineRun);
     expect(p.modes).toBeNull();
-    expect([...backend.answers].sort()).toEqual(['inspect', 'search']);
-    expect(open(z.recording()).backend.answers.has('memory')).toBe(true);
+    expect([...backend.answers].sort()).toEqual(['first_nonfinite', 'inspect', 'search']);
   });
 
-  it('answers memory (with and without leaves) and the probe with the recorded replies', async () => {
-    const rec = z.recording();
-    const { backend } = open(rec);
+  it('answers memory (with and without leaves) and the probe with the walked replies', async () => {
+    const walk = z.walkthrough();
+    const { backend } = open(walk);
     const all = await backend.request({ type: 'memory', exclude_leaves: false });
-    expect(all).toEqual(rec.modes.memory.false);
+    expect(all).toEqual(walk.modes.memory.false);
     expect(all.top.map((t) => t.name)).toEqual(['PowBackward0']); // Pow saved x
     const noLeaves = await backend.request({ type: 'memory', exclude_leaves: true });
-    expect(noLeaves).toEqual(rec.modes.memory.true);
+    expect(noLeaves).toEqual(walk.modes.memory.true);
     expect(noLeaves.total).toBeLessThan(all.total); // x is a leaf
     const probe = await backend.request({ type: 'probe', samples: 16, seed: 0 });
-    expect(probe).toEqual(rec.modes.probe);
+    expect(probe).toEqual(walk.modes.probe);
     expect(probe.nodes.n1.estimate).toBe(16); // d(x**2)/dx = 4, squared: Python's number
   });
 
-  it('a refusal Python recorded comes back as the rejection the kernel would give', async () => {
-    const rec = z.recording();
-    rec.modes.probe = { error: 'probe: no can do' };
-    await expect(open(rec).backend.request({ type: 'probe' })).rejects.toThrow('no can do');
+  it('a refusal Python walked comes back as the rejection the kernel would give', async () => {
+    const walk = z.walkthrough();
+    walk.modes.probe = { error: 'probe: no can do' };
+    await expect(open(walk).backend.request({ type: 'probe' })).rejects.toThrow('no can do');
   });
 
-  it('First NaN/Inf: a search runs to the recorded step and selects where it is born', async () => {
-    const rec = nonfinite.recording();
-    const { p, model, backend } = open(rec);
-    const f = rec.first_nonfinite;
+  it('First NaN/Inf: a search runs to the walked step and selects where it is born', async () => {
+    const walk = nonfinite.walkthrough();
+    const { p, model, backend } = open(walk);
+    const f = walk.first_nonfinite;
     expect(f.step).toBe(4);
     const positions = [];
     model.on('change:_state', () => positions.push(model.get('_state').position));
@@ -71,7 +69,7 @@ describe('recorded modes (format /2)', () => {
   });
 
   it('First NaN/Inf with none: the end says so, a search runs to the end', async () => {
-    const { p, backend } = open(z.recording());
+    const { p, backend } = open(z.walkthrough());
     const seek = await backend.request({ type: 'first_nonfinite', chunk_ms: 100 });
     expect(seek.edge).toBeNull();
     expect(seek.message).toBe('no NaN/Inf gradient in the whole backward');
@@ -80,8 +78,8 @@ describe('recorded modes (format /2)', () => {
   });
 
   it('First NaN/Inf stops at a failing step, as the live search does', () => {
-    const p = new Player(broken.recording());
-    const out = recordedNonfinite(p, { chunk_ms: 100 });
+    const p = new Player(broken.walkthrough());
+    const out = walkthroughNonfinite(p, { chunk_ms: 100 });
     expect(out.moved).toBe(true);
     expect(p.atEnd).toBe(true);
     expect(p.scalars().error).not.toBeNull();
@@ -126,18 +124,18 @@ describe('the live widget showing a replayed engine run', () => {
 });
 
 describe('the standalone page', () => {
-  /** @param {any} rec */
-  function page(rec) {
+  /** @param {any} walk */
+  function page(walk) {
     const el = document.createElement('main');
     document.body.append(el);
-    const cleanup = replay(el, rec, { fill: true });
+    const cleanup = mountWalkthrough(el, walk, { fill: true });
     const shown = (sel) => [...el.querySelectorAll(sel)].filter((e) => !e.hidden && !e.closest('[hidden]'));
     const button = (name) => [...el.querySelectorAll('button')].find((b) => b.textContent === name);
     return { el, cleanup, shown, button };
   }
 
-  it('offers the recorded modes and no kernel-only control, with no empty separator', async () => {
-    const { el, cleanup, button } = page(nonfinite.recording());
+  it('offers the walked modes and no kernel-only control, with no empty separator', async () => {
+    const { el, cleanup, button } = page(nonfinite.walkthrough());
     const nav = el.querySelector('.agw-nav');
     const kids = [...nav.children].filter((c) => !c.hidden);
     expect(kids[0].classList.contains('agw-sep')).toBe(false);
@@ -155,11 +153,11 @@ describe('the standalone page', () => {
   });
 
   it('a click on a folded box inspects it, with no unfold or fold control', async () => {
-    const { el, cleanup, button } = page(broken.recording());
+    const { el, cleanup, button } = page(broken.walkthrough());
     const canvas = el.querySelector('canvas.agw-canvas');
     const box = canvas.agwPainted.items.find((it) => it.kind === 'box');
     expect(box).toBeTruthy();
-    clickItem(el, box.index); // a recording cannot unfold: a click inspects the box
+    clickItem(el, box.index); // a walkthrough cannot unfold: a click inspects the box
     await flush();
     await flush();
     const insp = el.querySelector('section[aria-label="Inspector"]');
@@ -172,7 +170,7 @@ describe('the standalone page', () => {
   });
 
   it('fills its element and takes keys pressed on the page: ? opens the help', () => {
-    const { el, cleanup } = page(z.recording());
+    const { el, cleanup } = page(z.walkthrough());
     const root = el.querySelector('.agw-root');
     expect(root.style.height).toBe('100%');
     const help = el.querySelector('.agw-help');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
-import { Player, decodeBuffers, recordedBackend, recordedModel } from '../src/replay.js';
+import { Player, decodeBuffers, walkthroughBackend, walkthroughModel } from '../src/walkthrough.js';
 import { z } from './fixtures.js';
 
 /** @param {ArrayLike<number>} values @param {any} Ctor @param {string} dtype */
@@ -13,15 +13,15 @@ function b64(values, Ctor, dtype) {
 }
 
 /** What `save_html` embeds for z = x**2 + y (4 steps: Add, y, Pow, x). */
-const recording = () => z.recording();
-/** A `_state`'s arrays as plain lists, to compare the replay with the live widget. */
+const walkthrough = () => z.walkthrough();
+/** A `_state`'s arrays as plain lists, to compare the walkthrough with the live widget. */
 function plain(raw) {
   const s = decodeState(raw, graph);
   return { nodeState: Array.from(s.nodeState), progress: Array.from(s.progress), edgeNorm: Array.from(s.edgeNorm), edgeFlag: Array.from(s.edgeFlag), edgeValues: [...s.edgeValues], status: s.status, next: s.next };
 }
 const graph = decodeGraph(z.graph());
 
-describe('recorded replay', () => {
+describe('the walkthrough player', () => {
   it('decodes base64 buffers into typed arrays', () => {
     const d = decodeBuffers({ a: b64([1.5, NaN], Float32Array, 'float32'), b: [b64([3], Int32Array, 'int32')] });
     expect(d.a).toBeInstanceOf(Float32Array);
@@ -31,7 +31,7 @@ describe('recorded replay', () => {
   });
 
   it('steps forward and back to exactly the recorded states', () => {
-    const p = new Player(recording());
+    const p = new Player(walkthrough());
     const s0 = p.state();
     expect(s0.status).toBe('step 0 / 4 → next AddBackward0');
     expect(plain(s0)).toEqual(plain(z.state(0)));
@@ -55,7 +55,7 @@ describe('recorded replay', () => {
   });
 
   it('hides inspector gradients that have not flowed yet', () => {
-    const p = new Player(recording());
+    const p = new Player(walkthrough());
     expect(p.inspect({ edge: 0 }).summary).toBeNull();
     expect(p.inspect({ node: 0 }).outgoing['n0:0']).toBeNull();
     p.forward();
@@ -65,9 +65,9 @@ describe('recorded replay', () => {
   });
 
   it('answers the view like a kernel would', async () => {
-    const p = new Player(recording());
-    const model = recordedModel(p);
-    const backend = recordedBackend(p, model);
+    const p = new Player(walkthrough());
+    const model = walkthroughModel(p);
+    const backend = walkthroughBackend(p, model);
     const seen = [];
     model.on('change:_state', () => seen.push(model.get('_state').position));
     const warnings = [];
@@ -86,6 +86,7 @@ describe('recorded replay', () => {
     expect(backend.live).toBe(false);
     const found = await backend.request({ type: 'search', query: 'pow' });
     expect(found.matches.map((m) => m.id)).toEqual(['n1']);
-    expect(() => new Player({ format: 'nope' })).toThrow(/recording/);
+    expect(() => new Player({ format: 'nope' })).toThrow(/walkthrough/);
+    expect(() => new Player({ ...walkthrough(), format: 'autograd_widget.recording/2' })).toThrow(/walkthrough/);
   });
 });
