@@ -27,6 +27,7 @@ import numpy as np
 from ..util import static
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
+from ..view.timeline import timeline
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, WALKTHROUGH_FORMAT, dispatch
 from ..wire.session import Session
 
@@ -277,7 +278,9 @@ def walkthrough(
 
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
     widget's current folds, plumbing and orientation; the widget is only read through its
-    public API, and its stepper is not moved.
+    public API, and its stepper is not moved. A watch's widget (`aw.explore(watch)`) adds its
+    timeline (`view.timeline.timeline`, every step) and the step the page's graph is
+    (`watch_step`): the page shows the timeline above that step's graph.
 
     Args:
         widget: what to walk through.
@@ -298,12 +301,18 @@ def walkthrough(
         scene = Scene(graph, stepper, orientation=widget.orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
                       folds=widget.folds)
-        return walkthrough_session(
+        walk = walkthrough_session(
             Session(graph, stepper, scene), title=_title(graph) if title is None else title,
             height=widget.height, max_steps=max_steps, description=description,
         )
     finally:
         stepper.close()
+    watch = getattr(widget, "watch", None)
+    if watch is not None:  # aw.explore(watch): the timeline above the step this page holds
+        step = getattr(widget, "watch_step", None)
+        walk["timeline"] = _encode(timeline(watch, step))
+        walk["watch_step"] = step
+    return walk
 
 
 def _title(g: Any) -> str:

@@ -386,6 +386,12 @@ export function createTimeline(doc, ctx) {
   /** Move the cursor to `step` and show its graph below (with `node` selected). @param {number} step @param {string | null} [node] */
   function select(step, node = null) {
     if (!data || !data.watched.includes(step)) return;
+    if (!ctx.live && step !== ctx.model.get(TRAIT.WATCH_STEP)) {
+      // a standalone page holds one step's graph
+      cause.textContent = `This page holds the graph of step ${ctx.model.get(TRAIT.WATCH_STEP)} only; open the watch in a notebook (aw.explore(aw.load_watch(path))) to see step ${step}.`;
+      stop();
+      return;
+    }
     selected = step;
     ctx.send(node ? { type: MSG.WATCH_STEP, step, node } : { type: MSG.WATCH_STEP, step });
     schedule(paint);
@@ -414,7 +420,7 @@ export function createTimeline(doc, ctx) {
     cause.textContent = f.watched
       ? `Step ${f.step}: ${f.name ? `born at ${f.name} (${f.node})` : 'no birth node found'}${f.cause ? `: ${f.cause}` : ''}${f.expected ? ' (the loss scaler\'s expected overflow)' : ''}`
       : `Step ${f.step}: a parameter gradient came out non-finite; that step was not watched (every=${data?.every ?? 1}), watch every step to see where it was born`;
-    if (f.watched) select(f.step, f.node);
+    if (f.watched && (ctx.live || f.step === ctx.model.get(TRAIT.WATCH_STEP))) select(f.step, f.node);
   });
   canvas.addEventListener('click', (ev) => {
     if (!data) return;

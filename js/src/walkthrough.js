@@ -17,6 +17,7 @@
  */
 import { decodeGraph } from './model.js';
 import { MSG, STATE_ARRAYS, STEP_SCALARS, TRAIT, WALKTHROUGH_FORMAT } from './protocol.js';
+import { createTimeline } from './timeline.js';
 import { createView } from './view.js';
 
 const CTORS = /** @type {Record<string, any>} */ ({
@@ -421,6 +422,8 @@ export function mountWalkthrough(el, walkthrough, opts = {}) {
   const backend = walkthroughBackend(player, model);
   const doc = el.ownerDocument;
   if (doc && player.title) doc.title = player.title;
+  // a watch's page (aw.explore(watch)): its timeline above the one step whose graph it holds
+  const timeline = walkthrough?.timeline && doc ? mountPageTimeline(doc, el, walkthrough) : null;
   const destroy = createView({ model, el, backend });
   const root = /** @type {HTMLElement | null} */ (el.querySelector('.agw-root'));
   /** @param {KeyboardEvent} ev */
@@ -439,7 +442,26 @@ export function mountWalkthrough(el, walkthrough, opts = {}) {
   }
   return () => {
     doc.removeEventListener('keydown', forward);
+    timeline?.destroy();
     destroy();
     backend.dispose();
   };
+}
+
+/**
+ * The timeline of a watch's page, before `el` (the page holds one step's graph: the timeline
+ * shows every step, its cursor stays on that one).
+ * @param {Document} doc @param {HTMLElement} el @param {any} walkthrough
+ */
+function mountPageTimeline(doc, el, walkthrough) {
+  const data = decodeBuffers(walkthrough.timeline);
+  const step = Number.isInteger(walkthrough.watch_step) ? walkthrough.watch_step : null;
+  const model = {
+    get: (/** @type {string} */ k) => (k === TRAIT.TIMELINE ? data : k === TRAIT.WATCH_STEP ? step : undefined),
+    on() {},
+    off() {},
+  };
+  const tl = createTimeline(doc, { model, send: () => {}, request: () => Promise.reject(new Error('no kernel: this page holds one step')), live: false });
+  (el.parentNode ?? el).insertBefore(tl.el, el.parentNode ? el : null);
+  return tl;
 }

@@ -145,3 +145,18 @@ def test_explore_a_loaded_watch_and_bad_inputs(tmp_path):
         aw.explore(aw.watch())
     with pytest.raises(TypeError, match=r"model/params apply to aw\.watch"):
         aw.explore(w, model=torch.nn.Linear(1, 1))
+
+
+def test_the_standalone_page_holds_the_timeline_and_the_shown_steps_graph(tmp_path):
+    from autograd_widget.export.html import walkthrough
+
+    _, w = trained()
+    wid = aw.explore(w)
+    wid.watch_step = 2
+    walk = walkthrough(wid)
+    assert walk["watch_step"] == 2 and walk["timeline"]["format"] == tl.FORMAT
+    assert walk["timeline"]["values"]["dtype"] == "float32" and walk["timeline"]["selected"] == 2
+    assert walk["timeline"]["first"]["step"] == 4
+    page = wid.save_html(tmp_path / "watch.html").read_text(encoding="utf-8")
+    assert "autograd_widget.timeline/1" in page
+    wid.close()
