@@ -298,14 +298,39 @@ def synthetic_watch(nodes_wanted: int, steps: int, tmp: Path) -> tuple[Path, int
     return path, len(s.names), len(s.edge_ids)
 
 
-def load_seconds(path: Path, repeats: int = 3) -> float:
+def load_seconds(path: Path, repeats: int = 3) -> tuple[float, float]:
+    """(wall s, cpu s) medians of `aw.load_watch(path)`."""
     times = []
     for _ in range(repeats):
         gc.collect()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         aw.load_watch(path)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        times.append((time.perf_counter() - t0, time.process_time() - c0))
+    return med(times, 0), med(times, 1)
+
+
+def setup_ms(size: str, repeats: int = 5) -> tuple[float, float, int]:
+    """(walk ms, hooks on + off ms, nodes) of one watched step's set-up on the benchmark's
+    graph: what `torch.autograd.graph.node_creation_hook` (torch >= 2.15, which attaches hooks
+    while the forward builds the graph) could save at most; torch 2.13 has none."""
+    from autograd_widget.engine.record.structure import Structure, walk
+
+    model, ids = build(size)
+    loss = model(input_ids=ids, labels=ids).loss
+    names = {id(p): n for n, p in model.named_parameters()}
+    fns, key = walk([loss], names)
+    s = Structure.of(aw.capture(loss, model=model), key)
+    walks, hooks = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fns, key = walk([loss], names)
+        t1 = time.perf_counter()
+        p = lean.LeanPass(s, fns)
+        p.start()
+        p.remove()
+        hooks.append(time.perf_counter() - t1)
+        walks.append(t1 - t0)
+    return statistics.median(walks) * 1e3, statistics.median(hooks) * 1e3, len(fns)
 
 
 # ------------------------------------------------------------------------------ report
@@ -365,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             n_steps = args.load_steps or (200 if args.tiny else 10_000)
             path, n_nodes, n_edges = synthetic_watch(90 if args.tiny else 700, n_steps, Path(d))
             size_mb = path.stat().st_size / 1e6
-            secs = load_seconds(path)
+            secs, cpu_secs = load_seconds(path)
+        walk_ms, hook_ms, n_fns = setup_ms(size)
     finally:
         torch.set_num_threads(threads)
     after = os.getloadavg()
@@ -384,8 +410,13 @@ def main(argv: list[str] | None = None) -> int:
         f"Memory: {mem:.1f} bytes per edge per watched step in memory (its arrays and record, "
         f"beyond the one copy of the structure), {file_bytes:.1f} in the file (target <= 64). "
         f"Loading a synthetic watch of {n_steps} steps over a real graph of {n_nodes} nodes and "
-        f"{n_edges} edges (random norms; {size_mb:.1f} MB): {secs:.2f} s"
-        f"{' (target < 2 s)' if n_steps >= 10_000 else ''}.\n\n"
+        f"{n_edges} edges (random norms; {size_mb:.1f} MB): {secs:.2f} s wall, {cpu_secs:.2f} s "
+        f"CPU{' (target < 2 s)' if n_steps >= 10_000 else ''}.\n\n"
+        f"Set-up of a watched step on this graph ({n_fns} nodes): the walk that recognises its "
+        f"structure {walk_ms:.2f} ms, registering and removing the hooks {hook_ms:.2f} ms: the "
+        "most that attaching hooks while the forward builds the graph "
+        "(`torch.autograd.graph.node_creation_hook`, torch >= 2.15; the pinned torch 2.13 has "
+        "none) could save per step.\n\n"
     )
     print(text)
     if not args.tiny or args.write:

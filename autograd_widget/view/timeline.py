@@ -101,10 +101,11 @@ def first_nonfinite(w: Watch) -> dict[str, Any] | None:
     return out
 
 
-def moved(w: Watch, factor: float = MOVED) -> list[dict[str, Any]]:
+def moved(w: Watch, factor: float = MOVED, *, table: np.ndarray | None = None
+          ) -> list[dict[str, Any]]:  # fmt: skip
     """Modules whose gradient norm's largest and smallest finite non-zero values over the
     watched steps differ more than `factor` times, the largest change first: {"module",
-    "factor", "low_step", "high_step"}.
+    "factor", "low_step", "high_step"}. `table`: `w.table` of the modules, when at hand.
 
     Example:
         >>> moved(aw.watch())
@@ -114,7 +115,8 @@ def moved(w: Watch, factor: float = MOVED) -> list[dict[str, Any]]:
     if not steps:
         return []
     modules = _module_order(w)
-    table = w.table(modules)
+    if table is None:
+        table = w.table(modules)
     out = []
     for col, m in enumerate(modules):
         v = table[:, col]
@@ -149,6 +151,7 @@ def timeline(w: Watch, selected: int | None = None) -> dict[str, Any]:
     steps = [s for s in records if s.watched]
     modules = _module_order(w)
     norms = w.table(modules).T if steps and modules else np.zeros((len(modules), len(steps)))
+    table = norms.T
     values = _log10(norms, _nonfinite_mask(w, steps, modules))
     flags = np.zeros(len(records), dtype=np.uint8)
     for k, st in enumerate(records):
@@ -190,7 +193,7 @@ def timeline(w: Watch, selected: int | None = None) -> dict[str, Any]:
         "values": np.ascontiguousarray(values, dtype=np.float32),
         "range": [lo, hi],
         "first": first,
-        "moved": moved(w),
+        "moved": moved(w, table=table) if steps and modules else [],
         "selected": selected,
         "every": w.every,
     }

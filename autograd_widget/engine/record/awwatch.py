@@ -330,13 +330,14 @@ def _counts(v: Any, what: str, n: int) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _step(payload: bytes, structures: list[Structure], previous: int) -> TrainingStep:
+def _step(payload: bytes | memoryview, structures: list[Structure], previous: int
+          ) -> TrainingStep:  # fmt: skip
     if len(payload) < _U32.size:
         raise ValueError("a step record is shorter than its JSON length")
     (n,) = _U32.unpack_from(payload)
     if n > MAX_STEP_JSON or _U32.size + n > len(payload):
         raise ValueError(f"a step's JSON length {n} exceeds its record")
-    doc = _dict(json.loads(payload[_U32.size : _U32.size + n].decode("utf-8")), "step")
+    doc = _dict(json.loads(str(payload[_U32.size : _U32.size + n], "utf-8")), "step")
     step = _int(doc.get("step"), "step.step", previous + 1)
     watched = doc.get("watched")
     if not isinstance(watched, bool):
@@ -369,10 +370,11 @@ def _step(payload: bytes, structures: list[Structure], previous: int) -> Trainin
     if len(rest) != need:
         raise ValueError(f"step {step} holds {len(rest)} bytes of arrays, its structure needs "
                          f"{need}")  # fmt: skip
-    order = np.frombuffer(rest, dtype="<i4", count=n_order).astype(np.int32)
+    # read-only views of the record's bytes (little-endian, as numpy reads them): no copy
+    order = np.frombuffer(rest, dtype="<i4", count=n_order)
     if n_order and (order.min() < 0 or order.max() >= n_nodes):
         raise ValueError(f"step {step}'s order names a node outside its structure")
-    arr = np.frombuffer(rest, dtype="<f4", offset=4 * n_order).astype(np.float32)
+    arr = np.frombuffer(rest, dtype="<f4", offset=4 * n_order)
     st.structure, st.order = sid, order
     st.edge_norms, st.param_norms = arr[:n_e], arr[n_e : n_e + n_p]
     st.slot_norms = arr[n_e + n_p :]
@@ -435,11 +437,11 @@ def read(path: Path) -> tuple[dict[str, Any], list[Structure], list[TrainingStep
             if length > left:
                 warnings.append(_TRUNCATED.format(path=path))
                 break
-            payload = f.read(length)
-            crc = f.read(_CRC.size)
-            if len(payload) != length or len(crc) != _CRC.size:
+            body = f.read(length + _CRC.size)  # the payload and its checksum, one read
+            if len(body) != length + _CRC.size:
                 warnings.append(_TRUNCATED.format(path=path))
                 break
+            payload, crc = memoryview(body)[:length], body[length:]
             if _CRC.unpack(crc)[0] != zlib.crc32(payload):
                 raise _bad(path, f"the checksum of the {tag!r} record at byte {pos} does not "
                                  "match (the file was damaged)")  # fmt: skip
@@ -467,12 +469,12 @@ class NewerVersion(ValueError):
     """A file of a newer major format version than this reader's."""
 
 
-def _apply(tag: bytes, payload: bytes, head: dict[str, Any] | None,
+def _apply(tag: bytes, payload: bytes | memoryview, head: dict[str, Any] | None,
            structures: list[Structure], steps: list[TrainingStep]) -> dict[str, Any]:  # fmt: skip
     if head is None:
         if tag != b"HEAD":
             raise ValueError(f"the first record is {tag!r}, not b'HEAD'")
-        doc = _dict(json.loads(payload.decode("utf-8")), "head")
+        doc = _dict(json.loads(str(payload, "utf-8")), "head")
         if doc.get("format") != FORMAT:
             raise ValueError(f"its format is {doc.get('format')!r}, not {FORMAT!r}")
         version = _list(doc.get("version"), "head.version")
@@ -495,7 +497,7 @@ def _apply(tag: bytes, payload: bytes, head: dict[str, Any] | None,
                 raise TypeError(f"head.meta[{k!r}] must be a plain value")
         return doc
     if tag == b"STRC":
-        doc = _dict(json.loads(payload.decode("utf-8")), "structure")
+        doc = _dict(json.loads(str(payload, "utf-8")), "structure")
         _int(doc.get("id"), "structure.id", len(structures), len(structures) + 1)
         structures.append(Structure(check_graph(doc.get("graph"))))
     elif tag == b"STEP":

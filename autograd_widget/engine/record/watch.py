@@ -533,10 +533,13 @@ def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.ndarray:
-    """The (steps x keys) norms of steps sharing structure `s` (unscaled)."""
+    """The (steps x keys) norms of steps sharing structure `s` (unscaled); module columns all
+    at once: the root of (squared parameter norms) @ (parameter-in-module matrix)."""
     out = np.full((len(steps), len(keys)), np.nan, dtype=np.float64)
     params = np.stack([st.param_norms for st in steps]).astype(np.float64)  # type: ignore[misc]
     edges = None
+    mod_cols: list[int] = []
+    members: list[list[int]] = []
     for col, key in enumerate(keys):
         e = s.edge_index.get(key)
         if e is not None:
@@ -548,18 +551,25 @@ def _table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.nd
         if k is not None:
             out[:, col] = params[:, k]
             continue
-        member = [k for k, name in enumerate(s.params)
-                  if key == "" or name.startswith(key + ".")]  # fmt: skip
-        if not member:
-            continue
-        sub = params[:, member]
-        present = ~np.isnan(sub)
+        member = [k for k, name in enumerate(s.params) if key == "" or name.startswith(key + ".")]
+        if member:
+            mod_cols.append(col)
+            members.append(member)
+    if mod_cols:
+        inside = np.zeros((len(s.params), len(mod_cols)))
+        for j, member in enumerate(members):
+            inside[member, j] = 1.0
+        present = ~np.isnan(params)
+        sq = np.where(present, params * params, 0.0) @ inside
+        count = present.astype(np.float64) @ inside
+        out[:, mod_cols] = np.where(count > 0, np.sqrt(sq), np.nan)
         for row, st in enumerate(steps):  # a NaN gradient (not an absent one) stays NaN
-            for j, k in enumerate(member):
-                if s.params[k] in st.nonfinite_params and np.isnan(sub[row, j]):
-                    present[row, j] = True
-        sq = np.where(present, sub * sub, 0.0).sum(axis=1)
-        out[:, col] = np.where(present.any(axis=1), np.sqrt(sq), np.nan)
+            if not st.nonfinite_params:
+                continue
+            for j, member in enumerate(members):
+                if any(s.params[k] in st.nonfinite_params and np.isnan(params[row, k])
+                       for k in member):  # fmt: skip
+                    out[row, mod_cols[j]] = np.nan
     return out
 
 
