@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -64,13 +65,17 @@ def timeline_payload(w: Watch, selected: int | None = None) -> dict[str, Any]:
 
 
 def rows_payload(w: Watch, module: str) -> dict[str, Any]:
-    """The rows of `module`'s own ops (`view.timeline.op_rows`), arrays as buffers.
+    """The rows of `module`'s own ops (`view.timeline.op_rows`): a REPLY, so JSON only (a
+    custom message carries no buffer): `values` is the base64 of the little-endian float32
+    matrix (rows x watched steps; NaN, +inf and -inf kept).
 
     Example:
-        >>> rows_payload(aw.watch(), "")["id"]
-        []
+        >>> rows_payload(aw.watch(), "")
+        {'id': [], 'label': [], 'values': ''}
     """
-    return _encode(tl.op_rows(w, module))
+    r = tl.op_rows(w, module)
+    raw = np.ascontiguousarray(r["values"], dtype="<f4").tobytes()
+    return {"id": r["id"], "label": r["label"], "values": base64.b64encode(raw).decode("ascii")}
 
 
 def gain_payload(scene: Scene, rec: Recording) -> dict[str, Any]:

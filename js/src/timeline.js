@@ -70,6 +70,25 @@ const ZERO_COLOR = '#202020';
 const strings = (v) => (Array.isArray(v) ? v.map((s) => String(s ?? '')) : []);
 
 /**
+ * Float32 values sent as base64 (a reply carries JSON only) or as a buffer, `length` of them.
+ * @param {unknown} v @param {number} length
+ * @returns {Float32Array}
+ * @example Array.from(float32s(btoa(String.fromCharCode(0, 0, 128, 63)), 1)) // [1]
+ */
+export function float32s(v, length) {
+  if (typeof v !== 'string') return toTyped(v, Float32Array, { length });
+  let bin = '';
+  try {
+    bin = atob(v);
+  } catch {
+    bin = '';
+  }
+  const bytes = new Uint8Array(bin.length - (bin.length % 4));
+  for (let i = 0; i < bytes.length; i++) bytes[i] = bin.charCodeAt(i);
+  return toTyped(new Float32Array(bytes.buffer), Float32Array, { length });
+}
+
+/**
  * The `_timeline` trait, validated; null when it is empty (not a watch).
  * @param {any} raw
  * @returns {Timeline | null}
@@ -256,7 +275,7 @@ export function createTimeline(doc, ctx) {
         rowsReq.ask({ type: MSG.TIMELINE_ROWS, module: id }, {
           reply: (rep) => {
             const n = Array.isArray(rep?.id) ? rep.id.length : 0;
-            ops.set(id, { id: strings(rep?.id), label: strings(rep?.label), values: toTyped(rep?.values, Float32Array, { length: n * (data?.watched.length ?? 0) }) });
+            ops.set(id, { id: strings(rep?.id), label: strings(rep?.label), values: float32s(rep?.values, n * (data?.watched.length ?? 0)) });
             renderLabels();
             paint();
           },
@@ -270,7 +289,9 @@ export function createTimeline(doc, ctx) {
     paint();
   }
 
-  /** Paint the loss curve, the heat map and the cursor. */
+  /** Paint the loss curve, the heat map and the cursor; what was painted is kept on the canvas
+   * as `canvas.agwTimeline` (rows, watched steps, the cursor's step and x, CSS px) and paints are
+   * counted in `canvas.dataset.painted` (for tests and the browser benchmark). */
   function paint() {
     if (destroyed || !data) return;
     const d = data;
@@ -336,9 +357,11 @@ export function createTimeline(doc, ctx) {
       g.putImageData(img, 0, Math.floor(LOSS_PX * ratio));
     }
     // the cursor
+    let cursorX = null;
     if (selected !== null && nCols) {
       const k = d.watched.indexOf(selected);
       const x = ((Math.max(0, k) + 0.5) / nCols) * width;
+      cursorX = x;
       g.strokeStyle = SELECT_COLOR;
       g.lineWidth = 2;
       g.beginPath();
@@ -346,6 +369,8 @@ export function createTimeline(doc, ctx) {
       g.lineTo(x, height);
       g.stroke();
     }
+    /** @type {any} */ (canvas).agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, watched: Array.from(d.watched), selected, cursorX };
+    canvas.dataset.painted = String(Number(canvas.dataset.painted || 0) + 1);
     renderStatus();
   }
 
@@ -417,10 +442,13 @@ export function createTimeline(doc, ctx) {
     const f = data?.first;
     if (!f) return;
     stop();
-    cause.textContent = f.watched
+    const held = ctx.model.get(TRAIT.WATCH_STEP);
+    let text = f.watched
       ? `Step ${f.step}: ${f.name ? `born at ${f.name} (${f.node})` : 'no birth node found'}${f.cause ? `: ${f.cause}` : ''}${f.expected ? ' (the loss scaler\'s expected overflow)' : ''}`
       : `Step ${f.step}: a parameter gradient came out non-finite; that step was not watched (every=${data?.every ?? 1}), watch every step to see where it was born`;
-    if (f.watched && (ctx.live || f.step === ctx.model.get(TRAIT.WATCH_STEP))) select(f.step, f.node);
+    if (f.watched && !ctx.live && f.step !== held) text += `. This page holds the graph of step ${held} only: open the watch in a notebook to see step ${f.step}.`;
+    cause.textContent = text;
+    if (f.watched && (ctx.live || f.step === held)) select(f.step, f.node);
   });
   canvas.addEventListener('click', (ev) => {
     if (!data) return;

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GAIN_COLORS, decodeGain, gainBin, gainColors, gainLegend } from '../src/gain.js';
 import { MSG, TRAIT } from '../src/protocol.js';
-import { FLAG, PLAY_MS, binRow, cellColor, createTimeline, decodeTimeline, stepAt } from '../src/timeline.js';
+import { FLAG, PLAY_MS, binRow, cellColor, createTimeline, decodeTimeline, float32s, stepAt } from '../src/timeline.js';
 import { ALARM_COLOR } from '../src/style.js';
 import { dataView } from './fixtures.js';
 
@@ -49,7 +49,9 @@ function mount(raw = payload(), opts = {}) {
   const asked = [];
   const request = opts.request ?? ((msg) => {
     asked.push(msg);
-    return Promise.resolve({ id: ['n0', 'n3'], label: ['AddmmBackward0', 'AccumulateGrad'], values: dataView(new Float32Array([0.1, 0.2, Infinity, -2, -2, -2]), 3) });
+    const f = new Float32Array([0.1, 0.2, Infinity, -2, -2, -2]);
+    const b64 = btoa(String.fromCharCode(...new Uint8Array(f.buffer)));
+    return Promise.resolve({ id: ['n0', 'n3'], label: ['AddmmBackward0', 'AccumulateGrad'], values: b64 });
   });
   const tl = createTimeline(document, { model, send: (c) => sent.push(c), request, live: true, schedule: (cb) => cb() });
   document.body.append(tl.el);
@@ -104,6 +106,14 @@ describe('binning and colours', () => {
     expect(cellColor(Infinity, 0, 1)).toBe(ALARM_COLOR);
     expect(cellColor(-Infinity, 0, 1)).not.toBeNull();
     expect(cellColor(0, 0, 1)).not.toBe(cellColor(1, 0, 1));
+  });
+
+  it('op rows come as base64 float32 (a reply is JSON only), a malformed string reads as empty', () => {
+    const f = new Float32Array([1.5, NaN, Infinity, -Infinity]);
+    const b64 = btoa(String.fromCharCode(...new Uint8Array(f.buffer)));
+    expect(Array.from(float32s(b64, 4))).toEqual([1.5, NaN, Infinity, -Infinity]);
+    expect(Array.from(float32s('%%%', 2))).toEqual([NaN, NaN]);
+    expect(Array.from(float32s(undefined, 1))).toEqual([NaN]);
   });
 
   it('the step under the pointer is the nearest watched one', () => {

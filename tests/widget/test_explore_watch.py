@@ -81,9 +81,14 @@ def test_timeline_rows_and_gain_replies():
     data = rep["data"]
     assert rep["request"] == 3 and data["label"] == ["AddmmBackward0", "AccumulateGrad",
                                                      "TBackward0", "AccumulateGrad"]  # fmt: skip
-    vals = np.frombuffer(data["values"], np.float32).reshape(4, 3)
+    import base64
+    import json
+
+    json.dumps(data)  # a reply is JSON only
+    vals = np.frombuffer(base64.b64decode(data["values"]), "<f4").reshape(4, 3)
     assert np.isfinite(vals[:, 0]).all() and np.isinf(vals[0, 2])
     (g,) = dispatch(s, {"type": "gain", "request": 4})
+    json.dumps(g, allow_nan=False)
     rec = wid.stepper.recording
     gains = tl.gain(rec)
     for j, v in enumerate(g["data"]["items"]):
