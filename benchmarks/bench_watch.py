@@ -59,6 +59,29 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _results import RESULTS, commit, machine, write_section  # noqa: E402
 
 SECTION = "watch"
+#: What the measurements showed (the same in both runs reported; rerun to check).
+NOTES = [
+    "Kept (engine/record/lean.py): one post-hook per node and none on AccumulateGrad nodes "
+    "(their place is inferred: right after their producer; a parameter's norm is its one "
+    "edge's, a pre-hook only for a parameter fed by several edges or carrying tensor hooks); "
+    "norms staged and read once per step (on CPU each is read at once: no device to wait for, "
+    "and a non-finite one is then counted and its birth read while the saved values exist); "
+    "NaN/Inf counted only where a norm is not finite (counting them for every gradient is the "
+    "`NaN/Inf counted always` row, ~2.2x); a rearranging node's norm (view, transpose, slice) "
+    "taken from its input; torch's `vector_norm` rather than a dot product: MKL's dot is ~3x "
+    "faster per MB in isolation but its result depends on memory alignment and thread count, and "
+    "on the whole step the difference is inside the noise.",
+    "Not available on the pinned torch 2.13: `torch.autograd.graph.node_creation_hook` (2.15); "
+    "the set-up it could save is measured above. `queue_callback` is not used: the step block's "
+    "exit runs after the backward already.",
+    "`aw.record` keeps its design (a pre- and a post-hook per node, full summaries): its cost on "
+    "this step is the four passes of each large gradient's summary (aminmax, sum, dot, norm), "
+    "not the hooks; dropping its pre-hooks measured ~10% of its overhead on the zoo's vit "
+    "(24.0 -> 21.6 ms CPU, engine 4.4 ms) but would lose `seconds` and the failing node's "
+    "received gradients, which its tests check.",
+    "CUDA: no GPU in this session: the device path (norms staged, one transfer per step) is not "
+    "measured here.",
+]
 TARGETS = {"watch every=1": 1.30, "watch every=10": 1.05, "record summaries": 1.5}
 #: The setting of issue 31 (full) and the CI one (tiny): (layers, d, heads, vocab, batch, seq).
 CONFIGS = {"full": (4, 256, 8, 5000, 8, 128), "tiny": (1, 32, 2, 100, 2, 8)}
@@ -365,6 +388,41 @@ def spread(times: dict[str, list[tuple]]) -> str:
     return f"plain wall times ranged {lo * 1e3:.0f}-{hi * 1e3:.0f} ms ({hi / lo:.2f}x)"
 
 
+def previous_ratios(path: Path) -> dict[str, tuple[float, float]]:
+    """(wall ratio, cpu ratio) per variant from the watch section of an earlier RESULTS.md."""
+    text = path.read_text()
+    start, end = f"<!-- {SECTION}:start -->", f"<!-- {SECTION}:end -->"
+    if start not in text or end not in text:
+        return {}
+    out = {}
+    for line in text[text.index(start): text.index(end)].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[2].endswith("x") and cells[4].endswith("x"):
+            out[cells[0]] = (float(cells[2][:-1]), float(cells[4][:-1]))
+    return out
+
+
+def compare(before: dict[str, tuple[float, float]], now: dict[str, tuple[float, float]]) -> str:
+    """Both runs' ratios side by side, and how far they differ (the machine's noise)."""
+    if not before:
+        return ""
+    rows = ["| variant | run 1 wall | run 2 wall | run 1 cpu | run 2 cpu |",
+            "|---|---:|---:|---:|---:|"]  # fmt: skip
+    diffs = []
+    for name, (w2, c2) in now.items():
+        if name not in before:
+            continue
+        w1, c1 = before[name]
+        diffs += [abs(w2 - w1), abs(c2 - c1)]
+        rows.append(f"| {name} | {w1:.3f}x | {w2:.3f}x | {c1:.3f}x | {c2:.3f}x |")
+    worst = max(diffs, default=0.0)
+    return (
+        "Two runs (this one is run 2; run 1 earlier the same day, same command, same machine): "
+        f"the same variant's ratio differs by up to {worst:.2f} between them, so differences "
+        "smaller than that are noise.\n\n" + "\n".join(rows) + "\n\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="the CI size")
@@ -374,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS, help="the file to write")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (issue 31: 2)")
     parser.add_argument("--load-steps", type=int, default=None, help="steps of the load test")
+    parser.add_argument("--previous", type=Path, default=None,
+                        help="a RESULTS.md holding an earlier run's section: both runs compared")
     args = parser.parse_args(argv)
     size = "tiny" if args.tiny else "full"
     repeats = args.repeats or (1 if args.tiny else 8)
@@ -395,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         torch.set_num_threads(threads)
     after = os.getloadavg()
-    tab, _ = table(times)
+    tab, ratios = table(times)
     layers, dm, heads, vocab, batch, seq = CONFIGS[size]
     text = (
         f"## aw.watch and aw.record on a training step (bench_watch.py{' --tiny' if args.tiny else ''})\n\n"  # noqa: E501
@@ -418,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
         "(`torch.autograd.graph.node_creation_hook`, torch >= 2.15; the pinned torch 2.13 has "
         "none) could save per step.\n\n"
     )
+    if args.previous is not None:
+        text += compare(previous_ratios(args.previous), ratios)
+    if not args.tiny:
+        text += "".join(f"{n}\n\n" for n in NOTES)
     print(text)
     if not args.tiny or args.write:
         write_section(SECTION, text, args.results)

@@ -227,10 +227,25 @@ def _node_norms(s: Structure, steps: list[TrainingStep], nodes: list[int]) -> np
     return out
 
 
+def _module_ops(s: Structure, module: str) -> list[tuple[tuple[str, int], int]]:
+    """The nodes of `module` itself in structure `s`, each with its key (name, k): the k-th
+    node of that name in the module, in node order, so the same op of another structure (a
+    step whose graph differs elsewhere) shares its row."""
+    seen: dict[str, int] = {}
+    out = []
+    for i, node in enumerate(s.graph.nodes.values()):
+        if node.module == module:
+            k = seen.get(node.name, 0)
+            seen[node.name] = k + 1
+            out.append(((node.name, k), i))
+    return out
+
+
 def op_rows(w: Watch, module: str) -> dict[str, Any]:
-    """The nodes of `module` itself (not of its submodules) as timeline rows: {"id" (node ids),
-    "label" (node names), "values" (float32 rows x watched steps, log10 of the norm of all the
-    node sent; NaN on steps whose graph has another structure)}.
+    """The nodes of `module` itself (not of its submodules) as timeline rows: {"id" (the node
+    id in the first structure having it), "label" (node names), "values" (float32 rows x watched
+    steps, log10 of the norm of all the node sent; NaN on steps whose graph lacks it)}. The k-th
+    node of a name in the module is one row across structures.
 
     Example:
         >>> w = aw.watch(model); out = model(torch.ones(2, 4)).sum()
@@ -240,35 +255,35 @@ def op_rows(w: Watch, module: str) -> dict[str, Any]:
         (['AddmmBackward0', 'AccumulateGrad', 'TBackward0', 'AccumulateGrad'], (4, 1))
     """
     steps = [s for s in w.records if s.watched and s.structure is not None]
-    ids: dict[tuple[str, str], int] = {}
+    rows: dict[tuple[str, int], int] = {}
+    first_id: list[str] = []
+    per_structure = []
     for s in w.structures:
-        for node in s.graph.nodes.values():
-            if node.module == module:
-                ids.setdefault((node.id, node.name), len(ids))
-    values = np.full((len(ids), len(steps)), np.nan)
+        ops = _module_ops(s, module)
+        per_structure.append(ops)
+        for key, i in ops:
+            if key not in rows:
+                rows[key] = len(rows)
+                first_id.append(f"n{i}")
+    values = np.full((len(rows), len(steps)), np.nan)
+    bad = np.zeros(values.shape, dtype=bool)
     by_sid: dict[int, list[int]] = {}
     for col, st in enumerate(steps):
         by_sid.setdefault(st.structure, []).append(col)  # type: ignore[arg-type]
     for sid, cols in by_sid.items():
-        s = w.structures[sid]
-        rows, nodes = [], []
-        for (nid, name), r in ids.items():
-            node = s.graph.nodes.get(nid)
-            if node is not None and node.name == name and node.module == module:
-                rows.append(r)
-                nodes.append(int(nid[1:]))
-        if rows:
-            norms = _node_norms(s, [steps[c] for c in cols], nodes)
-            values[np.ix_(rows, cols)] = norms
-    bad = np.zeros(values.shape, dtype=bool)
-    for col, st in enumerate(steps):
-        s = w.structures[st.structure]  # type: ignore[index]
-        for e in st.nonfinite:
-            src = s.edge_src[e]
-            r = ids.get((f"n{src}", s.names[src]))
-            if r is not None and s.graph.nodes[f"n{src}"].module == module:
-                bad[r, col] = True
-    return {"id": [k[0] for k in ids], "label": [k[1] for k in ids],
+        s, ops = w.structures[sid], per_structure[sid]
+        if not ops:
+            continue
+        r = [rows[key] for key, _ in ops]
+        nodes = [i for _, i in ops]
+        values[np.ix_(r, cols)] = _node_norms(s, [steps[c] for c in cols], nodes)
+        row_of = dict(zip(nodes, r))
+        for c in cols:
+            for e in steps[c].nonfinite:
+                hit = row_of.get(s.edge_src[e])
+                if hit is not None:
+                    bad[hit, c] = True
+    return {"id": first_id, "label": [k[0] for k in rows],
             "values": np.ascontiguousarray(_log10(values, bad), dtype=np.float32)}  # fmt: skip
 
 

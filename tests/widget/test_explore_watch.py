@@ -136,6 +136,10 @@ def test_a_new_structure_gets_its_own_drawing_and_moved_modules_are_listed():
     rows = tl.op_rows(w, "b")
     vals = rows["values"]
     assert np.isnan(vals[:, [0, 2]]).all() and np.isfinite(vals[:, [1, 3]]).all()  # b's steps
+    # a's ops are in both structures (other node ids): one row each, a value at every step
+    rows = tl.op_rows(w, "a")
+    assert rows["label"] == ["AddmmBackward0", "AccumulateGrad", "TBackward0", "AccumulateGrad"]
+    assert np.isfinite(rows["values"]).all()
     wid.close()
 
 

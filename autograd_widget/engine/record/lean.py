@@ -160,8 +160,10 @@ class Staged:
         for k, v in enumerate(self.values):
             if isinstance(v, torch.Tensor):
                 groups.setdefault(v.device, []).append(k)
-        for ks in groups.values():
-            got = torch.stack([self.values[k].detach().reshape(()).double() for k in ks]).tolist()
+        for dev, ks in groups.items():
+            # float64 where the device has it (MPS has not: float32 there, as the arrays store)
+            dt = torch.float32 if dev.type == "mps" else torch.float64
+            got = torch.stack([self.values[k].detach().reshape(()).to(dt) for k in ks]).tolist()
             for k, v in zip(ks, got):
                 out[k] = float(v)
         return out
