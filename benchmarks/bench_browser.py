@@ -426,6 +426,8 @@ WHAT = {
 
 
 def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: str) -> str:
+    if rows and all(r.case.name.startswith("watch") for r in rows):
+        return watch_section(rows, repeats, argv, load)
     lines = [
         "## Browser: the canvas drawing, explore -> painted, step and unfold round trips "
         "(JupyterLab + headless chromium)",
@@ -460,6 +462,38 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
             f"| {r.case.name} | {r.nodes} | {r.case.collapse} | {WHAT[r.measure]} | "
             f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | "
             f"{r.met()} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def watch_section(rows: list[Row], repeats: int, argv: list[str], load: str) -> str:
+    """The `--watch-only` section: a watched run's load and timeline."""
+    lines = [
+        "## Browser: a watched training run's timeline, aw.explore(watch) (JupyterLab + headless "
+        "chromium)",
+        "",
+        f"- commit: {commit()}",
+        f"- machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, {versions()}; headless chromium with "
+        "`--disable-gpu` (software 2D canvas)",
+        f"- load average (1 min) before/after: {load} (kernel, server and browser share the CPUs)",
+        f"- rerun: `{' '.join(['python benchmarks/bench_browser.py', *argv])}`",
+        "- method: a setup cell writes a synthetic `.awwatch` file (10,000 watched steps over a "
+        "real GPT-2-config graph, random norms; untimed). Then the cell `watch = "
+        "aw.load_watch(path); w = aw.explore(watch); w` is run with Shift+Enter: the load is "
+        "timed in the kernel (`time.perf_counter()`); in the page, with `performance.now()`, "
+        "from the keydown to the first animation frame after the timeline's canvas painted "
+        "(the load, Python's timeline and the selected step's graph, transfer, decode, paint), "
+        "and from the moment the front-end built the timeline (its canvas appeared) to that "
+        f"frame. {repeats} repeats; reported: the median (every repeat listed).",
+        "",
+        "| run | graph nodes | measure | median ms | repeats ms | target | met? |",
+        "|---|---:|---|---:|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.case.name} | {r.nodes} | {WHAT[r.measure]} | {r.ms:.1f} | "
+            f"{', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | {r.met()} |"
         )
     return "\n".join(lines) + "\n"
 
