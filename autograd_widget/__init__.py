@@ -8,8 +8,8 @@ a compiled region's `Region`, `RegionEdge`, `RegionInput`, `RegionOutput`, `Regi
 `StepInfo`, `Summary`, `SavedMemory`, `Difference`, `EditInfo`, `LeafDiff`, `JacobianNorm`,
 `ListenerHandle`, `Repeat`, `RepeatedSubgraph`, `Origin`, `FailureExplanation`; `record` /
 `load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeExecution`,
-`Failure`, `Replay`, `RecordingPair`; `formula` and what `graph.formula(node_id)` returns,
-`NodeFormula` (with `FormulaLine`s).
+`Failure`, `Replay`, `RecordingPair`; `watch` / `load_watch` and their `Watch`, `TrainingStep`;
+`formula` and what `graph.formula(node_id)` returns, `NodeFormula` (with `FormulaLine`s).
 
 The package map (each subpackage's own docstring maps it): `util`, `core`, `engine`, `view`,
 `wire`, `export` are the layers, each importing only from those before it; `widget`
@@ -45,6 +45,8 @@ from .engine.record.recdiff import compare_recordings  # noqa: E402
 from .engine.record.recorder import record  # noqa: E402
 from .engine.record.recording import Failure, NodeExecution, Recording, load_recording  # noqa: E402
 from .engine.record.replay import Replay  # noqa: E402
+from .engine.record.trainstep import TrainingStep  # noqa: E402
+from .engine.record.watch import Watch, load_watch, watch  # noqa: E402
 from .engine.step.listeners import ListenerHandle  # noqa: E402
 from .engine.step.probes import JacobianNorm  # noqa: E402
 from .engine.step.results import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
@@ -91,13 +93,17 @@ __all__ = [
     "Stepping",
     "Summary",
     "TensorMeta",
+    "TrainingStep",
     "UnsupportedTorchError",
+    "Watch",
     "capture",
     "compare_recordings",
     "explore",
     "formula",
     "load_recording",
+    "load_watch",
     "record",
     "side_by_side",
     "track",
+    "watch",
 ]

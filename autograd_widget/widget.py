@@ -29,6 +29,7 @@ from .engine.interface import Stepping
 from .engine.record.recdiff import compare_recordings
 from .engine.record.recording import Recording
 from .engine.record.replay import Replay, recording_name
+from .engine.record.watch import Watch
 from .engine.step.stepper import Stepper
 from .export.figure import to_figure
 from .export.html import save_html, start_step
@@ -39,8 +40,10 @@ from .view.folding import RepeatedSubgraph
 from .view.labels import status_line
 from .view.repeats import Repeat
 from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
+from .view.timeline import first_nonfinite as timeline_first
 from .wire.protocol import BUNDLE, REPLY, WARNING, dispatch
 from .wire.session import Session, freed_notice
+from .wire.trainpayload import timeline_payload
 
 __all__ = ["AutogradWidget", "explore"]
 
@@ -73,6 +76,17 @@ class _Traits:
 
     def __init__(self, widget: AutogradWidget) -> None:
         self.widget = widget
+
+    def show_step(self, step: int, stepper: Stepping) -> None:
+        """A watch's other step is shown: the cursor trait, and the widget follows the new
+        stepper (stepping it from Python updates the view)."""
+        w = self.widget
+        stepper.add_listener(w._on_stepper_change)
+        w._showing = True
+        try:
+            w.watch_step = step
+        finally:
+            w._showing = False
 
     def draw(self, graph: dict[str, Any] | None, state: dict[str, Any]) -> None:
         w = self.widget
@@ -120,6 +134,11 @@ class AutogradWidget(anywidget.AnyWidget):
     orientation = traitlets.Unicode("TB").tag(sync=True)
     #: Show pure plumbing nodes (views, reshapes, transposes, expands); False contracts them.
     show_plumbing = traitlets.Bool(True).tag(sync=True)
+    #: The timeline of `aw.explore(watch)` (wire/timeline.py), {} for anything else.
+    _timeline = traitlets.Dict().tag(sync=True)
+    #: The watched step whose graph is shown (`aw.explore(watch)`; set it to show another).
+    watch_step = traitlets.Int(None, allow_none=True).tag(sync=True)
+    _showing = False
 
     def __init__(
         self,
@@ -142,6 +161,19 @@ class AutogradWidget(anywidget.AnyWidget):
         if not isinstance(height, int) or isinstance(height, bool) or height < 100:
             raise ValueError(f"height must be an int number of pixels >= 100, got {height!r}")
         stepper: Stepping
+        watch: Watch | None = None
+        if isinstance(graph_or_outputs, Watch):
+            if grad_outputs is not None or model is not None or params is not None:
+                raise TypeError("a watch was recorded already: model/params apply to aw.watch()")
+            if compare_to is not None or keep != "summaries" or create_graph:
+                raise TypeError("compare_to/keep/create_graph do not apply to a watch")
+            watch = graph_or_outputs
+            if not watch.steps:
+                raise ValueError("this watch has no watched step yet: run a training step in "
+                                 "`with watch.step(loss): loss.backward()` first")  # fmt: skip
+            first = timeline_first(watch)
+            step0 = first["step"] if first and first["watched"] else watch.steps[-1]
+            graph_or_outputs = watch.recording(step0)
         if isinstance(graph_or_outputs, Recording):
             if grad_outputs is not None or model is not None or params is not None:
                 raise TypeError(
@@ -183,6 +215,12 @@ class AutogradWidget(anywidget.AnyWidget):
             self.differences = compare_recordings(graph_or_outputs, compare_to)
             scene.state.mark_differences(self.differences)
             session.compared = self.compared = recording_name(compare_to)
+        if watch is not None:
+            session.watch, session.collapse = watch, collapse
+            session.watch_step = step0
+            stepper.run()  # the step's graph coloured by all its gradients
+            self._timeline = timeline_payload(watch, step0)
+            self.watch_step = step0
         self._graph = session.graph_payload()
         self._session = session
         session.refresh()
@@ -236,6 +274,24 @@ class AutogradWidget(anywidget.AnyWidget):
                 self.send({"type": WARNING, "message": f"{type(err).__name__}: {str(err)[:300]}"})
             except Exception:
                 log.exception("autograd_widget: the warning could not be sent either")
+
+    @traitlets.observe("watch_step")
+    def _show_watch_step(self, change: dict) -> None:
+        session = self._session
+        step = change["new"]
+        if self._showing or session is None or session.watch is None or step is None:
+            return
+        if step != session.watch_step:
+            if step not in session.watch.steps:
+                log.warning("autograd_widget: step %r was not watched", step)
+                self.watch_step = session.watch_step
+                return
+            session.show_step(step)
+
+    @property
+    def watch(self) -> Watch | None:
+        """The `aw.watch` this widget shows (`aw.explore(watch)`), else None."""
+        return None if self._session is None else self._session.watch
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: dict) -> str | None:
@@ -496,6 +552,13 @@ def explore(
     its edges. `widget.stepper` is the same stepper from Python (stepping it moves the drawing);
     `widget.graph` the captured `BackwardGraph`. Nothing of yours is touched: no `.grad` is
     written, no hook stays, no version counter moves.
+
+    `outputs` may also be a `Watch` (`aw.watch`, `aw.load_watch`): a timeline of the training
+    run (steps across, modules down, expandable to ops, coloured by log gradient norm; the loss
+    above; a step cursor with Play; "First NaN/Inf"; the modules whose norm moved more than 10x)
+    above the selected step's graph, coloured by that step's gradients (`widget.watch_step`
+    selects another; the "gain" colour mode shows |grad out| / |grad in| per node). It opens on
+    the first non-finite watched step, else the last one.
 
     Args:
         outputs: what to differentiate: a tensor with a `grad_fn` (the loss, a model's output)

@@ -17,6 +17,13 @@ the input event's timestamp to the first animation frame after the canvas repain
 - unfold round trip (collapse="auto"): a real mouse click on the folded box's centre on the
   canvas; from the pointerup event to the first frame after the canvas painted the new graph
   (another item count), Python's unfold and relayout included.
+- a watched training run (issue 31): a setup cell writes a synthetic `.awwatch` file (10,000
+  steps over a real ~700-node graph, random norms; untimed); then `aw.load_watch(path)` is timed
+  in the kernel ("load", `time.perf_counter()`), and the cell `watch = aw.load_watch(path);
+  w = aw.explore(watch); w` from the Shift+Enter keydown to the first frame after the
+  timeline's canvas painted ("load + explore -> timeline painted": the load, Python's timeline
+  and the selected step's graph, transfer, decode, paint), and from the moment the front-end
+  built the timeline to that frame ("timeline built -> painted").
 
 Reported: the median over repeats (each repeat a fresh forward and widget).
 RESULTS.md may hold sections from several scripts: this one writes only between
@@ -45,6 +52,8 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from labserver import CHROMIUM, CHROMIUM_ARGS, start_lab  # noqa: E402
 
 SECTION = "browser"
+#: The section `--watch-only` writes (the watched run alone).
+WATCH_SECTION = "browser_watch"
 TIMEOUT = 120  # seconds, for the server, a kernel, a cell
 
 PRELUDE = """\
@@ -102,6 +111,14 @@ class Row:
     def met(self) -> str:
         t = self.target()
         return "-" if t is None else ("yes" if self.ms <= t else "NO")
+
+
+def watch_case(tiny: bool) -> Case:
+    """The watched training run: (steps, graph nodes wanted) in `build`."""
+    steps, nodes = (300, 90) if tiny else (10_000, 700)
+    return Case(f"watch {steps} steps", f"{steps}, {nodes}", "auto",
+                {"load": None if tiny else 2000.0, "loaded_painted": None,
+                 "paint": None if tiny else 1000.0})  # fmt: skip
 
 
 def cases(tiny: bool) -> list[Case]:
@@ -296,6 +313,85 @@ def measure(page, case: Case, repeats: int, clicks: int) -> list[Row]:
     return [Row(case, m, n, statistics.median(v), v) for m, v in runs.items()]
 
 
+WATCH_SETUP = """\
+import sys, time, tempfile, pathlib
+sys.path.insert(0, {bench!r})
+import bench_watch
+if w is not None:
+    w.close()
+steps, nodes = {build}
+watch_path, N, _ = bench_watch.synthetic_watch(nodes, steps, pathlib.Path(tempfile.mkdtemp()))
+print(N)"""
+WATCH_SHOW = """\
+t0 = time.perf_counter()
+watch = aw.load_watch(watch_path)
+print("load", (time.perf_counter() - t0) * 1000)
+w = aw.explore(watch)
+w"""
+# Arm the timeline watcher for cell i: t0 = the Shift+Enter keydown; done = the first frame
+# after a timeline canvas that was not there when armed has painted; `built` = when the
+# front-end made that timeline (its canvas appeared).
+ARM_TIMELINE = """([i]) => {
+  const st = (window.__agwTl = { t0: null, built: null, ms: null, paint: null });
+  const cellEl = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
+  const old = cellEl.querySelector('canvas.agw-tl-canvas');
+  const onKey = (e) => {
+    if (e.key === 'Enter' && e.shiftKey && st.t0 === null) st.t0 = e.timeStamp;
+  };
+  document.addEventListener('keydown', onKey, true);
+  const seen = new MutationObserver(() => {
+    const c = cellEl.querySelector('canvas.agw-tl-canvas');
+    if (c && c !== old && st.built === null) st.built = performance.now();
+  });
+  seen.observe(cellEl, { childList: true, subtree: true });
+  const tick = () => {
+    const c = cellEl.querySelector('canvas.agw-tl-canvas');
+    if (st.t0 !== null && c && c !== old && Number(c.dataset.painted || 0) > 0) {
+      requestAnimationFrame(() => {
+        const now = performance.now();
+        st.ms = now - st.t0;
+        st.paint = now - (st.built ?? st.t0);
+        seen.disconnect();
+        document.removeEventListener('keydown', onKey, true);
+      });
+      return;
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+def measure_watch(page, case: Case, repeats: int, clicks: int) -> list[Row]:
+    """The watched run: the kernel's load, explore -> timeline painted, and the timeline's own
+    paint (see the module docstring)."""
+    del clicks
+    setup = WATCH_SETUP.format(bench=str(Path(__file__).parent), build=case.build)
+    page.evaluate(
+        """([a, b]) => {
+      const nb = window.jupyterapp.shell.currentWidget.content;
+      nb.widgets[1].model.sharedModel.setSource(a);
+      nb.widgets[2].model.sharedModel.setSource(b);
+    }""",
+        [setup, WATCH_SHOW],
+    )
+    runs: dict[str, list[float]] = {"load": [], "loaded_painted": [], "paint": []}
+    run_cell(page, 1)
+    n = int(cell(page, 1).locator(".jp-OutputArea").inner_text().strip().split()[-1])
+    for _ in range(repeats):
+        run_cell(page, 2, arm=lambda: page.evaluate(ARM_TIMELINE, [2]))
+        page.wait_for_function("() => window.__agwTl.ms !== null", timeout=TIMEOUT * 1000)
+        st = page.evaluate("() => window.__agwTl")
+        out = cell(page, 2).locator(".jp-OutputArea").inner_text()
+        load_ms = float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("load")))
+        runs["load"].append(load_ms)
+        runs["loaded_painted"].append(float(st["ms"]))
+        runs["paint"].append(float(st["paint"]))
+        print(f"  {case.name}: load {load_ms:.0f} ms; load + explore -> timeline painted "
+              f"{st['ms']:.0f} ms; timeline paint {st['paint']:.0f} ms", flush=True)
+    return [Row(case, m, n, statistics.median(v), v) for m, v in runs.items()]
+
+
 # ------------------------------------------------------------------------------------- results
 def versions() -> str:
     out = []
@@ -323,10 +419,15 @@ WHAT = {
     "painted": "explore -> painted",
     "step": "step round trip",
     "unfold": "unfold round trip",
+    "load": "aw.load_watch (kernel)",
+    "loaded_painted": "load + explore -> timeline painted",
+    "paint": "timeline built -> painted",
 }
 
 
 def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: str) -> str:
+    if rows and all(r.case.name.startswith("watch") for r in rows):
+        return watch_section(rows, repeats, argv, load)
     lines = [
         "## Browser: the canvas drawing, explore -> painted, step and unfold round trips "
         "(JupyterLab + headless chromium)",
@@ -359,8 +460,40 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
     for r in rows:
         lines.append(
             f"| {r.case.name} | {r.nodes} | {r.case.collapse} | {WHAT[r.measure]} | "
-            f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.executions)} | {r.target_text()} | "
+            f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | "
             f"{r.met()} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def watch_section(rows: list[Row], repeats: int, argv: list[str], load: str) -> str:
+    """The `--watch-only` section: a watched run's load and timeline."""
+    lines = [
+        "## Browser: a watched training run's timeline, aw.explore(watch) (JupyterLab + headless "
+        "chromium)",
+        "",
+        f"- commit: {commit()}",
+        f"- machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, {versions()}; headless chromium with "
+        "`--disable-gpu` (software 2D canvas)",
+        f"- load average (1 min) before/after: {load} (kernel, server and browser share the CPUs)",
+        f"- rerun: `{' '.join(['python benchmarks/bench_browser.py', *argv])}`",
+        "- method: a setup cell writes a synthetic `.awwatch` file (10,000 watched steps over a "
+        "real GPT-2-config graph, random norms; untimed). Then the cell `watch = "
+        "aw.load_watch(path); w = aw.explore(watch); w` is run with Shift+Enter: the load is "
+        "timed in the kernel (`time.perf_counter()`); in the page, with `performance.now()`, "
+        "from the keydown to the first animation frame after the timeline's canvas painted "
+        "(the load, Python's timeline and the selected step's graph, transfer, decode, paint), "
+        "and from the moment the front-end built the timeline (its canvas appeared) to that "
+        f"frame. {repeats} repeats; reported: the median (every repeat listed).",
+        "",
+        "| run | graph nodes | measure | median ms | repeats ms | target | met? |",
+        "|---|---:|---|---:|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.case.name} | {r.nodes} | {WHAT[r.measure]} | {r.ms:.1f} | "
+            f"{', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | {r.met()} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -372,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="repeats per graph")
     parser.add_argument("--clicks", type=int, default=10, help="Step clicks per repeat")
     parser.add_argument("--results", type=Path, default=RESULTS, help="file to write the section")
+    parser.add_argument("--watch-only", action="store_true",
+                        help="only the watched run (its own section, browser_watch)")
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.tiny else 3)
     from playwright.sync_api import sync_playwright
@@ -394,8 +529,10 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
             page.wait_for_function(KERNEL_IDLE, arg="bench.ipynb")
             run_cell(page, 0)
-            for case in cases(args.tiny):
-                for row in measure(page, case, repeats, args.clicks):
+            todo = [] if args.watch_only else cases(args.tiny)
+            for case in [*todo, watch_case(args.tiny)]:
+                run = measure_watch if case.name.startswith("watch") else measure
+                for row in run(page, case, repeats, args.clicks):
                     rows.append(row)
                     print(
                         f"{case.name:34s} {case.collapse:5s} {row.nodes:6d} nodes  "
@@ -410,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     load1 = os.getloadavg()[0]
     body = section(rows, repeats, args.clicks, argv, f"{load0:.2f} / {load1:.2f}")
-    write_section(SECTION, body, args.results)
+    write_section(WATCH_SECTION if args.watch_only else SECTION, body, args.results)
     print(f"wrote {args.results}")
     return 0
 

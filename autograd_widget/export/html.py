@@ -29,6 +29,7 @@ from ..util.atomic import write_bytes
 from ..util.bidi import isolate
 from ..util.jsonsafe import encode_number
 from ..view.scene import Scene
+from ..view.timeline import timeline
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, WALKTHROUGH_FORMAT, dispatch
 from ..wire.session import Session, freed_notice
 
@@ -289,7 +290,9 @@ def walkthrough(
     A session of its own: a separate `Stepper` over the same graph and a fresh `Scene` with the
     widget's current folds, plumbing and orientation, its standing notice (a graph freed by
     backward) and the edges it flags as differing from a compared recording; the widget is only
-    read through its public API, and its stepper is not moved.
+    read through its public API, and its stepper is not moved. A watch's widget
+    (`aw.explore(watch)`) adds its timeline (`view.timeline.timeline`, every step) and the step
+    the page's graph is (`watch_step`): the page shows the timeline above that step's graph.
 
     Args:
         widget: what to walk through.
@@ -326,6 +329,11 @@ def walkthrough(
     finally:
         stepper.close()
     walk["start"] = min(start, len(walk["steps"]))
+    watch = getattr(widget, "watch", None)
+    if watch is not None:  # aw.explore(watch): the timeline above the step this page holds
+        step = getattr(widget, "watch_step", None)
+        walk["timeline"] = _encode(timeline(watch, step))
+        walk["watch_step"] = step
     return walk
 
 

@@ -9,7 +9,9 @@
   (crossing reduction); `drawn` (crossings as drawn);
 - `scene` (the `Scene`: folds + visible graph + layout + step state), `stateview` (the step state
   as arrays), `scale` (the gradient colour scale, fixed per run), `labels` (labels and the status
-  line), `inspect` (inspector data as functions of scene and stepper).
+  line), `inspect` (inspector data as functions of scene and stepper);
+- `timeline` (`aw.explore(watch)`'s timeline: module rows per watched step, op rows, the
+  first NaN/Inf, moved modules, the gain of each node).
 """
 
 __all__: list[str] = []

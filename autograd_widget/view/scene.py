@@ -206,6 +206,19 @@ class Scene:
         self.graph = graph
         self.state.graph = graph
 
+    def set_stepper(self, stepper: Stepping) -> None:
+        """Show another stepper of the same graph (a watch's other step: the same structure,
+        other gradients): the drawing is unchanged, the state is the new stepper's.
+
+        Example:
+            >>> scene = Scene(g, st)
+            >>> scene.set_stepper(aw.Stepper(g)); scene.state.stepper is scene.stepper
+            True
+        """
+        self.stepper = stepper
+        with gc_paused():
+            self.state = StateView(self.graph, stepper, self.visible)
+
     def set_orientation(self, orientation: str) -> None:
         """Lay out top-to-bottom ("TB") or left-to-right ("LR"); rebuilds when it changes.
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..view import inspect
 from ..view.labels import node_title
 from ..view.modules import module_paths
+from . import trainpayload
 
 if TYPE_CHECKING:
     from .session import Session
@@ -67,7 +68,7 @@ REPLY_TYPES = (REPLY, WARNING)
 #: and the plumbing toggle.
 TRAITS = (
     "_graph", "_state", "_bundle", "selected", "selected_edge", "height", "orientation",
-    "show_plumbing",
+    "show_plumbing", "_timeline", "watch_step",
 )
 
 #: The format of the walkthrough a standalone page embeds (export/html.py; js/src/walkthrough.js
@@ -508,6 +509,43 @@ def _birth_sentence(title: str, summary: Any, born: Any) -> str:
     return f"{head}. {born.cause[0].upper()}{born.cause[1:]}"
 
 
+def _v_watch_step(s: Session, msg: dict) -> tuple[int, str | None]:
+    if s.watch is None:
+        raise Invalid("watch_step: this widget shows no watch")
+    step, node = msg.get("step"), msg.get("node")
+    if not _is_int(step) or step not in s.watch.steps:
+        raise Invalid(f"watch_step: {step!r} is not a watched step of this watch")
+    if node is not None and not isinstance(node, str):
+        raise Invalid("watch_step: node must be a node id")
+    return step, node
+
+
+def _watch_step(s: Session, args: tuple[int, str | None]) -> None:
+    s.show_step(*args)
+
+
+def _v_timeline_rows(s: Session, msg: dict) -> str:
+    _request(msg, "timeline_rows")
+    if s.watch is None or not isinstance(msg.get("module"), str):
+        raise Invalid("timeline_rows needs a watch and a module path ('' for the model)")
+    return msg["module"]
+
+
+def _timeline_rows(s: Session, module: str) -> dict[str, Any]:
+    assert s.watch is not None
+    return trainpayload.rows_payload(s.watch, module)
+
+
+def _v_gain(s: Session, msg: dict) -> None:
+    _request(msg, "gain")
+    if getattr(s.stepper, "recording", None) is None:
+        raise Invalid("gain needs a recorded step: aw.explore(watch) or aw.explore(recording)")
+
+
+def _gain(s: Session, _: None) -> dict[str, Any]:
+    return trainpayload.gain_payload(s.scene, s.stepper.recording)  # type: ignore[attr-defined]
+
+
 def _inspect(s: Session, args: tuple[str, Any]) -> dict[str, Any]:
     what, key = args
     live = s.live_stepper
@@ -544,6 +582,9 @@ MESSAGES: dict[str, Message] = dict([
     _message("pause", _none, _pause, after_release=True),
     _message("select", _v_select, _select, after_release=True),
     _message("inspect", _v_inspect, _inspect, "reply", after_release=True),
+    _message("watch_step", _v_watch_step, _watch_step),
+    _message("timeline_rows", _v_timeline_rows, _timeline_rows, "reply"),
+    _message("gain", _v_gain, _gain, "reply"),
 ])
 
 

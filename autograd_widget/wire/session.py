@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.freed import FREED_WARNING, freed_by_backward
 from ..core.graph import BackwardGraph
 from ..core.saved import node_validity
+from ..engine.record.replay import Replay
 from ..util.gcpause import gc_paused
+from ..view.scene import Scene
 from .payload import graph_payload
 
 if TYPE_CHECKING:
     from ..engine.interface import Stepping
-    from ..view.scene import Scene
+    from ..engine.record.watch import Watch
 
 __all__ = ["RELEASED_NOTICE", "Front", "Session", "freed_notice"]
 
@@ -88,6 +90,12 @@ class Session:
         self.compared = ""
         self._payload: dict[str, Any] | None = None
         self._payload_version = -1
+        #: The `aw.watch` whose steps this session shows (`aw.explore(watch)`), else None, and
+        #: the watched step shown (`show_step`).
+        self.watch: Watch | None = None
+        self.watch_step: int | None = None
+        #: The collapse mode a new structure's scene is built with (`show_step`).
+        self.collapse = "auto"
 
     @property
     def recorded(self) -> bool:
@@ -199,6 +207,53 @@ class Session:
         """
         if self.front is not None:
             self.front.select_edge(edge_id)
+
+    def show_step(self, step: int, node: str | None = None) -> None:
+        """Show watched step `step` of `self.watch`: its recording replayed to the end (every
+        edge coloured by that step's gradients); the same drawing when its graph has the
+        structure drawn, else a new scene; `node` selected (and revealed) when given.
+
+        Example:
+            >>> from autograd_widget.view.scene import Scene
+            >>> w = aw.watch(); loss = (x * 3).sum()
+            >>> for _ in range(2):
+            ...     with w.step(loss):
+            ...         loss.backward(retain_graph=True)
+            >>> rec = w.recording(0); rp = aw.Replay(rec)
+            >>> session = Session(rec.graph, rp, Scene(rec.graph, rp)); session.watch = w
+            >>> session.show_step(1, "n1"); session.watch_step, session.stepper.done
+            (1, True)
+        """
+        if self.watch is None:
+            raise ValueError("this session shows no watch")
+        rec = self.watch.recording(step)
+        stepper = Replay(rec)
+        stepper.run()
+        old = self.stepper
+        self.stepper = stepper
+        same = rec.graph is self.graph
+        if same:
+            self.scene.set_stepper(stepper)
+        else:
+            self.graph = rec.graph
+            self.scene = Scene(rec.graph, stepper, collapse=self.collapse,
+                               orientation=self.scene.orientation,
+                               show_plumbing=self.scene.show_plumbing)  # fmt: skip
+            self._validity = {}
+            self._payload = None
+        old.close()
+        self.watch_step = step
+        show = getattr(self.front, "show_step", None)
+        if show is not None:
+            show(step, stepper)
+        if node is not None and node in self.graph.nodes:
+            self.scene.reveal(node)
+            self.redraw()
+            self.select(node)
+        elif same and self._payload is not None:
+            self.refresh()
+        else:
+            self.redraw()
 
     def release(self, owns_graph: bool) -> None:
         """Drop every torch reference (close the stepper; close the graph when `owns_graph`, else

@@ -14,6 +14,7 @@
  */
 import { domHelpers } from './dom.js';
 import { formatNumber } from './format.js';
+import { GAIN_COLORS, decodeGain, gainLegend } from './gain.js';
 import { latestReply } from './latest.js';
 import { MEMORY_COLORS, decodeMemory, formatBytes, memoryLegend } from './memory.js';
 import { SAVED_STATE } from './model.js';
@@ -21,7 +22,7 @@ import { MSG } from './protocol.js';
 import { PROBE_SAMPLES, SENSITIVITY_COLORS, decodeProbe, normText, powText, sensitivityLegend } from './sensitivity.js';
 import { ALARM_COLOR, DIFF_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, RAN_COLOR, SAVED_BADGE, SELECT_COLOR, scaleNote } from './style.js';
 
-/** @typedef {'gradient' | 'memory' | 'sensitivity'} ColorMode */
+/** @typedef {'gradient' | 'memory' | 'sensitivity' | 'gain'} ColorMode */
 
 /**
  * What the modes read of the view's store.
@@ -39,7 +40,8 @@ import { ALARM_COLOR, DIFF_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND
  *   moduleOf: Map<string, string | null>,
  *   select: (id: string) => void,
  *   after: { updateSide: () => void, paint: () => void, renderInspector: () => void },
- * }} ctx `root`: the view's root (marked with the mode); `canAsk`: can the backend answer this
+ *   gain?: () => boolean,
+ * }} ctx `gain`: offer the gain mode (a watched step's graph: `aw.explore(watch)`); `root`: the view's root (marked with the mode); `canAsk`: can the backend answer this
  *   request type; `moduleOf`: where the memory report's top holders are learnt; `select`: jump
  *   to a real node (a holder, a probe error); `after`: the view's redraws once a report came
  */
@@ -47,7 +49,10 @@ export function createColorModes(doc, ctx) {
   const { store, after } = ctx;
   const { h } = domHelpers(doc);
   const select = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-select', 'aria-label': 'Colour mode', title: 'Colour nodes by step state (gradient), by the bytes their saved tensors hold (memory) or by the norm of their Jacobian (sensitivity)' }));
-  select.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'), h('option', { value: 'sensitivity' }, 'Colour: sensitivity'));
+  select.append(h('option', { value: 'gradient' }, 'Colour: gradient'), h('option', { value: 'memory' }, 'Colour: memory'), h('option', { value: 'sensitivity' }, 'Colour: sensitivity'), h('option', { value: 'gain' }, 'Colour: gain'));
+  const gainOption = /** @type {HTMLOptionElement} */ (select.querySelector('option[value="gain"]'));
+  gainOption.title = 'Colour nodes by |grad out| / |grad in|: where gradients shrink (blue) or grow (red)';
+  gainOption.hidden = true;
   /** @type {HTMLOptionElement} */ (select.querySelector('option[value="memory"]')).hidden = !ctx.canAsk(MSG.MEMORY);
   /** @type {HTMLOptionElement} */ (select.querySelector('option[value="sensitivity"]')).hidden = !ctx.canAsk(MSG.PROBE);
   const memoryPanel = createMemoryPanel(doc, {
@@ -71,10 +76,19 @@ export function createColorModes(doc, ctx) {
   let sensitivityError = null;
   const memoryReq = latestReply(ctx.request);
   const probeReq = latestReply(ctx.request);
+  const gainReq = latestReply(ctx.request);
+  /** @type {import('./gain.js').Gain | null} */
+  let gain = null;
+  /** @type {string | null} */
+  let gainError = null;
+  // the gain is a step's: another step shown (a new state) asks again
+  store.subscribe((next, prev) => {
+    if (next.state !== prev.state && next.colorBy === 'gain') requestGain();
+  });
   const colorBy = () => store.get().colorBy;
   const graphNow = () => store.get().graph;
 
-  select.addEventListener('change', () => set(select.value === 'memory' || select.value === 'sensitivity' ? select.value : 'gradient'));
+  select.addEventListener('change', () => set(select.value === 'memory' || select.value === 'sensitivity' || select.value === 'gain' ? select.value : 'gradient'));
 
   /** Switch to mode `m`: its panel, its report (asked for), its legend, the drawing's colours. @param {ColorMode} m */
   function set(m) {
@@ -86,6 +100,7 @@ export function createColorModes(doc, ctx) {
     if (m !== 'sensitivity') sensitivityPanel.hide();
     if (m === 'memory') requestMemory();
     else if (m === 'sensitivity') requestSensitivity();
+    else if (m === 'gain') requestGain();
     after.updateSide();
     renderLegend();
     after.paint();
@@ -94,8 +109,35 @@ export function createColorModes(doc, ctx) {
 
   /** Offer the select only where a mode besides gradient can be answered (back to gradient when not). */
   function offer() {
-    select.hidden = graphNow().source === 'recording' || !(ctx.canAsk(MSG.MEMORY) || ctx.canAsk(MSG.PROBE));
-    if (select.hidden && colorBy() !== 'gradient') set('gradient');
+    const gainOk = !!ctx.gain?.() && ctx.canAsk(MSG.GAIN);
+    gainOption.hidden = !gainOk;
+    select.hidden = graphNow().source === 'recording' ? !gainOk : !(ctx.canAsk(MSG.MEMORY) || ctx.canAsk(MSG.PROBE) || gainOk);
+    for (const o of /** @type {HTMLOptionElement[]} */ ([...select.querySelectorAll('option[value="memory"], option[value="sensitivity"]')])) {
+      if (graphNow().source === 'recording') o.hidden = true;
+    }
+    const current = /** @type {HTMLOptionElement | null} */ (select.querySelector(`option[value="${colorBy()}"]`));
+    if ((select.hidden || current?.hidden) && colorBy() !== 'gradient') set('gradient');
+  }
+
+  /** Ask for the gain of the step shown (again whenever another step or graph is shown). */
+  function requestGain() {
+    if (colorBy() !== 'gain') return;
+    const g = graphNow();
+    const st = store.get().state;
+    gainError = null;
+    gainReq.ask({ type: MSG.GAIN }, {
+      still: () => g === graphNow() && st === store.get().state && colorBy() === 'gain',
+      reply: (data) => {
+        gain = decodeGain(data, g.n);
+        renderLegend();
+        after.paint();
+      },
+      error: (message) => {
+        gainError = message;
+        gain = null;
+        renderLegend();
+      },
+    });
   }
 
   /** Ask for the Jacobian norms of the visible graph (once per graph; they do not change with the step). */
@@ -174,6 +216,10 @@ export function createColorModes(doc, ctx) {
       sensitivity = null; // the items are renumbered: ask again
       requestSensitivity();
     }
+    if (colorBy() === 'gain') {
+      gain = null;
+      requestGain();
+    }
   }
 
   /**
@@ -207,6 +253,7 @@ export function createColorModes(doc, ctx) {
     const shaded = mode !== 'gradient';
     if (mode === 'memory') items.push(...memoryKey(theme));
     else if (mode === 'sensitivity') items.push(...sensitivityKey(theme));
+    else if (mode === 'gain') items.push(...gainKey(theme));
     else {
       for (const ks of Object.values(KIND_STYLE)) items.push(legendItem('agw-swatch', `background:${ks.color}`, ks.label));
     }
@@ -263,6 +310,13 @@ export function createColorModes(doc, ctx) {
     return [title, ...scaleItems(bins, SENSITIVITY_COLORS.length), legendItem('agw-swatch', `background:${theme.noMemory}`, 'no value'), outlineNote()];
   }
 
+  /** The gain mode's key: |grad out| / |grad in| bins around 1, "no value". @param {import('./style.js').Theme} theme */
+  function gainKey(theme) {
+    const title = h('span', { class: 'agw-legend-item agw-legend-title agw-gain-legend' }, 'fill: gain |grad out| / |grad in| (blue: shrinks, red: grows; log scale)');
+    if (!gain) return [title, h('span', { class: 'agw-legend-item agw-legend-loading' }, gainError ? `unavailable: ${gainError}` : 'reading…')];
+    return [title, ...scaleItems(gainLegend(gain), GAIN_COLORS.length), legendItem('agw-swatch', `background:${theme.noMemory}`, 'no value'), outlineNote()];
+  }
+
   /** One swatch per colour bin, labelled with where it starts ("≥ 1.5 KiB"). @param {{ color: string, from: string }[]} bins @param {number} k */
   function scaleItems(bins, k) {
     return bins.slice(0, k).map((b) => legendItem('agw-swatch agw-scale-swatch', `background:${b.color}`, `≥ ${b.from}`));
@@ -288,12 +342,13 @@ export function createColorModes(doc, ctx) {
     /** What the drawing colours by: the mode and its report (null while it is on its way). */
     drawing() {
       const mode = colorBy();
-      return { colorMode: mode, memory: mode === 'memory' ? memory : null, sensitivity: mode === 'sensitivity' ? sensitivity : null };
+      return { colorMode: mode, memory: mode === 'memory' ? memory : null, sensitivity: mode === 'sensitivity' ? sensitivity : null, gain: mode === 'gain' ? gain : null };
     },
     /** The view closes: no report's answer is handled any more. */
     destroy() {
       memoryReq.drop();
       probeReq.drop();
+      gainReq.drop();
     },
   };
 }

@@ -11,6 +11,7 @@ import { NODE_STATE } from './model.js';
 import { luminance } from './theme.js';
 import { colorbar, edgeLayers } from './paintstyle.js';
 import { memoryColors } from './memory.js';
+import { gainColors } from './gain.js';
 import { sensitivityColors } from './sensitivity.js';
 import { edgeLabel } from './labels.js';
 import { progressText } from './groups.js';
@@ -165,9 +166,10 @@ export function itemStyles(graph, state, theme, shade = null) {
  * @property {number} selected item index (a node or a box) or -1
  * @property {number} [selectedEdge] visible edge index or -1
  * @property {number[]} [highlight] item indices to mark
- * @property {'gradient' | 'memory' | 'sensitivity'} [colorMode]
+ * @property {'gradient' | 'memory' | 'sensitivity' | 'gain'} [colorMode]
  * @property {import('./memory.js').Memory | null} [memory]
  * @property {import('./sensitivity.js').Sensitivity | null} [sensitivity]
+ * @property {import('./gain.js').Gain | null} [gain]
  */
 
 /**
@@ -181,6 +183,7 @@ export function buildDrawing(graph, state, theme, view) {
   let shade = null;
   if (mode === 'memory' && view.memory) shade = memoryColors(view.memory.items, graph.n, theme.noMemory);
   else if (mode === 'sensitivity' && view.sensitivity) shade = sensitivityColors(view.sensitivity, graph.n, theme.noMemory);
+  else if (mode === 'gain' && view.gain) shade = gainColors(view.gain, graph.n, theme.noMemory);
   const items = itemStyles(graph, state, theme, shade);
   // memory / sensitivity mode: edges neutral from the moment the mode is chosen (while its data
   // is on its way too: the legend already is that mode's)

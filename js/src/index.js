@@ -2,6 +2,8 @@
 // Python owns every autograd fact; this module owns pixels and gestures (see view.js).
 import './widget.css';
 import { kernelBackend } from './backend.js';
+import { TRAIT } from './protocol.js';
+import { createTimeline, decodeTimeline } from './timeline.js';
 import { createView } from './view.js';
 
 /**
@@ -10,8 +12,14 @@ import { createView } from './view.js';
  */
 function render({ model, el }) {
   const backend = kernelBackend(model);
+  // `aw.explore(watch)`: the training run's timeline above the selected step's graph
+  const timeline = decodeTimeline(model.get(TRAIT.TIMELINE))
+    ? createTimeline(el.ownerDocument, { model, send: (cmd) => backend.command(cmd), request: backend.request, live: true })
+    : null;
+  if (timeline) el.appendChild(timeline.el);
   const destroy = createView({ model, el, backend });
   return () => {
+    timeline?.destroy();
     destroy();
     backend.dispose();
   };

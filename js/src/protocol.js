@@ -31,6 +31,12 @@ export const MSG = Object.freeze({
   PROBE: 'probe',
   EDIT_EDGE: 'edit_edge',
   LEAF_DIFF: 'leaf_diff',
+  /** show a watched step's graph below the timeline (`aw.explore(watch)`) */
+  WATCH_STEP: 'watch_step',
+  /** a module's op rows for the timeline (a request) */
+  TIMELINE_ROWS: 'timeline_rows',
+  /** the "gain" colour mode: |grad out| / |grad in| per visible item (a request) */
+  GAIN: 'gain',
 });
 
 /**
@@ -65,6 +71,10 @@ export const TRAIT = Object.freeze({
   ORIENTATION: 'orientation',
   /** whether plumbing nodes (views, reshapes...) are shown */
   SHOW_PLUMBING: 'show_plumbing',
+  /** the timeline of a watched training run (timeline.js decodeTimeline), {} when none */
+  TIMELINE: '_timeline',
+  /** the watched step whose graph is shown below the timeline, or null */
+  WATCH_STEP: 'watch_step',
 });
 
 /**

@@ -123,6 +123,8 @@ export function createView({ model, el, backend, options = {} }) {
     moduleOf,
     select: (id) => jumpToNode(id, null),
     after: { updateSide, paint, renderInspector: () => feed.render() },
+    // a watched step's graph (aw.explore(watch)) offers the gain mode
+    gain: () => !!model.get(TRAIT.TIMELINE)?.format,
   });
   const playback = createPlayback({
     store,
@@ -256,7 +258,7 @@ export function createView({ model, el, backend, options = {} }) {
   function drawingNow() {
     const { graph, state, theme } = store.get();
     const view = currentView();
-    const key = [graph, state, theme, view.selected, view.selectedEdge, view.colorMode, view.memory, view.sensitivity, ...(view.highlight ?? [])];
+    const key = [graph, state, theme, view.selected, view.selectedEdge, view.colorMode, view.memory, view.sensitivity, view.gain, ...(view.highlight ?? [])];
     if (!built || built.key.length !== key.length || built.key.some((k, j) => k !== key[j])) built = { key, drawing: buildDrawing(graph, state, theme, view) };
     return built.drawing;
   }

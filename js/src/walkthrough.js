@@ -17,6 +17,7 @@
  */
 import { decodeGraph } from './model.js';
 import { MSG, STATE_ARRAYS, STEP_SCALARS, TRAIT, WALKTHROUGH_FORMAT } from './protocol.js';
+import { createTimeline } from './timeline.js';
 import { createView } from './view.js';
 
 const CTORS = /** @type {Record<string, any>} */ ({
@@ -419,7 +420,7 @@ export function walkthroughBackend(player, model) {
  * @returns {() => void} cleanup
  */
 export function mountWalkthrough(el, walkthrough, opts = {}) {
-  return mount(el, new Player(walkthrough), opts, true).cleanup;
+  return mount(el, new Player(walkthrough), opts, true, walkthrough).cleanup;
 }
 
 /**
@@ -470,8 +471,9 @@ export function follow(src, dst) {
  * One walkthrough view in `el`; `onMove(cb)` calls `cb` after each move of its player.
  * @param {HTMLElement} el @param {Player} player @param {{ fill?: boolean }} opts
  * @param {boolean} titled whether the page takes this walkthrough's title
+ * @param {any} [walkthrough] what the page embeds (a watch's page carries its timeline)
  */
-function mount(el, player, opts, titled) {
+function mount(el, player, opts, titled, walkthrough) {
   const model = walkthroughModel(player);
   /** @type {Set<() => void>} */
   const moved = new Set();
@@ -483,6 +485,8 @@ function mount(el, player, opts, titled) {
   const backend = walkthroughBackend(player, model);
   const doc = el.ownerDocument;
   if (titled && doc && player.title) doc.title = player.title;
+  // a watch's page (aw.explore(watch)): its timeline above the one step whose graph it holds
+  const timeline = walkthrough?.timeline && doc ? mountPageTimeline(doc, el, walkthrough) : null;
   const destroy = createView({ model, el, backend });
   const root = /** @type {HTMLElement | null} */ (el.querySelector('.agw-root'));
   /** @param {KeyboardEvent} ev */
@@ -511,8 +515,27 @@ function mount(el, player, opts, titled) {
     cleanup() {
       doc.removeEventListener('keydown', forward);
       moved.clear();
+      timeline?.destroy();
       destroy();
       backend.dispose();
     },
   };
+}
+
+/**
+ * The timeline of a watch's page, before `el` (the page holds one step's graph: the timeline
+ * shows every step, its cursor stays on that one).
+ * @param {Document} doc @param {HTMLElement} el @param {any} walkthrough
+ */
+function mountPageTimeline(doc, el, walkthrough) {
+  const data = decodeBuffers(walkthrough.timeline);
+  const step = Number.isInteger(walkthrough.watch_step) ? walkthrough.watch_step : null;
+  const model = {
+    get: (/** @type {string} */ k) => (k === TRAIT.TIMELINE ? data : k === TRAIT.WATCH_STEP ? step : undefined),
+    on() {},
+    off() {},
+  };
+  const tl = createTimeline(doc, { model, send: () => {}, request: () => Promise.reject(new Error('no kernel: this page holds one step')), live: false });
+  (el.parentNode ?? el).insertBefore(tl.el, el.parentNode ? el : null);
+  return tl;
 }

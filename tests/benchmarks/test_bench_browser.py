@@ -46,6 +46,11 @@ def test_bench_browser_tiny_writes_section(tmp_path: Path) -> None:
         ("TransformerEncoder", "unfold round trip"),
         ("chain", "explore -> painted"),
     }, body
+    watch = [ln for ln in body.splitlines() if ln.startswith("| watch 300 steps")]
+    assert {ln.split("|")[4].strip() for ln in watch} == {
+        "aw.load_watch (kernel)", "load + explore -> timeline painted",
+        "timeline built -> painted",
+    }, body
     # the other sections are kept as they were
     for name in ("stepper", "scale"):
         marker = f"<!-- {name}:start -->"

@@ -56,6 +56,11 @@ MALFORMED = [
     {"type": "inspect", "request": 1, "edge_id": ["n0:0"]},
     {"type": "first_nonfinite", "request": 1, "chunk_ms": -1},
     {"type": "leaf_diff"}, {"type": "back"},
+    # a training watch's messages, sent to widgets that show none (and malformed anyway)
+    {"type": "watch_step", "step": 10**12}, {"type": "watch_step", "step": "3"},
+    {"type": "watch_step", "step": 0, "node": 5}, {"type": "timeline_rows"},
+    {"type": "timeline_rows", "request": 1, "module": ["layers"]},
+    {"type": "gain", "request": "1"}, {"type": "gain"},
 ]
 
 

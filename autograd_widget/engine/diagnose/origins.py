@@ -41,7 +41,7 @@ from .causes import (
 if TYPE_CHECKING:
     from ...core.graph import BackwardGraph
 
-__all__ = ["Origin", "OriginKind", "birth_cause", "classify", "loss_scale"]
+__all__ = ["Origin", "OriginKind", "birth_cause", "classify", "loss_scale", "root_loss_scale"]
 
 OriginKind = Literal["born", "propagated", "healed"]
 
@@ -246,20 +246,42 @@ def loss_scale(graph: BackwardGraph) -> float | None:
         if not graph.is_live:
             return None
         for nid, _ in graph.roots:
-            if graph.nodes[nid].name != "MulBackward0":
-                continue
-            saved, checkpointed = read_saved_values(graph.fn(nid), ("other",))
-            other = saved.get("other")
-            if (
-                checkpointed
-                or not isinstance(other, torch.Tensor)
-                or other.numel() != 1
-                or other.requires_grad
-            ):
-                continue
-            v = float(other.reshape(()).item())
-            if v >= 2 and v == 2.0 ** round(torch.tensor(v).log2().item()):
-                return v
+            if graph.nodes[nid].name == "MulBackward0":
+                v = root_loss_scale(graph.fn(nid))
+                if v is not None:
+                    return v
+    except Exception:
+        return None
+    return None
+
+
+def root_loss_scale(fn: Any) -> float | None:
+    """The loss scaler's factor when the live root node `fn` is `scaler.scale(loss)`'s
+    multiplication (`loss_scale`'s test on one node), else None.
+
+    Guarantees: never raises; reads only the node's saved `other` (not inside a checkpoint);
+    one value read (a device synchronisation on CUDA).
+
+    Example:
+        >>> w = torch.ones(3, requires_grad=True)
+        >>> root_loss_scale(((w * 2).sum() * torch.tensor(1024.0)).grad_fn)
+        1024.0
+    """
+    try:
+        if fn is None or fn.name() != "MulBackward0":
+            return None
+        saved, checkpointed = read_saved_values(fn, ("other",))
+        other = saved.get("other")
+        if (
+            checkpointed
+            or not isinstance(other, torch.Tensor)
+            or other.numel() != 1
+            or other.requires_grad
+        ):
+            return None
+        v = float(other.reshape(()).item())
+        if v >= 2 and v == 2.0 ** round(torch.tensor(v).log2().item()):
+            return v
     except Exception:
         return None
     return None

@@ -10,7 +10,15 @@
   before recording.py builds the records;
 - recdiff.py: `aw.compare_recordings`, the edges whose gradients differ between two recordings;
 - replay.py: `Replay`, which steps through a recording as a `Stepper` steps a live graph (both
-  implement `engine.interface.Stepping`).
+  implement `engine.interface.Stepping`);
+- watch.py: `aw.watch(...)`, `Watch`, `aw.load_watch`: gradient flow across training steps, one
+  `watch.step(loss)` block per step;
+- lean.py: the lean recording path a watched step runs (one post-hook per node, norms only,
+  read once per step; AccumulateGrad nodes inferred), and the parameter check of the others;
+- structure.py: a graph structure's index tables (`Structure`) and the walk that recognises a
+  structure seen before;
+- trainstep.py: `TrainingStep`, what a watch keeps per step, and a watched step as a `Recording`;
+- awwatch.py: the `.awwatch` file format (appended step by step; a strict, bounded reader).
 """
 
 __all__: list[str] = []

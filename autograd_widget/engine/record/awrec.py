@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import struct
 import sys
 import zipfile
@@ -52,7 +51,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import torch
 
@@ -61,6 +60,7 @@ from ...util.atomic import atomic_write
 from ...util.dtypes import dtype_name
 from ...util.fields import FieldError, at, need_dict, need_str, short
 from ...util.gcpause import gc_paused
+from ...util.regular import open_regular
 
 __all__ = ["EXTENSION", "FORMAT", "VERSION", "Limits", "TensorSpec", "read", "write"]
 
@@ -198,43 +198,6 @@ def _too_big(path: Path, why: str, keyword: str, needed: int) -> ValueError:
     )
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def _not_a_file(path: Path, mode: int) -> ValueError:
-    return ValueError(f"{path} is {_kind(mode)}, not a recording: pass the path of an "
-                      f"{EXTENSION} file (rec.save(...) writes one)")
-
-
-def _open_regular(path: Path) -> BinaryIO:
-    """`path` opened for reading when it is a regular file (a symlink to one is one); a
-    ValueError naming what it is otherwise, without ever waiting on it (a pipe, a device)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no recording at {path}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise _not_a_file(path, st.st_mode)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)  # non-blocking: if it became a pipe meanwhile, never wait
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_a_file(path, st.st_mode)
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def read(
     path: Path, limits: Limits | None = None,
     check: Callable[[dict[str, Any], dict[str, TensorSpec]], None] | None = None,
@@ -261,7 +224,8 @@ def read(
         ValueError: ...x.awrec is not a readable autograd_widget recording: not a zip archive...
     """
     limits = Limits() if limits is None else limits
-    with _open_regular(path) as f:
+    with open_regular(path, what="a recording",
+                      hint=f"pass the path of an {EXTENSION} file (rec.save(...) writes one)") as f:
         size = os.fstat(f.fileno()).st_size
         if not zipfile.is_zipfile(f):
             raise _bad(path, "not a zip archive (truncated, or not an .awrec file)")
