@@ -36,6 +36,7 @@ import torch
 from ..core.graph import BackwardGraph
 from ..core.records import Edge, Node
 from ..core.summary import Summary
+from ..util.compat import NoGradientEdge
 from ..util.gcpause import gc_paused
 from . import records
 from .breakpoints import Breakpoints
@@ -434,14 +435,20 @@ class Stepper:
     def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
         """The gradient computed so far for a captured tensor: a leaf (what its AccumulateGrad
         received), or a non-leaf through its gradient edge (the sum arriving in that slot).
-        Replays from the start when that slot's tensor was freed (`keep="summaries"`).
+        Replays from the start when that slot's tensor was freed (`keep="summaries"`). None,
+        as from the engine (`torch.autograd.grad(..., allow_unused=True)`), for a tensor that
+        autograd gives no gradient edge: a view of a leaf taken under `torch.no_grad()`.
 
         Example:
             >>> _ = st.run(); st.grad(x), st.grad(y), st.grad(z)
             (tensor(4.), tensor(1.), tensor(1.))
         """
         self._check_open()
-        return self._state.slot_grad(*grad_slot(self.graph, tensor))
+        try:
+            slot = grad_slot(self.graph, tensor)
+        except NoGradientEdge:
+            return None
+        return self._state.slot_grad(*slot)
 
     def first_nonfinite(self) -> tuple[Edge, Summary] | None:
         """The first edge, in execution order, whose gradient holds a NaN or an Inf.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.graph import BackwardGraph
-from ..core.saved import first_saved_state, node_validity
+from ..core.validity import first_saved_state, node_validity
 from ..engine.replay import Replay
 from ..util.gcpause import gc_paused
 from .payload import graph_payload
