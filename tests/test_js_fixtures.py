@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from torch_versions import needs_torch
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "js" / "tests" / "fixtures"
@@ -36,6 +37,11 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@needs_torch(
+    "2.13",
+    "the fixtures are byte-exact snapshots of what the pinned torch's CPU kernels send; an "
+    "older torch rounds some last bits differently and words its errors differently",
+)
 def test_committed_js_fixtures_are_what_python_sends_today(generated: Path):
     want = {p.name: p.read_text(encoding="utf-8") for p in generated.glob("*.json")}
     have = {p.name: p.read_text(encoding="utf-8") for p in FIXTURES.glob("*.json")}

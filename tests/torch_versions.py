@@ -10,7 +10,29 @@ from __future__ import annotations
 import pytest
 import torch
 
-__all__ = ["needs_torch", "torch_at_least"]
+__all__ = [
+    "WHY_CULPRIT",
+    "WHY_FIND",
+    "WHY_GROUP",
+    "WHY_META",
+    "WHY_PACKED",
+    "WHY_STALE",
+    "needs_torch",
+    "torch_at_least",
+]
+
+#: Why a test needs the torch it names (what that torch added), one wording per reason.
+WHY_CULPRIT = "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"
+WHY_GROUP = "torch.utils.checkpoint.GraphExecGroup: one recompute per region per pass"
+WHY_FIND = (
+    "SavedTensor.unpack_hook: which nodes hold checkpointed values, found without unpacking"
+)
+WHY_META = (
+    "SavedTensor.unpack_hook: a checkpointed value's shape and its region's inputs, "
+    "without recomputing"
+)
+WHY_PACKED = "SavedTensor.data: a packed value's packed form without running its unpack hook"
+WHY_STALE = "SavedTensor.data: a stale value's shape and bytes without unpacking"
 
 
 def torch_at_least(version: str) -> bool:

@@ -185,12 +185,15 @@ def _stale_name(fn: Any, want: str) -> tuple[str | None, Any]:
 
 def _custom_stale(fn: Any, current: int | None) -> tuple[str | None, Any]:
     """For a custom Function: the first `saved_tensors[i]` at the message's current version."""
-    for i, raw in enumerate(getattr(fn, "_raw_saved_tensors", ()) or ()):
+    raws = getattr(fn, "_raw_saved_tensors", ()) or ()
+    for i, raw in enumerate(raws):
         if is_checkpointed(raw):
             continue
         data = compat.saved_data(raw)
         if current is None or getattr(data, "_version", None) == current:
             return f"saved_tensors[{i}]", raw
+        if data is None and len(raws) == 1:  # a torch that cannot look: the only one it saved
+            return "saved_tensors[0]", raw
     return None, None
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "peek_value",
     "saved_data",
     "saved_value",
+    "storage_use_count",
     "torch_version",
     "unknown_note",
     "unpack_hook",
@@ -281,8 +282,9 @@ def saved_data(raw: Any) -> Any | None:
     torch's RuntimeError for a freed value.
 
     Example:
-        >>> saved_data((x * y).grad_fn._raw_saved_other)
-        tensor(3., requires_grad=True)
+        >>> v = saved_data((x * y).grad_fn._raw_saved_other)
+        >>> v is None or torch.equal(v, y)  # None where torch cannot look (older than 2.13)
+        True
     """
     if raw is None or not SAVED_DATA:
         return None
@@ -369,3 +371,20 @@ def asked_value(fn: Any, attr: str, checkpoint_note: str) -> Any:
         if refused.checkpoint:
             raise RuntimeError(checkpoint_note) from None
         return getattr(fn, attr)
+
+
+def storage_use_count(t: torch.Tensor) -> int:
+    """How many tensors (and other C++ holders) share `t`'s storage, `t` included.
+
+    torch's private `_storage_Use_Count` counts the Python storage wrapper too while it lives,
+    and whether a temporary wrapper lives through the call differs by version (torch 2.6 frees
+    it first: a unique tensor read 1 there, 2 on 2.13): the wrapper is held here, then left out.
+
+    Example:
+        >>> t = torch.ones(3); storage_use_count(t)
+        1
+        >>> v = t[1:]; storage_use_count(t)
+        2
+    """
+    st = t.untyped_storage()
+    return int(torch._C._storage_Use_Count(st._cdata)) - 1

@@ -18,46 +18,21 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from wheeltools import build_dists, path_without_node
+from wheeltools import run as _run
 
 from .conftest import SERVER_TIMEOUT
-from .labserver import ROOT, LabServer, start_lab
+from .labserver import LabServer, start_lab
 from .labtools import button, open_notebook, run_cell, status, widget_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TORCH = "2.13.0"
-BUNDLE = ("autograd_widget/static/widget.js", "autograd_widget/static/widget.css",
-          "autograd_widget/static/loader.js")
-NODE_NAMES = {"node", "nodejs", "npm", "npx", "corepack"}
-
-
-def _run(cmd: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    what = " ".join(map(str, cmd))
-    assert r.returncode == 0, f"{what} failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-    return r
-
-
-def path_without_node(shim: Path) -> str:
-    """A PATH with every program of the current PATH except Node's (links in `shim`): Debian's
-    merged /usr makes /bin and /usr/bin one directory, so dropping a directory is no option."""
-    shim.mkdir(parents=True, exist_ok=True)
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        if not d or not Path(d).is_dir():
-            continue
-        for exe in Path(d).iterdir():
-            if exe.name in NODE_NAMES or (shim / exe.name).exists():
-                continue
-            if exe.is_file() and os.access(exe, os.X_OK):
-                (shim / exe.name).symlink_to(exe)
-    return str(shim)
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +43,8 @@ def installed(tmp_path_factory) -> Iterator[dict]:
     env = {**os.environ, "PATH": path}
     env.pop("PYTHONPATH", None)
 
-    # 1. sdist + wheel (the wheel built from the sdist), no Node on PATH
-    dist = base / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], env=env)
-    (sdist,) = dist.glob("autograd_widget-*.tar.gz")
-    (wheel,) = dist.glob("autograd_widget-*.whl")
-    with tarfile.open(sdist) as t:
-        in_sdist = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-    in_wheel = set(zipfile.ZipFile(wheel).namelist())
-    for name in BUNDLE:
-        assert name in in_sdist, f"the sdist lacks {name}"
-        assert name in in_wheel, f"the wheel lacks {name}"
-    assert zipfile.ZipFile(wheel).read(BUNDLE[0]) == (ROOT / BUNDLE[0]).read_bytes()
+    # 1. sdist + wheel (the wheel built from the sdist), no Node on PATH, both with the bundle
+    build_dists(base / "dist", env)
 
     # 2. a fresh venv: torch from the local CPU wheel only, then the wheel and JupyterLab
     venv = base / "venv"
@@ -98,6 +63,7 @@ def installed(tmp_path_factory) -> Iterator[dict]:
          env=env)
     constraints = base / "constraints.txt"
     constraints.write_text(f"torch=={TORCH}\n")
+    (wheel,) = (base / "dist").glob("autograd_widget-*.whl")
     _run([py, "-m", "pip", "install", "--quiet", "-c", str(constraints), str(wheel),
           "jupyterlab>=4.2", "ipykernel>=6.29"], env=env, cwd=base)
     _run([py, "-m", "pip", "check"], env=env, cwd=base)
