@@ -9,6 +9,7 @@ interpreter), which is honest because the older path reads nothing the newer tor
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -334,4 +335,27 @@ def test_the_packed_form_is_read_without_unpacking_on_a_newer_torch():
     assert rec.state == "packed"
     assert "packed by torch.autograd.graph.saved_tensors_hooks" in rec.note
     assert g.saved_memory()[nid] == 16  # the packed clone, found without unpacking
+    g.close()
+
+
+def test_the_inspector_says_unknown_in_one_line(old_torch):
+    # What the Saved tab shows (view/inspect.py builds it; js/src/inspect.js gives the state its
+    # badge and panel.js prints the note on one line under the value).
+    from autograd_widget.view.inspect import inspect_node, memory_report
+    from autograd_widget.view.scene import Scene
+
+    hooks = Hooks()
+    x = torch.randn(4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(hooks.pack, hooks.unpack):
+        y = x.exp()
+    g = aw.capture((y * 2).sum())
+    st = aw.Stepper(g)
+    nid = next(n for n in g.nodes if g.nodes[n].name == "ExpBackward0")
+    (saved,) = inspect_node(Scene(g, st), st, nid)["saved"]
+    assert saved["state"] == ("unknown" if old_torch else "packed")
+    assert "\n" not in saved["note"]
+    if old_torch:
+        assert f"torch >= {compat.SAVED_DATA_TORCH}" in saved["note"] and hooks.unpacked == 0
+        assert "not counted" in json.dumps(memory_report(Scene(g, st)))
+    st.close()
     g.close()
