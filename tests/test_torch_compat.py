@@ -359,3 +359,35 @@ def test_the_inspector_says_unknown_in_one_line(old_torch):
         assert "not counted" in json.dumps(memory_report(Scene(g, st)))
     st.close()
     g.close()
+
+
+@pytest.fixture(params=["as installed", "without GraphExecGroup"])
+def no_groups(request, monkeypatch):
+    """torch < 2.10 has no `torch.utils.checkpoint.GraphExecGroup` (compat.exec_group_class()
+    is None there): for real in the compat runs, switched off on a newer torch."""
+    import autograd_widget.engine.checkpoint as engine_checkpoint
+
+    if request.param == "without GraphExecGroup":
+        monkeypatch.setattr(engine_checkpoint, "GraphExecGroup", None)
+    return engine_checkpoint.GraphExecGroup is None
+
+
+def test_checkpointed_stepping_without_groups(no_groups):
+    # Without groups every saved-value read of a checkpointed node recomputes its region (more
+    # recomputes than the engine's one per region), but the gradients are the engine's.
+    lin = torch.nn.Linear(8, 8)
+    calls = []
+    lin.register_forward_pre_hook(lambda *_: calls.append(1))
+    x = torch.randn(4, 8, requires_grad=True)
+    out = checkpoint(lambda t: lin(t).tanh(), x, use_reentrant=False)
+    loss = out.pow(2).sum()
+    want = torch.autograd.grad(loss, [x, *lin.parameters()], retain_graph=True)
+    engine = len(calls) - 1  # the forward, then the engine's recomputes
+    calls.clear()
+    st = aw.Stepper(aw.capture(loss))
+    st.run()
+    for t, w in zip([x, *lin.parameters()], want):
+        torch.testing.assert_close(st.grad(t), w, rtol=0, atol=0)
+    assert engine == 1 and len(calls) >= engine
+    if not no_groups:
+        assert len(calls) == engine  # one recompute per region per pass, as the engine
