@@ -346,11 +346,10 @@ def _refused_record(name: str, raw: Any, refused: compat.UnpackRefused) -> Saved
     """A value this torch cannot look at without running Python code first (compat.py)."""
     if refused.checkpoint:
         return _checkpoint_record(name, raw)
-    return SavedValue(
-        name=name, kind="tensor", state="unknown",
-        note=compat.unknown_note(f"whether it is packed, its shape and what it holds ({refused})",
-                          compat.SAVED_DATA_TORCH),
-    )  # fmt: skip
+    what = (f"whether it is packed, its shape and what it holds (reading it would first run "
+            f"{refused.code} from {refused.module}, most likely an unpack hook)")
+    return SavedValue(name=name, kind="tensor", state="unknown",
+                      note=compat.unknown_note(what, compat.SAVED_DATA_TORCH))  # fmt: skip
 
 
 _NAMES: dict[type, list[str]] = {}
