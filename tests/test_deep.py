@@ -270,6 +270,7 @@ g = aw.capture(loss)
 rng = random.Random(int(sys.argv[1]))
 main = threading.main_thread()
 interrupted = trials = 0
+Stepper(g).run()  # warm-up: a first run's one-off costs (several times a run on some torch builds)
 t0 = time.perf_counter(); Stepper(g).run(); full = time.perf_counter() - t0
 for keep in ("summaries", "tensors", 50_000):
     s = Stepper(g, keep=keep)
