@@ -337,7 +337,8 @@ def _unreadable_record(name: str, raw: Any, err: RuntimeError) -> SavedValue:
     else:
         rec = SavedValue(name=name, kind="tensor")
         if state == "stale" and not compat.SAVED_DATA:
-            note += ". Its shape and bytes: " + compat.unknown_note("the stale tensor", "2.13")
+            since = compat.SAVED_DATA_TORCH
+            note += ". Its shape and bytes: " + compat.unknown_note("the stale tensor", since)
     rec.state, rec.note, rec.versions = state, note, versions
     return rec
 
