@@ -82,6 +82,8 @@ def test_supported_range_is_pyproject_s():
 
 
 def test_guard_runs_no_python_and_restores_the_tracer():
+    # (The function is named by its qualified name from Python 3.11 on, "Hooks.unpack"; 3.10's
+    # code objects have no co_qualname: "unpack".)
     hooks = Hooks()
     x = torch.randn(3, requires_grad=True)
     with torch.autograd.graph.saved_tensors_hooks(hooks.pack, hooks.unpack):
@@ -93,7 +95,7 @@ def test_guard_runs_no_python_and_restores_the_tracer():
 
     sys.settrace(outer)
     try:
-        with pytest.raises(compat.UnpackRefused, match=r"Hooks\.unpack") as info:
+        with pytest.raises(compat.UnpackRefused, match=r"run (Hooks\.)?unpack ") as info:
             compat.guarded_getattr(y.grad_fn, "_saved_result")
         assert sys.gettrace() is outer
     finally:
@@ -142,7 +144,8 @@ def test_saved_states_on_the_older_path(old_torch):
     exp = recs["ExpBackward0"]["result"]
     if old_torch:
         assert exp.state == "unknown" and exp.shape is None and exp.nbytes is None
-        assert f"torch >= {compat.SAVED_DATA_TORCH}" in exp.note and "Hooks.unpack" in exp.note
+        assert f"torch >= {compat.SAVED_DATA_TORCH}" in exp.note
+        assert "run unpack" in exp.note.replace("Hooks.", "")
         assert f"unknown on torch {compat.torch_version()}" in exp.note
         assert "shape unknown on torch" in sin.note
     else:
@@ -215,7 +218,7 @@ def test_formula_shapes_on_the_older_path(old_torch):
     nf = node_formula(g, nid)
     assert nf.known
     if old_torch:  # the shapes would need the hooked value: unknown, said, and the hook not run
-        assert hooks.unpacked == 0 and "Hooks.unpack" in nf.shape_note
+        assert hooks.unpacked == 0 and "run unpack" in nf.shape_note.replace("Hooks.", "")
     else:
         assert nf.lines[0].shapes is not None
     g.close()
