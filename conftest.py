@@ -20,15 +20,15 @@ NEEDS_TORCH = {
     "autograd_widget.core.checkpoint.ExecGroup": (
         "2.10", "torch.utils.checkpoint.GraphExecGroup (one recompute per pass)"),
     "autograd_widget.core.checkpoint.": (
-        "2.12", "SavedTensor.unpack_hook finds a checkpointed value's region without unpacking"),
+        "2.10", "SavedTensor.unpack_hook finds a checkpointed value's region without unpacking"),
     "autograd_widget.engine.checkpoint.RunGroups.scope": (
         "2.10", "torch.utils.checkpoint.GraphExecGroup (one recompute per pass)"),
     "autograd_widget.engine.failure.explain_failure": (
-        "2.12", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
+        "2.10", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
     "autograd_widget.engine.stepper.Stepper.explain_failure": (
-        "2.12", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
+        "2.10", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
     "autograd_widget.engine.replay.Replay.explain_failure": (
-        "2.12", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
+        "2.10", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
 }  # fmt: skip
 
 

@@ -95,7 +95,7 @@ def test_run_recomputes_each_region_once_and_keeps_nothing(setup, keep):
     assert model.alive() == 0
 
 
-@needs_torch("2.12", WHY_FIND)
+@needs_torch("2.10", WHY_FIND)
 @pytest.mark.parametrize("keep", ["tensors", "summaries"])
 def test_stepping_run_to_back_and_reset_mid_run(setup, keep):
     model, graph, ps, want = setup
@@ -130,7 +130,7 @@ def test_stepping_run_to_back_and_reset_mid_run(setup, keep):
     _same(st, ps, want)
 
 
-@needs_torch("2.12", WHY_FIND)
+@needs_torch("2.10", WHY_FIND)
 def test_back_then_step_forward_recomputes_only_what_it_must(setup):
     model, graph, ps, want = setup
     st = aw.Stepper(graph, keep="tensors")
@@ -147,7 +147,7 @@ def test_back_then_step_forward_recomputes_only_what_it_must(setup):
     _same(st, ps, want)
 
 
-@needs_torch("2.12", WHY_META)
+@needs_torch("2.10", WHY_META)
 def test_inspecting_never_recomputes(setup):
     model, graph, _ps, _want = setup
     mem = graph.saved_memory()

@@ -58,7 +58,7 @@ def test_tensors_saved_inside_a_list_count():
     assert abs(sum(got.values()) - want) <= KIB
 
 
-@needs_torch("2.12", WHY_META)
+@needs_torch("2.10", WHY_META)
 def test_checkpoint_region_inputs_count():
     # The reproducer: 4 checkpointed blocks, each holding its 64 KiB input.
     torch.manual_seed(0)
@@ -110,7 +110,7 @@ def _zoo() -> list:
         pytest.param(
             n, marks=[pytest.mark.skip(reason="transformers is not installed")]
             if n in TRANSFORMERS and not have
-            else [needs_torch("2.12", WHY_META)] if n == "checkpoint" else [],
+            else [needs_torch("2.10", WHY_META)] if n == "checkpoint" else [],
         )
         for n in MODELS
     ]  # fmt: skip

@@ -66,7 +66,7 @@ def test_tour_runs_and_shows_the_graph(tmp_path):
     assert len(widgets) == 2
 
 
-@needs_torch("2.12", WHY_CULPRIT)
+@needs_torch("2.10", WHY_CULPRIT)
 @pytest.mark.slow
 def test_debugging_a_real_run_finds_the_birth_the_failure_and_the_rank():
     nb = execute("06_debugging_a_real_run.ipynb")

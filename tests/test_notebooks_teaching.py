@@ -308,7 +308,7 @@ def test_03_memory_table_sums_to_the_total_and_matches_a_pack_hook_count():
     assert scaling == [total, 2 * total, 4 * total]
 
 
-@needs_torch("2.12", WHY_PACKED)
+@needs_torch("2.10", WHY_PACKED)
 @pytest.mark.slow
 def test_03_aliases_stale_and_packed_states():
     _, text = run("03_saved_tensors.ipynb")

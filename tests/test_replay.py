@@ -222,7 +222,7 @@ def test_first_nonfinite_runs_ahead_in_chunks_on_a_live_graph():
     w2.close()
 
 
-@needs_torch("2.12", WHY_CULPRIT)
+@needs_torch("2.10", WHY_CULPRIT)
 def test_a_recorded_inplace_failure_is_explained_even_from_a_file(tmp_path):
     a = torch.randn(4, requires_grad=True)
     b = a.sigmoid()

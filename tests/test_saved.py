@@ -107,7 +107,7 @@ def test_custom_function_ctx_attributes():
     assert torch.equal(t, x)
 
 
-@needs_torch("2.12", WHY_STALE)
+@needs_torch("2.10", WHY_STALE)
 def test_stale_after_in_place_detected_before_any_step():
     x = torch.randn(3, requires_grad=True)
     h = x * 2
@@ -135,7 +135,7 @@ def test_freed_graph():
         g.saved_tensor(node(g, "PowBackward0").id, "self")
 
 
-@needs_torch("2.12", WHY_PACKED)
+@needs_torch("2.10", WHY_PACKED)
 def test_saved_tensors_hooks_packing_to_a_non_tensor():
     store = {}
 
@@ -219,7 +219,7 @@ def test_memory_counts_shared_storage_once():
     assert per_node[mul] == 8000, "Mul runs first in engine order: it pays for both"
 
 
-@needs_torch("2.12", WHY_PACKED)
+@needs_torch("2.10", WHY_PACKED)
 def test_pack_hook_returning_a_tensor_counts_the_packed_storage_and_unpacks_once():
     unpacks = []
 

@@ -326,7 +326,7 @@ def test_every_torch_submodule_the_package_uses_is_imported():
     assert r.stdout.strip() == "", "used without importing it:\n" + r.stdout
 
 
-@needs_torch("2.12", "SavedTensor.data shows a packed value's packed form without unpacking it")
+@needs_torch("2.10", "SavedTensor.data shows a packed value's packed form without unpacking it")
 def test_the_packed_form_is_read_without_unpacking_on_a_newer_torch():
     hooks = Hooks()
     x = torch.randn(4, requires_grad=True)

@@ -20,7 +20,7 @@ never unpack them; this module does that from the `SavedTensor` alone:
 Guarantees: nothing here unpacks a checkpointed value, runs a recomputation or changes torch's
 state; on a torch whose checkpoint internals differ, `is_checkpointed` still works (it only needs
 the public `unpack_hook`) and the rest answer None / () rather than raise. A torch without
-`SavedTensor.unpack_hook` (< 2.12) cannot tell from the value: `is_checkpointed` says False, and
+`SavedTensor.unpack_hook` (< 2.10) cannot tell from the value: `is_checkpointed` says False, and
 the readers learn it at the read instead (`util.compat.saved_value` refuses, having run nothing).
 """
 

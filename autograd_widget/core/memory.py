@@ -13,7 +13,7 @@ saved values through `SavedIndex` (core/saved.py), which never unpacks a checkpo
 - a `CopySlices` node (an in-place op on a view): torch exposes none of the wrapped op's saved
   values, so the bytes are unknown: the owner gets a note in `SavedMemory.notes` (never a
   silent 0);
-- on a torch that cannot look at a saved value without unpacking it (< 2.12, `util.compat`):
+- on a torch that cannot look at a saved value without unpacking it (< 2.10, `util.compat`):
   plain saved tensors count as above (read through a guard that runs no Python code); a value
   whose read would run an unpack hook, a stale value and a checkpoint region's inputs cannot be
   seen: not counted, and each says so in `notes` (a count that is too low says why).

@@ -20,7 +20,7 @@ stepper's state (state.py) one group per PASS over the plan:
 
 Guarantees: groups never nest (inside a group the user entered, stepping uses theirs); on a
 torch without `GraphExecGroup` (older than 2.10) `scope()` is a no-op and every read recomputes,
-as before. On 2.10-2.11 (groups, but no `SavedTensor.unpack_hook`: checkpointed values cannot be
+as before. On a torch with groups but no `SavedTensor.unpack_hook` (checkpointed values cannot be
 found without unpacking) any move back retires a used group, and what a retired group recomputed
 for nodes not reached yet stays alive until the graph goes (it cannot be found to free).
 """

@@ -15,7 +15,7 @@ The three failures a real backward meets most, told apart from the engine's own 
   culprit's forward traceback is shown when the forward ran under
   `torch.autograd.set_detect_anomaly(True)` (`node.metadata["traceback_"]`), else the hint says
   how to get it. A bump with no node (under `torch.no_grad()`, through `.data`, a leaf) says so.
-  On a torch without `SavedTensor.data` (< 2.12) the mutated tensor cannot be looked at, so the
+  On a torch without `SavedTensor.data` (< 2.10) the mutated tensor cannot be looked at, so the
   culprit is unknown and the sentence says so (`util.compat`).
 - "freed": "Trying to backward through the graph a second time": the saved values were freed
   by an earlier `backward()` without `retain_graph=True`.

@@ -5,7 +5,7 @@ supported torch (`_input_metadata`, `_sequence_nr`, `_raw_saved_<name>`) are che
 with a message that names the torch version (`check_node_api`, `check_torch`). Those that only a
 newer torch has are read HERE and nowhere else, each with what the package does without it:
 
-- `SavedTensor.data` / `.unpack_hook` (torch 2.12; seen on 2.12.1, absent on 2.10.0 and older):
+- `SavedTensor.data` / `.unpack_hook` (torch 2.10; seen on 2.10.0, absent on 2.8.0 and older):
   look at a saved value without unpacking
   it. Without them `saved_value` reads through `guarded_getattr`: a read that would run Python
   code first (a `saved_tensors_hooks` unpack hook, a checkpoint's recompute) is refused
@@ -62,8 +62,8 @@ __all__ = [
 SUPPORTED_TORCH = ">=2.6"
 
 #: The torch that has `SavedTensor.data` / `.unpack_hook` (a saved value seen without unpacking):
-#: 2.12.1 has them, 2.10.0 has not (2.11 was not run).
-SAVED_DATA_TORCH = "2.12"
+#: 2.10.0 has them, 2.8.0 has not (2.9 was not run).
+SAVED_DATA_TORCH = "2.10"
 #: Whether this torch has them (a test sets it False to run the older torch's path).
 SAVED_DATA: bool = all(
     hasattr(getattr(torch._C._autograd, "SavedTensor", None), a) for a in ("data", "unpack_hook")
@@ -203,7 +203,7 @@ class UnpackRefused(Exception):
     """Reading a saved value would run Python code before torch returns it (a
     `saved_tensors_hooks` unpack hook, a non-reentrant checkpoint's recompute, a tensor
     subclass's dispatch), and this torch cannot look at the value without unpacking it
-    (`SavedTensor.data` is torch >= 2.12). Nothing ran: the guard stopped the call at its first
+    (`SavedTensor.data` is torch >= 2.10). Nothing ran: the guard stopped the call at its first
     Python frame. `code` names that function, `module` its module, `checkpoint` whether it is
     torch.utils.checkpoint's (the value is recomputed during backward)."""
 
@@ -262,7 +262,7 @@ def guarded_getattr(obj: Any, attr: str) -> Any:
 def saved_value(fn: Any, attr: str) -> Any:
     """`getattr(fn, attr)` for a saved-value attribute (`_saved_<name>`, `saved_tensors`).
 
-    On a torch with `SavedTensor.data` (>= 2.12) exactly that: the callers look at the value
+    On a torch with `SavedTensor.data` (>= 2.10) exactly that: the callers look at the value
     first (`unpack_hook`, `saved_data`) and decide. On an older torch, which cannot look, the
     read goes through `guarded_getattr`: where it would run Python code first it raises
     `UnpackRefused` having run nothing; torch's own errors (freed, modified in place) come
@@ -280,12 +280,12 @@ def saved_value(fn: Any, attr: str) -> Any:
 def saved_data(raw: Any) -> Any | None:
     """What a `SavedTensor` holds, WITHOUT unpacking it: the tensor, or the object a pack hook
     returned. None when `raw` is None, a tuple (a saved tensor list) or this torch cannot look
-    (older than 2.12). Raises
+    (older than 2.10). Raises
     torch's RuntimeError for a freed value.
 
     Example:
         >>> v = saved_data((x * y).grad_fn._raw_saved_other)
-        >>> v is None or torch.equal(v, y)  # None where torch cannot look (older than 2.12)
+        >>> v is None or torch.equal(v, y)  # None where torch cannot look (older than 2.10)
         True
     """
     if raw is None or not SAVED_DATA:
