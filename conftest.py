@@ -13,6 +13,35 @@ from __future__ import annotations
 
 import pytest
 
+#: Doctests that show what only a newer torch can (issue 28): name prefix -> (the torch that
+#: shows it, why). On an older torch they are skipped with that reason, as the tests are by
+#: tests/helpers/torch_versions.py's `needs_torch`; nothing else skips.
+NEEDS_TORCH = {
+    "autograd_widget.core.checkpoint.ExecGroup": (
+        "2.10", "torch.utils.checkpoint.GraphExecGroup (one recompute per pass)"),
+    "autograd_widget.core.checkpoint.": (
+        "2.10", "SavedTensor.unpack_hook finds a checkpointed value's region without unpacking"),
+    "autograd_widget.engine.step.recompute.RecomputeGroups.scope": (
+        "2.10", "torch.utils.checkpoint.GraphExecGroup (one recompute per pass)"),
+    "autograd_widget.engine.diagnose.failure.explain_failure": (
+        "2.10", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
+    "autograd_widget.engine.step.stepper.Stepper.explain_failure": (
+        "2.10", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
+    "autograd_widget.engine.record.replay.Replay.explain_failure": (
+        "2.10", "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"),
+}  # fmt: skip
+
+
+def _needed_torch(name: str) -> tuple[str, str] | None:
+    import torch
+
+    for prefix in sorted(NEEDS_TORCH, key=len, reverse=True):  # the most specific first
+        if name == prefix or (prefix.endswith(".") and name.startswith(prefix)):
+            version, why = NEEDS_TORCH[prefix]
+            have = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+            return None if have >= tuple(int(p) for p in version.split(".")) else (version, why)
+    return None
+
 
 @pytest.fixture(autouse=True)
 def _doctest_names(request):
@@ -21,6 +50,11 @@ def _doctest_names(request):
     if not isinstance(request.node, DoctestItem):  # the tests build their own objects
         yield
         return
+    needed = _needed_torch(request.node.name)
+    if needed is not None:
+        import torch
+
+        pytest.skip(f"needs torch >= {needed[0]} (installed: {torch.__version__}): {needed[1]}")
     import torch
 
     import autograd_widget as aw

@@ -19,7 +19,9 @@ never unpack them; this module does that from the `SavedTensor` alone:
 
 Guarantees: nothing here unpacks a checkpointed value, runs a recomputation or changes torch's
 state; on a torch whose checkpoint internals differ, `is_checkpointed` still works (it only needs
-the public `unpack_hook`) and the rest answer None / () rather than raise.
+the public `unpack_hook`) and the rest answer None / () rather than raise. A torch without
+`SavedTensor.unpack_hook` (< 2.10) cannot tell from the value: `is_checkpointed` says False, and
+the readers learn it at the read instead (`util.compat.saved_value` refuses, having run nothing).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+
+from ..util.compat import exec_group_class, saved_data, unpack_hook
 
 __all__ = [
     "CHECKPOINT_NOTE",
@@ -64,7 +68,7 @@ def _one(raw: Any) -> Any:
 
 
 def _hooked(raw: Any) -> bool:
-    hook = getattr(raw, "unpack_hook", None) if raw is not None else None
+    hook = unpack_hook(raw)  # None on a torch that cannot tell (compat.saved_value guards there)
     return hook is not None and getattr(hook, "__module__", None) == _CKPT_MODULE
 
 
@@ -98,7 +102,7 @@ def frame_of(raw: Any) -> Any | None:
     raw = _one(raw)
     if not _hooked(raw):
         return None
-    for cell in getattr(raw.unpack_hook, "__closure__", None) or ():
+    for cell in getattr(unpack_hook(raw), "__closure__", None) or ():
         try:
             obj = cell.cell_contents
         except ValueError:  # an empty cell
@@ -124,7 +128,7 @@ def value_meta(raw: Any) -> tuple[tuple[int, ...], torch.dtype, torch.device] | 
     if frame is None or isinstance(raw, tuple | list):
         return None
     try:
-        holder = raw.data
+        holder = saved_data(raw)
     except RuntimeError:  # freed by a backward without retain_graph
         return None
     metas = getattr(frame, "x_metadatas", None) or []
@@ -176,9 +180,9 @@ def checkpoint_frames(raws: Any) -> list[Any]:
 
 
 # ------------------------------------------------------------------------------ groups
-#: torch's `GraphExecGroup` (torch >= 2.10; always present on the supported torch >= 2.13), or
-#: None on an older torch, where every read outside the engine recomputes (nothing to do).
-GraphExecGroup: Any = getattr(torch.utils.checkpoint, "GraphExecGroup", None)
+#: torch's `GraphExecGroup` (torch >= 2.10), or None on an older torch, where every read outside
+#: the engine recomputes (nothing to do).
+GraphExecGroup: Any = exec_group_class()
 
 
 def current_group() -> Any | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..util.compat import peek_value, saved_data
 from .checkpoint import is_checkpointed
 from .saved import saved_names
 
@@ -61,10 +62,10 @@ def freed_by_backward(graph: BackwardGraph, limit: int = 64) -> bool:
                 raws = raw if isinstance(raw, tuple | list) else (raw,)
                 if any(r is not None and is_checkpointed(r) for r in raws):
                     continue
-                if any(r is not None and r.data is not None for r in raws):
+                if any(saved_data(r) is not None for r in raws):  # torch >= 2.10: no unpacking
                     return False
                 if raw is not None:
-                    getattr(fn, "_saved_" + short)  # None when undefined; raises when freed
+                    peek_value(fn, "_saved_" + short)  # raises when freed; runs no hook
         except RuntimeError as err:
             return any(m in str(err) for m in _FREED_ERRORS)
     return False

@@ -12,7 +12,11 @@ saved values through `SavedIndex` (core/saved.py), which never unpacks a checkpo
   keeps its inputs to recompute from: those storages;
 - a `CopySlices` node (an in-place op on a view): torch exposes none of the wrapped op's saved
   values, so the bytes are unknown: the owner gets a note in `SavedMemory.notes` (never a
-  silent 0).
+  silent 0);
+- on a torch that cannot look at a saved value without unpacking it (< 2.10, `util.compat`):
+  plain saved tensors count as above (read through a guard that runs no Python code); a value
+  whose read would run an unpack hook, a stale value and a checkpoint region's inputs cannot be
+  seen: not counted, and each says so in `notes` (a count that is too low says why).
 """
 
 from __future__ import annotations
@@ -109,4 +113,12 @@ def saved_memory(
             elif rec.note is not None and rec.name == "(hidden by CopySlices)":
                 out.setdefault(owner, 0)
                 _add_note(notes, owner, f"{nid} ({node.name}): {rec.note}")
+            elif rec.recomputed and not rec.storages:
+                out.setdefault(owner, 0)
+                _add_note(notes, owner, f"{nid}.{rec.name}: its checkpoint region's inputs "
+                                        f"cannot be found, so they are not counted")  # fmt: skip
+            elif rec.state == "unknown" or (rec.state == "stale" and rec.storage_key is None):
+                # A torch that cannot look at a saved value without unpacking (util.compat).
+                out.setdefault(owner, 0)
+                _add_note(notes, owner, f"{nid}.{rec.name} not counted: {rec.note}")
     return out

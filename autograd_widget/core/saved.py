@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from ..util import compat
 from ..util.dtypes import dtype_name
 from ..util.jsonsafe import encode_number
 from .checkpoint import CHECKPOINT_NOTE, frame_of, is_checkpointed, region_inputs, value_meta
@@ -35,8 +36,7 @@ __all__ = [
     "SavedKind",
     "SavedState",
     "SavedValue",
-    "first_saved_state",
-    "node_validity",
+    "error_state",
     "read_saved",
     "read_saved_tensor",
     "safe_repr",
@@ -46,7 +46,8 @@ __all__ = [
 ]
 
 SavedKind = Literal["tensor", "scalar", "tuple", "none"]
-SavedState = Literal["ok", "freed", "stale", "packed"]
+#: "unknown": this torch cannot tell without unpacking it (`note` names the torch that can).
+SavedState = Literal["ok", "freed", "stale", "packed", "unknown"]
 
 FREED_NOTE = (
     "freed: backward() already ran on this graph without retain_graph=True, which frees saved "
@@ -194,6 +195,8 @@ def _checkpoint_record(name: str, raw: Any) -> SavedValue:
     rec = SavedValue(name=name, kind="tensor", state="packed", recomputed=True)
     meta = value_meta(raw)
     known = "shape unknown (determinism_check='none')"
+    if not compat.SAVED_DATA:
+        known = f"shape unknown on torch {compat.torch_version()}"
     if meta is not None:
         shape, dtype, device = meta
         rec.shape, rec.dtype, rec.device = shape, dtype_name(dtype), str(device)
@@ -253,7 +256,15 @@ def _value_record(name: str, v: Any) -> SavedValue:
     return SavedValue(name=name, kind="scalar", value=safe_repr(v))
 
 
-def _error_state(err: RuntimeError) -> tuple[SavedState, str, tuple[int, int] | None]:
+def error_state(err: RuntimeError) -> tuple[SavedState, str, tuple[int, int] | None]:
+    """(state, note, (saved version, current version) or None) of a saved value whose read
+    raised `err`: "freed" or "stale" from torch's own message (any other: "freed", its text).
+
+    Example:
+        >>> msg = "modified by an inplace operation: ... is at version 2; expected version 1"
+        >>> error_state(RuntimeError(msg))[0::2]
+        ('stale', (1, 2))
+    """
     msg = str(err)
     first = msg.splitlines()[0] if msg else type(err).__name__
     if "backward through the graph a second time" in msg or "already been freed" in msg:
@@ -277,9 +288,9 @@ def _mark_packed(rec: SavedValue, raw: Any) -> None:
     memory and aliasing follow the packed form, which is what the node keeps alive. The unpacked
     tensor is a temporary: its storage is freed (and its address reused) right away.
     """
-    if raw is None or getattr(raw, "unpack_hook", None) is None:
+    if compat.unpack_hook(raw) is None:
         return
-    data = raw.data
+    data = compat.saved_data(raw)
     rec.state = "packed"
     if isinstance(data, torch.Tensor):
         rec.storage_key = storage_key(data)
@@ -304,22 +315,42 @@ def _read_one(fn: Any, short: str, objects: dict[str, Any]) -> SavedValue:
     if is_checkpointed(raw):
         return _checkpoint_record(short, raw)
     try:
-        v = getattr(fn, "_saved_" + short)
+        v = compat.saved_value(fn, "_saved_" + short)
+    except compat.UnpackRefused as refused:
+        return _refused_record(short, raw, refused)
     except RuntimeError as err:
-        state, note, versions = _error_state(err)
-        data = getattr(raw, "data", None) if raw is not None else None
-        if isinstance(data, torch.Tensor):
-            # Metadata of what is there now; statistics of mutated data would mislead.
-            rec = _tensor_record(short, data, stats=False)
-        else:
-            rec = SavedValue(name=short, kind="tensor")
-        rec.state, rec.note, rec.versions = state, note, versions
-        return rec
+        return _unreadable_record(short, raw, err)
     rec = _value_record(short, v)
     if rec.kind == "tensor":
         objects[short] = v  # for identity checks, without unpacking (a hook call) again
         _mark_packed(rec, raw)
     return rec
+
+
+def _unreadable_record(name: str, raw: Any, err: RuntimeError) -> SavedValue:
+    """A value whose read raised (freed, stale): what the node holds now, where torch can say."""
+    state, note, versions = error_state(err)
+    data = compat.saved_data(raw)
+    if isinstance(data, torch.Tensor):
+        # Metadata of what is there now; statistics of mutated data would mislead.
+        rec = _tensor_record(name, data, stats=False)
+    else:
+        rec = SavedValue(name=name, kind="tensor")
+        if state == "stale" and not compat.SAVED_DATA:
+            since = compat.SAVED_DATA_TORCH
+            note += ". Its shape and bytes: " + compat.unknown_note("the stale tensor", since)
+    rec.state, rec.note, rec.versions = state, note, versions
+    return rec
+
+
+def _refused_record(name: str, raw: Any, refused: compat.UnpackRefused) -> SavedValue:
+    """A value this torch cannot look at without running Python code first (compat.py)."""
+    if refused.checkpoint:
+        return _checkpoint_record(name, raw)
+    what = (f"whether it is packed, its shape and what it holds (reading it would first run "
+            f"{refused.code} from {refused.module}, most likely an unpack hook)")
+    return SavedValue(name=name, kind="tensor", state="unknown",
+                      note=compat.unknown_note(what, compat.SAVED_DATA_TORCH))  # fmt: skip
 
 
 _NAMES: dict[type, list[str]] = {}
@@ -349,7 +380,7 @@ def _read_custom(fn: Any) -> list[SavedValue]:
         # `saved_tensors` would unpack them all (a recompute): describe each from its raw form.
         for i, raw in enumerate(raws):
             name = f"saved_tensors[{i}]"
-            data = None if is_checkpointed(raw) else getattr(raw, "data", None)
+            data = None if is_checkpointed(raw) else compat.saved_data(raw)
             if isinstance(data, torch.Tensor):
                 out.append(_tensor_record(name, data))
             else:
@@ -357,22 +388,15 @@ def _read_custom(fn: Any) -> list[SavedValue]:
         _ctx_records(fn, out)
         return out
     try:
-        tensors = fn.saved_tensors
+        tensors = compat.saved_value(fn, "saved_tensors")
+    except compat.UnpackRefused as refused:  # an older torch: which of them is hooked is unknown
+        out.extend(_refused_record(f"saved_tensors[{i}]", r, refused) for i, r in enumerate(raws))
     except RuntimeError as err:
-        state, note, versions = _error_state(err)
-        raws = getattr(fn, "_raw_saved_tensors", ())
-        for i, raw in enumerate(raws):
-            data = getattr(raw, "data", None)
-            if isinstance(data, torch.Tensor):
-                rec = _tensor_record(f"saved_tensors[{i}]", data, stats=False)
-            else:
-                rec = SavedValue(name=f"saved_tensors[{i}]", kind="tensor")
-            rec.state, rec.note, rec.versions = state, note, versions
-            out.append(rec)
+        out.extend(_unreadable_record(f"saved_tensors[{i}]", r, err) for i, r in enumerate(raws))
         if not raws:
+            state, note, _ = error_state(err)
             out.append(SavedValue(name="saved_tensors", kind="tuple", state=state, note=note))
     else:
-        raws = getattr(fn, "_raw_saved_tensors", ())
         for i, t in enumerate(tensors):
             rec = _value_record(f"saved_tensors[{i}]", t)
             if rec.kind == "tensor" and i < len(raws):
@@ -450,9 +474,9 @@ def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Te
         if i < len(raws) and is_checkpointed(raws[i]):
             raise RuntimeError(f"{node_id}.{name}: {CHECKPOINT_NOTE}")
         try:
-            t = fn.saved_tensors[i]
+            t = compat.asked_value(fn, "saved_tensors", CHECKPOINT_NOTE)[i]
         except RuntimeError as err:
-            raise RuntimeError(f"{node_id}.{name}: {_error_state(err)[1]}") from None
+            raise RuntimeError(f"{node_id}.{name}: {error_state(err)[1]}") from None
     else:
         known = _names_for(fn)  # hasattr() would read the value, and that can raise
         if name not in known:
@@ -461,9 +485,9 @@ def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Te
         if is_checkpointed(getattr(fn, "_raw_saved_" + name, None)):
             raise RuntimeError(f"{node_id}.{name}: {CHECKPOINT_NOTE}")
         try:
-            t = getattr(fn, "_saved_" + name)
+            t = compat.asked_value(fn, "_saved_" + name, CHECKPOINT_NOTE)
         except RuntimeError as err:
-            raise RuntimeError(f"{node_id}.{name}: {_error_state(err)[1]}") from None
+            raise RuntimeError(f"{node_id}.{name}: {error_state(err)[1]}") from None
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{node_id}.{name} is a {type(t).__name__}, not a tensor: {t!r}")
     return t.detach()
@@ -553,85 +577,19 @@ def storage_owners(graph: BackwardGraph) -> dict[tuple[str, int], list[tuple[str
             continue
         fn = graph.fn(nid)
         if node.kind == "custom_function":
-            items = [(f"saved_tensors[{i}]", r) for i, r in enumerate(fn._raw_saved_tensors)]
+            raws = fn._raw_saved_tensors
+            items = list(zip([f"saved_tensors[{i}]" for i in range(len(raws))],
+                             compat.held_values(fn, "saved_tensors", raws)))  # fmt: skip
         else:
-            items = [(s, getattr(fn, "_raw_saved_" + s, None)) for s in _names_for(fn)]
-        for name, raw in items:
-            data = getattr(raw, "data", None) if raw is not None else None
+            items = [(s, compat.held_values(fn, "_saved_" + s, [getattr(fn, "_raw_saved_" + s,
+                                                                         None)])[0])
+                     for s in _names_for(fn)]  # fmt: skip
+        for name, data in items:
             if isinstance(data, torch.Tensor):
                 key = storage_key(data)
                 if key is not None:
                     out.setdefault(key, []).append((nid, name))
     return out
-
-
-def node_validity(graph: BackwardGraph, limit: int = 20_000) -> dict[str, str]:
-    """Nodes whose saved tensors are not usable, before any step: id -> "stale" | "freed".
-
-    Reads each saved tensor attribute once (no statistics); graphs above `limit` nodes are
-    skipped (the inspector still reports per node on request).
-
-    Example:
-        >>> node_validity(g)
-        {}
-        >>> with torch.no_grad():
-        ...     _ = x.add_(1)  # x is saved by PowBackward0: now stale
-        >>> node_validity(g)
-        {'n1': 'stale'}
-    """
-    out: dict[str, str] = {}
-    if len(graph.nodes) > limit:
-        return out
-    for nid, node in graph.nodes.items():
-        if node.kind in ("accumulate_grad", "cpp_function"):
-            continue
-        fn = graph.fn(nid)
-        try:
-            if node.kind == "custom_function":
-                if not any(is_checkpointed(r) for r in getattr(fn, "_raw_saved_tensors", ())):
-                    fn.saved_tensors  # noqa: B018 - reading is the check
-            else:
-                for short in _names_for(fn):
-                    raw = getattr(fn, "_raw_saved_" + short, None)
-                    # A checkpointed value is never read: that would recompute its region.
-                    if raw is not None and not is_checkpointed(raw):
-                        getattr(fn, "_saved_" + short)
-        except RuntimeError as err:
-            out[nid] = _error_state(err)[0]
-    return out
-
-
-def first_saved_state(graph: BackwardGraph, limit: int = 64) -> str | None:
-    """State ("ok", "stale", "freed") of the first of the first `limit` nodes holding a saved
-    tensor, None if none does: no statistics, no aliasing, no checkpoint recompute.
-
-    Example:
-        >>> first_saved_state(g)
-        'ok'
-        >>> w = x * y; h = aw.capture(w); w.backward()
-        >>> first_saved_state(h)
-        'freed'
-    """
-    for nid in list(graph.nodes)[:limit]:
-        node = graph.nodes[nid]
-        if node.kind in ("accumulate_grad", "cpp_function"):
-            continue
-        fn = graph.fn(nid)
-        try:
-            if node.kind == "custom_function":
-                raws = getattr(fn, "_raw_saved_tensors", ())
-                if raws and not any(map(is_checkpointed, raws)) and fn.saved_tensors:
-                    return "ok"
-                continue
-            for short in _names_for(fn):
-                raw = getattr(fn, "_raw_saved_" + short, None)
-                if raw is None or is_checkpointed(raw):
-                    continue  # (reading a checkpointed value would recompute its region)
-                if isinstance(getattr(fn, "_saved_" + short), torch.Tensor):
-                    return "ok"
-        except RuntimeError as err:
-            return _error_state(err)[0]
-    return None
 
 
 class SavedIndex:

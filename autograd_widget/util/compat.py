@@ -1,29 +1,109 @@
-"""Which torch we support, and a clear failure when a private API we rely on is gone.
+"""Which torch we support, and the one place that knows which torch has which private API.
 
-The stepper and capture read a few private attributes of autograd nodes (`_input_metadata`,
-`_sequence_nr`, `_raw_saved_*`). They are stable across the supported range, but nothing promises
-that, so we check for them once and fail with a message that names the torch version instead of
-an AttributeError from deep inside a walk.
+The stepper and capture read private attributes of autograd nodes. Those present on every
+supported torch (`_input_metadata`, `_sequence_nr`, `_raw_saved_<name>`) are checked once, failing
+with a message that names the torch version (`check_node_api`, `check_torch`). Those that only a
+newer torch has are read HERE and nowhere else, each with what the package does without it:
+
+- `SavedTensor.data` / `.unpack_hook` (torch 2.10; seen on 2.10.0, absent on 2.8.0 and older):
+  look at a saved value without unpacking
+  it. Without them `saved_value` reads through `guarded_getattr`: a read that would run Python
+  code first (a `saved_tensors_hooks` unpack hook, a checkpoint's recompute) is refused
+  (`UnpackRefused`), so that value's state is "unknown" (a checkpointed one is still
+  recognised); what a value holds without unpacking (a packed form, a stale tensor's data) is
+  unknown (`saved_data` gives None).
+- `torch.utils.checkpoint.GraphExecGroup` (torch 2.10): one recompute per pass. Without it
+  `exec_group_class()` is None: every read of a checkpointed value outside the engine
+  recomputes its region.
+- `torch.autograd.graph.node_creation_hook` (torch 2.15): `node_creation_hook()` is None.
+
+`SAVED_DATA_TORCH` etc. name the versions for the notes users read; `torch_version()` is the
+installed one. Tests switch a feature off (`monkeypatch.setattr(compat, "SAVED_DATA", False)`) to
+run the older torch's path on the pinned one; the compat runs (`make compat`) run it for real.
 """
 
 from __future__ import annotations
 
+import gc
+import sys
+from typing import Any, NamedTuple
+
 import torch
+import torch.utils.checkpoint  # `import torch` does not load it on every supported torch
 
 __all__ = [
+    "COMPILED_NODE_NAME",
+    "DONATED_BUFFER_ERROR",
+    "NODE_CREATION_HOOK_TORCH",
+    "SAVED_DATA",
+    "SAVED_DATA_TORCH",
     "SUPPORTED_TORCH",
+    "BackwardArg",
+    "CompiledBackward",
+    "NoGradientEdge",
+    "UnpackRefused",
     "UnsupportedTorchError",
+    "asked_value",
     "check_node_api",
     "check_step_api",
     "check_torch",
+    "compiled_backward",
+    "compiled_backward_args",
+    "compiled_backward_layout",
+    "compiled_backward_metas",
+    "donated_buffer_config",
+    "exec_group_class",
     "gradient_edge",
+    "guarded_getattr",
+    "held_values",
+    "node_creation_hook",
+    "peek_value",
+    "saved_data",
+    "saved_value",
+    "storage_use_count",
+    "torch_version",
+    "unknown_note",
+    "unpack_hook",
 ]
 
-#: The range declared in pyproject.toml: the oldest torch the suite passes on (2.13.0), no upper
-#: bound (2.15.0 passes too; a newer torch that drops a private API fails with a message).
-SUPPORTED_TORCH = ">=2.13"
+#: The range declared in pyproject.toml: the oldest torch the suite passes on, no upper bound
+#: (a newer torch that drops a private API fails with a message).
+SUPPORTED_TORCH = ">=2.6"
+
+#: The torch that has `SavedTensor.data` / `.unpack_hook` (a saved value seen without unpacking):
+#: 2.10.0 has them, 2.8.0 has not (2.9 was not run).
+SAVED_DATA_TORCH = "2.10"
+#: Whether this torch has them (a test sets it False to run the older torch's path).
+SAVED_DATA: bool = all(
+    hasattr(getattr(torch._C._autograd, "SavedTensor", None), a) for a in ("data", "unpack_hook")
+)
+#: The torch that added `torch.autograd.graph.node_creation_hook`.
+NODE_CREATION_HOOK_TORCH = "2.15"
 
 _NODE_API = ("_input_metadata", "_sequence_nr", "next_functions", "name", "metadata")
+
+
+def torch_version() -> str:
+    """The installed torch's version without a local tag ("2.6.0", not "2.6.0+cu124").
+
+    Example:
+        >>> torch_version().count(".") >= 1
+        True
+    """
+    return torch.__version__.split("+")[0]
+
+
+def unknown_note(what: str, since: str) -> str:
+    """The one sentence that says a value is unknown because this torch cannot read it.
+
+    Example:
+        >>> unknown_note("its packed form", "2.13")
+        'unknown on torch ...: its packed form; torch >= 2.13 reads it without unpacking'
+    """
+    return (
+        f"unknown on torch {torch_version()}: {what}; torch >= {since} reads it without "
+        f"unpacking"
+    )
 
 
 class UnsupportedTorchError(RuntimeError):
@@ -66,13 +146,21 @@ def check_step_api(fn: object, kind: str) -> None:
         )
 
 
+class NoGradientEdge(ValueError):
+    """The tensor has no gradient edge in autograd: a view of a leaf taken under `no_grad()`
+    (`is_leaf`, `_is_view()`, `requires_grad`, no `grad_fn`). Autograd made no AccumulateGrad for
+    it, so nothing flows to it: the engine's `torch.autograd.grad(..., allow_unused=True)` gives
+    None for it, and so does `Stepper.grad`."""
+
+
 def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
     """`torch.autograd.graph.get_gradient_edge(t)` as (node, output_nr), also for a sparse leaf.
 
-    A view of a leaf taken under `no_grad()` has no gradient edge: ValueError saying so (torch
-    itself only asserts). Torch finds a leaf's AccumulateGrad node through `t.view_as(t)`, which
-    sparse layouts do not implement (NotImplementedError on `aten::view`); a multiplication
-    reaches the same node (a leaf has exactly one AccumulateGrad, shared by every graph using it).
+    A view of a leaf taken under `no_grad()` has no gradient edge: `NoGradientEdge` (a
+    ValueError) saying so (torch itself only asserts). Torch finds a leaf's AccumulateGrad node
+    through `t.view_as(t)`, which sparse layouts do not implement (NotImplementedError on
+    `aten::view`); a multiplication reaches the same node (a leaf has exactly one
+    AccumulateGrad, shared by every graph using it).
 
     Example:
         >>> node, nr = gradient_edge(z)
@@ -86,7 +174,7 @@ def gradient_edge(t: torch.Tensor) -> tuple[object, int]:
         # grad and reads as a leaf, but autograd made no AccumulateGrad for it: torch asserts.
         base = getattr(t, "_base", None)
         if t.grad_fn is None and base is not None:
-            raise ValueError(
+            raise NoGradientEdge(
                 "this tensor is a view of a leaf taken under torch.no_grad(), so autograd gives "
                 "it no gradient of its own; ask for the gradient of its base tensor "
                 "(`t._base`) and index that the way the view was taken"
@@ -112,16 +200,205 @@ def check_torch() -> None:
         missing.append("torch.autograd.graph.get_gradient_edge")
     if not hasattr(torch.autograd.graph, "Node"):
         missing.append("torch.autograd.graph.Node")
-    saved_tensor = getattr(torch._C._autograd, "SavedTensor", None)
-    if saved_tensor is None or not hasattr(saved_tensor, "data"):
-        # Before 2.13 a saved tensor cannot be looked at without unpacking it (which runs the
-        # user's saved_tensors_hooks): aliases, packed and stale states would be silently wrong.
-        missing.append("torch._C._autograd.SavedTensor.data")
     if missing:
         raise UnsupportedTorchError(
             f"autograd_widget needs {', '.join(missing)}, missing in torch {torch.__version__}. "
             f"Install a supported torch ({SUPPORTED_TORCH}), e.g. `pip install torch==2.13.0`."
         )
+
+
+# ------------------------------------------------------------------------------ saved values
+class UnpackRefused(Exception):
+    """Reading a saved value would run Python code before torch returns it (a
+    `saved_tensors_hooks` unpack hook, a non-reentrant checkpoint's recompute, a tensor
+    subclass's dispatch), and this torch cannot look at the value without unpacking it
+    (`SavedTensor.data` is torch >= 2.10). Nothing ran: the guard stopped the call at its first
+    Python frame. `code` names that function, `module` its module, `checkpoint` whether it is
+    torch.utils.checkpoint's (the value is recomputed during backward)."""
+
+    def __init__(self, code: str, module: str | None) -> None:
+        self.code, self.module = code, module
+        self.checkpoint = module == "torch.utils.checkpoint"
+        super().__init__(
+            f"reading it would first run {code} ({module}), most likely a saved_tensors_hooks "
+            f"unpack hook, and torch {torch_version()} cannot look at a saved value without "
+            f"unpacking it (torch >= {SAVED_DATA_TORCH} can)"
+        )
+
+
+class _Trip(Exception):
+    """Raised by the guard's trace function at the first Python frame of a read."""
+
+
+def guarded_getattr(obj: Any, attr: str) -> Any:
+    """`getattr(obj, attr)` during which the first Python function called on this thread
+    raises before its body runs (`UnpackRefused` naming it). Torch's own read of a saved value
+    is C++: only an unpack hook (or a tensor subclass's dispatch) calls Python, so a read that
+    returns ran none, and one that the guard stops ran none either.
+
+    The previous trace function (a debugger's, coverage's) is restored after, and the cycle
+    collector is paused meanwhile (a finalizer is Python code too).
+
+    Example:
+        >>> guarded_getattr((x * y).grad_fn, "_saved_other")  # C++ only: no Python frame
+        tensor(3., requires_grad=True)
+    """
+    tripped: list[tuple[str, str | None]] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            tripped.append((getattr(code, "co_qualname", code.co_name),
+                            frame.f_globals.get("__name__")))  # fmt: skip
+            raise _Trip
+        return None
+
+    old = sys.gettrace()
+    was = gc.isenabled()
+    gc.disable()
+    sys.settrace(tracer)
+    try:
+        return getattr(obj, attr)
+    except _Trip:
+        code, module = tripped[0] if tripped else ("Python code", None)
+        raise UnpackRefused(code, module) from None
+    finally:
+        sys.settrace(old)
+        if was:
+            gc.enable()
+
+
+def saved_value(fn: Any, attr: str) -> Any:
+    """`getattr(fn, attr)` for a saved-value attribute (`_saved_<name>`, `saved_tensors`).
+
+    On a torch with `SavedTensor.data` (>= 2.10) exactly that: the callers look at the value
+    first (`unpack_hook`, `saved_data`) and decide. On an older torch, which cannot look, the
+    read goes through `guarded_getattr`: where it would run Python code first it raises
+    `UnpackRefused` having run nothing; torch's own errors (freed, modified in place) come
+    through unchanged.
+
+    Example:
+        >>> saved_value((x * y).grad_fn, "_saved_other")
+        tensor(3., requires_grad=True)
+    """
+    if SAVED_DATA:
+        return getattr(fn, attr)
+    return guarded_getattr(fn, attr)
+
+
+def saved_data(raw: Any) -> Any | None:
+    """What a `SavedTensor` holds, WITHOUT unpacking it: the tensor, or the object a pack hook
+    returned. None when `raw` is None, a tuple (a saved tensor list) or this torch cannot look
+    (older than 2.10). Raises
+    torch's RuntimeError for a freed value.
+
+    Example:
+        >>> v = saved_data((x * y).grad_fn._raw_saved_other)
+        >>> v is None or torch.equal(v, y)  # None where torch cannot look (older than 2.10)
+        True
+    """
+    if raw is None or not SAVED_DATA:
+        return None
+    return getattr(raw, "data", None)  # (None for a tuple: a saved tensor list)
+
+
+def unpack_hook(raw: Any) -> Any | None:
+    """The unpack hook of a `SavedTensor` (None without one, or when this torch cannot say:
+    there `saved_value` refuses any read that would run one).
+
+    Example:
+        >>> unpack_hook((x * y).grad_fn._raw_saved_other) is None
+        True
+    """
+    if raw is None or not SAVED_DATA:
+        return None
+    return getattr(raw, "unpack_hook", None)
+
+
+def exec_group_class() -> Any | None:
+    """`torch.utils.checkpoint.GraphExecGroup` (torch >= 2.10), else None.
+
+    Example:
+        >>> exec_group_class() is None or exec_group_class().__name__ == "GraphExecGroup"
+        True
+    """
+    return getattr(torch.utils.checkpoint, "GraphExecGroup", None)
+
+
+def node_creation_hook() -> Any | None:
+    """`torch.autograd.graph.node_creation_hook` (torch >= 2.15), else None.
+
+    Example:
+        >>> node_creation_hook() is None or callable(node_creation_hook())
+        True
+    """
+    return getattr(torch.autograd.graph, "node_creation_hook", None)
+
+
+def peek_value(fn: Any, attr: str) -> Any:
+    """`saved_value`, or None where this torch cannot look without running Python code: a
+    check (stale? freed?) then claims neither. Torch's errors raise as usual.
+
+    Example:
+        >>> peek_value((x * y).grad_fn, "_saved_self")
+        tensor(2., requires_grad=True)
+    """
+    try:
+        return saved_value(fn, attr)
+    except UnpackRefused:
+        return None
+
+
+def held_values(fn: Any, attr: str, raws: Any) -> list[Any]:
+    """What each `SavedTensor` of `raws` (all of node `fn`'s `attr`: one `_saved_<name>`, or
+    `saved_tensors`) holds, without unpacking; on a torch that cannot look, the values read
+    through the guard (None each where that would run Python code or raises).
+
+    Example:
+        >>> fn = (x * y).grad_fn
+        >>> held_values(fn, "_saved_other", [fn._raw_saved_other])
+        [tensor(3., requires_grad=True)]
+    """
+    if SAVED_DATA:
+        return [saved_data(r) for r in raws]
+    try:
+        v = saved_value(fn, attr)
+    except (UnpackRefused, RuntimeError):
+        return [None] * len(raws)
+    return list(v) if attr == "saved_tensors" else [v]
+
+
+def asked_value(fn: Any, attr: str, checkpoint_note: str) -> Any:
+    """A saved value the user asked for: unpacked (its hook runs, as on any torch), but never
+    a checkpointed one, which would recompute its region (RuntimeError(checkpoint_note)).
+
+    Example:
+        >>> asked_value((x * y).grad_fn, "_saved_other", "checkpointed")
+        tensor(3., requires_grad=True)
+    """
+    try:
+        return saved_value(fn, attr)
+    except UnpackRefused as refused:
+        if refused.checkpoint:
+            raise RuntimeError(checkpoint_note) from None
+        return getattr(fn, attr)
+
+
+def storage_use_count(t: torch.Tensor) -> int:
+    """How many tensors (and other C++ holders) share `t`'s storage, `t` included.
+
+    torch's private `_storage_Use_Count` counts the Python storage wrapper too while it lives,
+    and whether a temporary wrapper lives through the call differs by version (torch 2.6 frees
+    it first: a unique tensor read 1 there, 2 on 2.13): the wrapper is held here, then left out.
+
+    Example:
+        >>> t = torch.ones(3); storage_use_count(t)
+        1
+        >>> v = t[1:]; storage_use_count(t)
+        2
+    """
+    st = t.untyped_storage()
+    return int(torch._C._storage_Use_Count(st._cdata)) - 1
 
 
 # --------------------------------------------------------------------------- torch.compile regions
@@ -130,7 +407,6 @@ def check_torch() -> None:
 # an FX graph of aten ops. Everything below reads private attributes of torch 2.13
 # (torch/_functorch/_aot_autograd/runtime_wrappers.py); each reader says what it needs, and
 # answers "not reachable, because ..." instead of raising when a torch lays them out otherwise.
-from typing import Any, NamedTuple  # noqa: E402  (kept with the readers that use them)
 
 #: The node name torch gives a compiled region's backward.
 COMPILED_NODE_NAME = "CompiledFunctionBackward"
@@ -285,16 +561,6 @@ def donated_buffer_config() -> bool | None:
     return None if value is None else bool(value)
 
 
-__all__ += [
-    "COMPILED_NODE_NAME",
-    "DONATED_BUFFER_ERROR",
-    "BackwardArg",
-    "CompiledBackward",
-    "compiled_backward",
-    "compiled_backward_args",
-    "compiled_backward_layout",
-    "donated_buffer_config",
-]
 
 
 def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> str:
@@ -343,4 +609,3 @@ def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> 
     return ""
 
 
-__all__ += ["compiled_backward_metas"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.freed import FREED_WARNING, freed_by_backward
 from ..core.graph import BackwardGraph
-from ..core.saved import node_validity
+from ..core.validity import node_validity
 from ..engine.record.replay import Replay
 from ..util.gcpause import gc_paused
 from ..view.scene import Scene

@@ -1,6 +1,6 @@
 /**
  * What the inspector says, as plain data: tensor statistics, value previews, saved values with
- * their state (ok / stale / freed / packed), hooks, edges. Pure: panel.js turns it into DOM.
+ * their state (ok / stale / freed / packed / unknown), hooks, edges. Pure: panel.js turns it into DOM.
  * Every reply field is read defensively: a missing one is left out, never shown as "undefined".
  */
 import { formatNumber } from './format.js';
@@ -70,6 +70,7 @@ export const SAVED_STATES = Object.freeze({
   stale: { text: 'stale', title: 'modified in place after it was saved: stepping this node raises' },
   freed: { text: 'freed', title: 'freed by backward() without retain_graph' },
   packed: { text: 'packed', title: 'packed by saved_tensors_hooks' },
+  unknown: { text: 'unknown', title: 'this torch cannot read it without unpacking it: the note names the torch that can' },
 });
 
 /**
@@ -90,7 +91,7 @@ export function savedNote(note, failed) {
  * @property {string} key unique within the node (the name, or name#k)
  * @property {string} name
  * @property {string} kind tensor / scalar / tuple / none
- * @property {'ok' | 'stale' | 'freed' | 'packed'} state
+ * @property {'ok' | 'stale' | 'freed' | 'packed' | 'unknown'} state
  * @property {string} shape "[5, 8]" or ""
  * @property {string} dtype
  * @property {string} value for non-tensors: the value; for packed tensors: what the hook returned
@@ -116,7 +117,7 @@ export function savedItems(saved) {
       const name = String(v.name ?? '?');
       const n = seen.get(name) ?? 0;
       seen.set(name, n + 1);
-      const state = /** @type {SavedItem['state']} */ (['ok', 'stale', 'freed', 'packed'].includes(v.state) ? v.state : 'ok');
+      const state = /** @type {SavedItem['state']} */ (['ok', 'stale', 'freed', 'packed', 'unknown'].includes(v.state) ? v.state : 'unknown');
       const tensor = v.kind === 'tensor';
       return {
         key: n ? `${name}#${n}` : name,

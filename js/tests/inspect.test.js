@@ -64,6 +64,13 @@ describe('saved values', () => {
     expect(items[4].value).toBe("'offloaded'"); // what the pack hook returned
     expect(items[2].note).toMatch(/stale/);
   });
+  it('an unknown state (a torch that cannot read it) keeps its badge and its one-line note', () => {
+    const note = 'unknown on torch 2.6.0: whether it is packed, its shape and what it holds (...); torch >= 2.13 reads it without unpacking';
+    const [u, odd] = savedItems([{ name: 'result', kind: 'tensor', state: 'unknown', note }, { name: 'x', kind: 'tensor', state: 'new?' }]);
+    expect([u.state, u.note, u.shape, u.size]).toEqual(['unknown', note, '', '']);
+    expect(odd.state).toBe('unknown'); // a state this front-end does not know is never shown as ok
+    expect(savedDetailRows(u)[0]).toEqual(['state', 'unknown', true]);
+  });
   it('detail rows: versions of a stale tensor, stride, statistics', () => {
     const stale = savedDetailRows(items[2]);
     expect(stale[0]).toEqual(['state', 'stale', true]);

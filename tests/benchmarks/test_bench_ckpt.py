@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers.torch_versions import WHY_GROUP, needs_torch
+
 
 @pytest.fixture(scope="module")
 def bench():
@@ -25,6 +27,7 @@ def bench():
     return mod
 
 
+@needs_torch("2.10", WHY_GROUP)
 def test_tiny_run_writes_only_its_section(bench, tmp_path):
     results = tmp_path / "RESULTS.md"
     results.write_text("# Benchmark results\n\n<!-- other:start -->\nkeep me\n<!-- other:end -->\n")
@@ -42,6 +45,7 @@ def test_tiny_run_writes_only_its_section(bench, tmp_path):
         assert by_what[f"reset+run ({keep})"] == (4, 0)
 
 
+@needs_torch("2.10", WHY_GROUP)
 @pytest.mark.zoo
 def test_tiny_gpt2(bench):
     if importlib.util.find_spec("transformers") is None:

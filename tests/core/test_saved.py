@@ -7,6 +7,7 @@ import torch
 
 import autograd_widget as aw
 from tests.helpers.models import make_mlp, make_transformer
+from tests.helpers.torch_versions import WHY_PACKED, WHY_STALE, needs_torch
 
 
 def node(g, name):
@@ -106,6 +107,7 @@ def test_custom_function_ctx_attributes():
     assert torch.equal(t, x)
 
 
+@needs_torch("2.10", WHY_STALE)
 def test_stale_after_in_place_detected_before_any_step():
     x = torch.randn(3, requires_grad=True)
     h = x * 2
@@ -134,6 +136,7 @@ def test_freed_graph():
         g.saved_tensor(node(g, "PowBackward0").id, "self")
 
 
+@needs_torch("2.10", WHY_PACKED)
 def test_saved_tensors_hooks_packing_to_a_non_tensor():
     store = {}
 
@@ -176,7 +179,10 @@ def _independent_count(g, exclude_leaves):
         fn = g.fn(nid)
         for a in dir(fn):
             if a.startswith("_raw_saved_"):
-                d = getattr(fn, a).data
+                # No hooks in these graphs: where a SavedTensor has no `.data` (torch < 2.13),
+                # unpacking it gives the same storage.
+                raw = getattr(fn, a)
+                d = raw.data if hasattr(raw, "data") else getattr(fn, "_saved_" + a[11:])
                 if isinstance(d, torch.Tensor):
                     st = d.untyped_storage()
                     sizes[st.data_ptr()] = st.nbytes()
@@ -214,6 +220,7 @@ def test_memory_counts_shared_storage_once():
     assert per_node[mul] == 8000, "Mul runs first in engine order: it pays for both"
 
 
+@needs_torch("2.10", WHY_PACKED)
 def test_pack_hook_returning_a_tensor_counts_the_packed_storage_and_unpacks_once():
     unpacks = []
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 import autograd_widget as aw
+from tests.helpers.torch_versions import WHY_META, needs_torch
 from tests.zoo.models import MODELS, TRANSFORMERS, forward
 
 KIB = 1024
@@ -57,6 +58,7 @@ def test_tensors_saved_inside_a_list_count():
     assert abs(sum(got.values()) - want) <= KIB
 
 
+@needs_torch("2.10", WHY_META)
 def test_checkpoint_region_inputs_count():
     # The reproducer: 4 checkpointed blocks, each holding its 64 KiB input.
     torch.manual_seed(0)
@@ -107,7 +109,8 @@ def _zoo() -> list:
     return [
         pytest.param(
             n, marks=[pytest.mark.skip(reason="transformers is not installed")]
-            if n in TRANSFORMERS and not have else [],
+            if n in TRANSFORMERS and not have
+            else [needs_torch("2.10", WHY_META)] if n == "checkpoint" else [],
         )
         for n in MODELS
     ]  # fmt: skip

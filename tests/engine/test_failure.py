@@ -8,6 +8,7 @@ import torch
 import autograd_widget as aw
 from autograd_widget.engine.diagnose.failure import ANOMALY_HINT, explain_failure
 from tests.helpers.programs import raising
+from tests.helpers.torch_versions import WHY_CULPRIT, needs_torch
 
 
 def failed(out):
@@ -24,6 +25,7 @@ def name_of(graph, nid):
     return graph.nodes[nid].name
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_sigmoid_result_modified_in_place():
     x = torch.randn(3, requires_grad=True)
     y = x.sigmoid()
@@ -42,6 +44,7 @@ def test_sigmoid_result_modified_in_place():
     assert e.error.startswith("one of the variables needed for gradient computation")
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_two_in_place_ops_name_the_first_and_the_versions():
     x = torch.randn(3, requires_grad=True)
     y = x.sigmoid()
@@ -52,6 +55,7 @@ def test_two_in_place_ops_name_the_first_and_the_versions():
     assert name_of(graph, e.culprit) == "MulBackward0"
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_in_place_on_a_saved_input_of_mul():
     x = torch.randn(3, requires_grad=True)
     w = torch.randn(3, requires_grad=True)
@@ -65,6 +69,7 @@ def test_in_place_on_a_saved_input_of_mul():
     assert graph.fn(e.culprit) is a.grad_fn
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_in_place_node_outside_the_graph_is_still_named():
     x = torch.randn(3, requires_grad=True)
     w = torch.randn(3, requires_grad=True)
@@ -76,6 +81,7 @@ def test_in_place_node_outside_the_graph_is_still_named():
     assert "the in-place op is AddBackward0 (not in this graph)" in e.sentence
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_forward_traceback_under_anomaly_mode():
     with torch.autograd.set_detect_anomaly(True):
         x = torch.randn(3, requires_grad=True)
@@ -88,6 +94,7 @@ def test_forward_traceback_under_anomaly_mode():
     assert e.hint.startswith("the in-place op's forward traceback is in `traceback`")
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_leaf_changed_under_no_grad_names_no_node():
     w = torch.randn(3, requires_grad=True)
     out = (w * w).sum()
@@ -101,6 +108,7 @@ def test_leaf_changed_under_no_grad_names_no_node():
     )
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_the_engines_own_message_and_a_graph_without_live_nodes():
     x = torch.randn(3, requires_grad=True)
     y = x.sigmoid()
@@ -150,6 +158,7 @@ def test_no_failure_no_explanation():
     assert st.explain_failure() is None
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_custom_function_saved_tensor_modified_in_place():
     class Keep(torch.autograd.Function):
         @staticmethod

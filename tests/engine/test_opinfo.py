@@ -1,13 +1,17 @@
 """A sample of torch's own OpInfo database through capture + the default stepper, checked
-against `torch.autograd.grad`: float64 samples, every differentiable output a root with a random
-cotangent (multi-output ops, complex outputs and index outputs included), every input that
-requires grad a leaf.
+against `torch.autograd.grad`: float64 samples, and complex128 ones for every op with complex
+autograd, every differentiable output a root with a random cotangent (multi-output ops, complex
+outputs and index outputs included), every input that requires grad a leaf; an input the engine
+gives no gradient (None) gets None from the stepper too.
 
 The sample is a fixed, hand-picked list spread over torch's op families (pointwise, binary with
 broadcasting, reductions, scans and sorts, linear algebra, views and shape ops, indexing and
 scatter, nn.functional, complex outputs), the first `SAMPLES` OpInfo samples of each; it runs in a
 couple of seconds. `AW_OPINFO_ALL=1 pytest tests/engine/test_opinfo.py` runs every op in op_db that
 supports autograd and float64 on CPU instead (about 540 ops, also quick). Public API only.
+
+`test_istft_window_is_a_leaf_view`: OpInfo istft's complex128 samples 8 and 9, whose `window` is
+a leaf that is also a view (taken under no_grad: no gradient edge), where the stepper refused.
 """
 
 from __future__ import annotations
@@ -70,6 +74,10 @@ def _eligible(op: Any) -> bool:
     return op.supports_autograd and op.supports_dtype(torch.float64, "cpu")
 
 
+def _complex(op: Any) -> bool:
+    return torch.complex128 in op.supported_backward_dtypes("cpu")
+
+
 def _params() -> list:
     names = sorted(k for k, op in OPS.items() if _eligible(op))
     if not os.environ.get("AW_OPINFO_ALL"):
@@ -79,7 +87,9 @@ def _params() -> list:
         marks = []
         if name in XFAIL:
             marks.append(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=XFAIL[name]))
-        out.append(pytest.param(name, id=name, marks=marks))
+        out.append(pytest.param(name, torch.float64, id=name, marks=marks))
+        if _complex(OPS[name]):
+            out.append(pytest.param(name, torch.complex128, id=f"{name}-complex128", marks=marks))
     return out
 
 
@@ -101,40 +111,58 @@ def test_sample_is_valid():
         assert _eligible(OPS[name]), f"{name}: no autograd or no float64 on CPU"
 
 
-@pytest.mark.parametrize("name", _params())
-def test_op_matches_engine(name: str) -> None:
+def _check_sample(name: str, sample: Any, op: Any, label: str) -> bool:
+    """Capture, step and compare one OpInfo sample; False when it has nothing to check."""
+    leaves = [t for t in _tensors([sample.input, sample.args, sample.kwargs]) if t.requires_grad]
+    out = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
+    roots = [t for t in _tensors(out) if t.requires_grad]
+    if not leaves or not roots:
+        return False
+    cotangents = [torch.randn_like(r) for r in roots]
+    want = torch.autograd.grad(roots, leaves, cotangents, retain_graph=True, allow_unused=True)
+    stepper = aw.Stepper(aw.capture(roots, cotangents))
+    stepper.run()
+    assert stepper.done
+    for i, (leaf, w) in enumerate(zip(leaves, want)):
+        if w is None:
+            if leaf.grad_fn is None and leaf._is_view():  # no gradient edge: the engine's None
+                assert stepper.grad(leaf) is None, f"{label} input {i}: the engine gives None"
+            continue
+        # Same kernels in the same order: equal to the last bit (NaN where the engine has NaN).
+        torch.testing.assert_close(
+            stepper.grad(leaf), w, rtol=0, atol=0, equal_nan=True,
+            msg=lambda m, i=i: f"{label} input {i}: {m}",
+        )  # fmt: skip
+    assert stepper.compare_with_engine() == [], label
+    stepper.close()
+    return True
+
+
+@pytest.mark.parametrize(("name", "dtype"), _params())
+def test_op_matches_engine(name: str, dtype: torch.dtype) -> None:
     op = OPS[name]
     checked = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecation chatter of old ops (torch.lu, ...)
-        samples = op.sample_inputs("cpu", torch.float64, requires_grad=True)
-        for sample in samples:
+        for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
             if checked == SAMPLES:
                 break
-            leaves = [t for t in _tensors([sample.input, sample.args, sample.kwargs])
-                      if t.requires_grad]  # fmt: skip
-            out = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
-            roots = [t for t in _tensors(out) if t.requires_grad]
-            if not leaves or not roots:
-                continue
-            cotangents = [torch.randn_like(r) for r in roots]
-            want = torch.autograd.grad(
-                roots, leaves, cotangents, retain_graph=True, allow_unused=True
-            )
-            stepper = aw.Stepper(aw.capture(roots, cotangents))
-            stepper.run()
-            assert stepper.done
-            for i, (leaf, w) in enumerate(zip(leaves, want)):
-                if w is None:
-                    continue
-                # Same kernels in the same order: equal to the last bit (NaN where the engine
-                # has NaN).
-                torch.testing.assert_close(
-                    stepper.grad(leaf), w, rtol=0, atol=0, equal_nan=True,
-                    msg=lambda m, i=i, c=checked: f"{name} sample {c} input {i}: {m}",
-                )  # fmt: skip
-            assert stepper.compare_with_engine() == [], f"{name} sample {checked}"
-            stepper.close()
-            checked += 1
+            if _check_sample(name, sample, op, f"{name} {dtype} sample {checked}"):
+                checked += 1
     if checked == 0:
-        pytest.skip(f"{name}: no OpInfo sample with a differentiable output")
+        pytest.skip(f"{name} {dtype}: no OpInfo sample with a differentiable output")
+
+
+def test_istft_window_is_a_leaf_view() -> None:
+    # OpInfo istft, complex128, samples 8 and 9: `window` is a leaf AND a view (is_leaf,
+    # _is_view(), no grad_fn, requires_grad): autograd gives it no gradient edge and the engine
+    # answers None for it; the stepper used to refuse ("a view of a leaf taken under no_grad").
+    op = OPS["istft"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        samples = list(op.sample_inputs("cpu", torch.complex128, requires_grad=True))
+        for k in (8, 9):
+            window = samples[k].kwargs["window"]
+            assert window.is_leaf and window._is_view() and window.grad_fn is None
+            assert window.requires_grad
+            assert _check_sample("istft", samples[k], op, f"istft complex128 sample {k}")

@@ -21,6 +21,7 @@ from torch.utils.checkpoint import checkpoint
 import autograd_widget as aw
 from autograd_widget.view.inspect import inspect_node, memory_report
 from autograd_widget.view.scene import Scene
+from tests.helpers.torch_versions import WHY_FIND, WHY_GROUP, WHY_META, needs_torch
 from tests.zoo.models import MODELS, forward, params
 
 
@@ -76,6 +77,7 @@ def _same(st: aw.Stepper, ps, want) -> None:
         assert torch.equal(st.grad(p), w)
 
 
+@needs_torch("2.10", WHY_GROUP)
 @pytest.mark.parametrize("keep", ["tensors", "summaries"])
 def test_run_recomputes_each_region_once_and_keeps_nothing(setup, keep):
     model, graph, ps, want = setup
@@ -93,6 +95,7 @@ def test_run_recomputes_each_region_once_and_keeps_nothing(setup, keep):
     assert model.alive() == 0
 
 
+@needs_torch("2.10", WHY_FIND)
 @pytest.mark.parametrize("keep", ["tensors", "summaries"])
 def test_stepping_run_to_back_and_reset_mid_run(setup, keep):
     model, graph, ps, want = setup
@@ -127,6 +130,7 @@ def test_stepping_run_to_back_and_reset_mid_run(setup, keep):
     _same(st, ps, want)
 
 
+@needs_torch("2.10", WHY_FIND)
 def test_back_then_step_forward_recomputes_only_what_it_must(setup):
     model, graph, ps, want = setup
     st = aw.Stepper(graph, keep="tensors")
@@ -143,6 +147,7 @@ def test_back_then_step_forward_recomputes_only_what_it_must(setup):
     _same(st, ps, want)
 
 
+@needs_torch("2.10", WHY_META)
 def test_inspecting_never_recomputes(setup):
     model, graph, _ps, _want = setup
     mem = graph.saved_memory()
@@ -202,6 +207,7 @@ def test_nothing_of_the_users_is_touched(setup):
         assert torch.equal(p.grad, w)
 
 
+@needs_torch("2.10", WHY_GROUP)
 def test_inside_a_users_group_stepping_uses_it(setup):
     model, graph, ps, want = setup
     st = aw.Stepper(graph, keep="tensors")
@@ -211,6 +217,7 @@ def test_inside_a_users_group_stepping_uses_it(setup):
     _same(st, ps, want)
 
 
+@needs_torch("2.10", WHY_GROUP)
 @pytest.mark.zoo
 @pytest.mark.parametrize("keep", ["tensors", "summaries"])
 def test_zoo_checkpointed_model(keep):

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.torch_versions import needs_torch
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "js" / "tests" / "fixtures"
 
@@ -77,6 +79,11 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
+@needs_torch(
+    "2.13",
+    "the fixtures are snapshots of what the pinned torch's CPU kernels send; an older torch "
+    "words its errors differently",
+)
 def test_committed_js_fixtures_are_what_python_sends_today(generated: Path):
     want = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in generated.glob("*.json")}
     have = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in FIXTURES.glob("*.json")}

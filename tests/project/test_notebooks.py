@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tests.helpers.notebook_outputs import NOTEBOOKS, differences, executed
+from tests.helpers.torch_versions import WHY_CULPRIT, needs_torch
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
@@ -73,6 +74,7 @@ def test_tour_runs_and_shows_the_graph():
     assert len(widgets) == 2
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 @pytest.mark.slow
 def test_debugging_a_real_run_finds_the_birth_the_failure_and_the_rank():
     nb = execute("06_debugging_a_real_run.ipynb")

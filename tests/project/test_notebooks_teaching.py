@@ -22,6 +22,7 @@ import torch
 import autograd_widget as aw
 from autograd_widget.wire import payload as view
 from tests.helpers.notebook_outputs import NOTEBOOKS, executed
+from tests.helpers.torch_versions import WHY_PACKED, needs_torch
 
 TEACHING = (
     "02_step_through_backward.ipynb",
@@ -304,6 +305,7 @@ def test_03_memory_table_sums_to_the_total_and_matches_a_pack_hook_count():
     assert scaling == [total, 2 * total, 4 * total]
 
 
+@needs_torch("2.10", WHY_PACKED)
 @pytest.mark.slow
 def test_03_aliases_stale_and_packed_states():
     _, text = run("03_saved_tensors.ipynb")
@@ -406,6 +408,7 @@ def test_04_failing_node_and_the_x10_hook():
     with pytest.raises(RuntimeError) as engine:
         loss.backward(retain_graph=True)
     op = re.search(r"output 0 of (\w+),", str(engine.value)).group(1)
+    op = re.sub(r"Backward0$", "", op)  # torch < 2.8 or so names the node, not the op
     graph = aw.capture(loss, model=net)
     node = next(n for n in graph.nodes.values() if n.name == f"{op}Backward0")
     assert f"failing node: {node.id} {node.name}, module '{node.module}' (Sigmoid)" in text

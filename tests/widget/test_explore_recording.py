@@ -14,6 +14,7 @@ from autograd_widget.engine.record.replay import Replay
 from autograd_widget.view.stateview import DIFFERS, FLOWED, NONFINITE
 from autograd_widget.wire.protocol import dispatch
 from tests.helpers.programs import raising
+from tests.helpers.torch_versions import WHY_CULPRIT, needs_torch
 
 
 def _mlp_recording(seed: int = 0, corrupt: bool = False):
@@ -221,6 +222,7 @@ def test_first_nonfinite_runs_ahead_in_chunks_on_a_live_graph():
     w2.close()
 
 
+@needs_torch("2.10", WHY_CULPRIT)
 def test_a_recorded_inplace_failure_is_explained_even_from_a_file(tmp_path):
     a = torch.randn(4, requires_grad=True)
     b = a.sigmoid()

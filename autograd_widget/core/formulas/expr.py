@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ...util.compat import UnpackRefused, saved_value
 from ..checkpoint import is_checkpointed, value_meta
 
 __all__ = [
@@ -142,7 +143,9 @@ class Env:
                 v = _checkpointed_meta(raw)
             else:
                 try:
-                    v = getattr(fn, "_saved_" + name)
+                    v = saved_value(fn, "_saved_" + name)
+                except UnpackRefused as refused:  # an older torch: nothing ran
+                    raise ShapeUnknown(str(refused)) from None
                 except RuntimeError as err:
                     raise ShapeUnknown(str(err).splitlines()[0]) from None
             v = _to_meta(v)

@@ -25,6 +25,7 @@ import torch
 from ...core.checkpoint import is_checkpointed
 from ...core.saved import saved_names
 from ...core.summary import Summary
+from ...util.compat import UnpackRefused, saved_value
 from ...util.dtypes import dtype_from_name, dtype_name
 
 __all__ = [
@@ -125,7 +126,9 @@ def read_saved_values(fn: Any, names: Sequence[str] | None = None) -> tuple[dict
         if any(is_checkpointed(r) for r in raws):
             return {}, True
         try:
-            values = fn.saved_tensors
+            values = saved_value(fn, "saved_tensors")
+        except UnpackRefused as refused:  # a torch that cannot look first: nothing ran
+            return {}, refused.checkpoint
         except Exception:
             return {}, False
         for i, v in enumerate(values):
@@ -136,7 +139,11 @@ def read_saved_values(fn: Any, names: Sequence[str] | None = None) -> tuple[dict
         if is_checkpointed(raw):
             return {}, True
         try:
-            v = getattr(fn, "_saved_" + name)
+            v = saved_value(fn, "_saved_" + name)
+        except UnpackRefused as refused:
+            if refused.checkpoint:
+                return {}, True
+            continue
         except Exception:
             continue
         out[name] = v

@@ -15,6 +15,8 @@ The three failures a real backward meets most, told apart from the engine's own 
   culprit's forward traceback is shown when the forward ran under
   `torch.autograd.set_detect_anomaly(True)` (`node.metadata["traceback_"]`), else the hint says
   how to get it. A bump with no node (under `torch.no_grad()`, through `.data`, a leaf) says so.
+  On a torch without `SavedTensor.data` (< 2.10) the mutated tensor cannot be looked at, so the
+  culprit is unknown and the sentence says so (`util.compat`).
 - "freed": "Trying to backward through the graph a second time": the saved values were freed
   by an earlier `backward()` without `retain_graph=True`.
 - "donated": "This backward function was compiled with non-empty donated buffers ...": a region
@@ -39,6 +41,7 @@ import torch
 
 from ...core.checkpoint import is_checkpointed
 from ...core.saved import saved_names, storage_key
+from ...util import compat
 from ...util.compat import DONATED_BUFFER_ERROR
 
 if TYPE_CHECKING:
@@ -178,7 +181,7 @@ def _stale_name(fn: Any, want: str) -> tuple[str | None, Any]:
     if isinstance(fn, torch._C._FunctionBase):  # a custom Function: `saved_tensors`
         raws = getattr(fn, "_raw_saved_tensors", ()) or ()
         try:
-            _ = fn.saved_tensors
+            _ = compat.peek_value(fn, "saved_tensors")
         except RuntimeError as err:
             if marker in str(err):
                 for i, raw in enumerate(raws):
@@ -191,7 +194,7 @@ def _stale_name(fn: Any, want: str) -> tuple[str | None, Any]:
         if raw is None or is_checkpointed(raw):
             continue
         try:
-            getattr(fn, "_saved_" + name)
+            compat.peek_value(fn, "_saved_" + name)
         except RuntimeError as err:
             if marker in str(err):
                 return name, raw
@@ -202,12 +205,15 @@ def _stale_name(fn: Any, want: str) -> tuple[str | None, Any]:
 
 def _custom_stale(fn: Any, current: int | None) -> tuple[str | None, Any]:
     """For a custom Function: the first `saved_tensors[i]` at the message's current version."""
-    for i, raw in enumerate(getattr(fn, "_raw_saved_tensors", ()) or ()):
+    raws = getattr(fn, "_raw_saved_tensors", ()) or ()
+    for i, raw in enumerate(raws):
         if is_checkpointed(raw):
             continue
-        data = raw.data
+        data = compat.saved_data(raw)
         if current is None or getattr(data, "_version", None) == current:
             return f"saved_tensors[{i}]", raw
+        if data is None and len(raws) == 1:  # a torch that cannot look: the only one it saved
+            return "saved_tensors[0]", raw
     return None, None
 
 
@@ -225,8 +231,9 @@ def _inplace(
     candidates: tuple[str, ...] = ()
     tb = None
     outside = False
-    if raw is not None:
-        data = raw.data
+    data = compat.saved_data(raw)
+    unknown = raw is not None and data is None  # a torch that cannot look at a stale value
+    if data is not None:
         if current is None:
             current = getattr(data, "_version", None)
         head = _current_grad_fn(graph, fn, data)
@@ -262,6 +269,9 @@ def _inplace(
         )
     elif outside:
         by = "; no autograd node did it: it was changed under torch.no_grad() or through .data"
+    elif unknown:
+        since = compat.SAVED_DATA_TORCH
+        by = "; which op did it is " + compat.unknown_note("the modified tensor", since)
     else:
         by = ""
     hint = (
@@ -299,7 +309,7 @@ def _current_grad_fn(graph: BackwardGraph, fn: Any, data: Any) -> Any:
             r = getattr(other, "_raw_saved_" + nm, None)
             if r is None or isinstance(r, tuple | list) or is_checkpointed(r):
                 continue
-            d = r.data
+            d = compat.saved_data(r)
             g = getattr(d, "grad_fn", None)
             if g is not None and g is not fn and storage_key(d) == key:
                 return g

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed
 
 from ...core.graph import BackwardGraph
 from ...core.records import Edge

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from ...util.compat import storage_use_count
 from .plan import Plan
 
 __all__ = ["ADDED", "FanIn", "stealable"]
@@ -26,7 +27,6 @@ __all__ = ["ADDED", "FanIn", "stealable"]
 #: Undo-log marker: the step added into this slot's partial sum in place (rebuilt on undo).
 ADDED = object()
 
-_storage_use_count = torch._C._storage_Use_Count
 _STRIDED = torch.strided
 
 
@@ -54,7 +54,7 @@ def stealable(t: torch.Tensor) -> bool:
         and not t.requires_grad
         and t.is_contiguous()
         and not (t.is_conj() or t.is_neg() or t._is_zerotensor())
-        and _storage_use_count(t.untyped_storage()._cdata) == 2  # t's and this wrapper's
+        and storage_use_count(t) == 1  # t's alone
     )
 
 

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
+import torch.func
 
 from ...core.checkpoint import transient_group
 from ...core.records import Node

@@ -19,8 +19,10 @@ gives the stepper's state (stepstate.py) one group per PASS over the plan:
   until the next pass, holding only torch's per-group bookkeeping.
 
 Guarantees: groups never nest (inside a group the user entered, stepping uses theirs); on a
-torch without `GraphExecGroup` (older than 2.10, below the supported floor) `scope()` is a
-no-op and every read recomputes, as before.
+torch without `GraphExecGroup` (older than 2.10) `scope()` is a no-op and every read recomputes,
+as before. On a torch with groups but no `SavedTensor.unpack_hook` (checkpointed values cannot be
+found without unpacking) any move back retires a used group, and what a retired group recomputed
+for nodes not reached yet stays alive until the graph goes (it cannot be found to free).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ...core.checkpoint import (
 )
 from ...core.graph import BackwardGraph
 from ...core.saved import saved_names
+from ...util import compat
 from .plan import Plan
 
 __all__ = ["RecomputeGroups", "graph_frames", "node_frames"]
@@ -139,6 +142,8 @@ class RecomputeGroups:
         in the current group?"""
         if self.group is None or not self.group.used:
             return False
+        if not compat.SAVED_DATA:  # checkpointed values cannot be told apart: assume it does
+            return True
         self._scan()
         node_of = self.plan.node_of
         return any(node_of[k] in self._nodes for k in range(start, self.reached))

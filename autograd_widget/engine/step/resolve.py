@@ -18,7 +18,7 @@ import torch
 
 from ...core.graph import BackwardGraph
 from ...core.records import Edge, Node
-from ...util.compat import check_step_api, gradient_edge
+from ...util.compat import NoGradientEdge, check_step_api, gradient_edge
 from ...util.gcpause import gc_paused
 from .plan import Plan, build_plan, node_id, root_seeds
 from .regionplan import open_regions
@@ -115,9 +115,11 @@ def through(plan: Plan, k: int) -> int:
     return k
 
 
-def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int]:
+def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int] | None:
     """(node id, input slot) through which `tensor`'s gradient flows in `graph` (a leaf: its
-    AccumulateGrad; a non-leaf: its gradient edge), sparse leaves included.
+    AccumulateGrad; a non-leaf: its gradient edge), sparse leaves included; None for a tensor
+    autograd gives no gradient edge (a view of a leaf taken under `no_grad()`: the engine's
+    `torch.autograd.grad(..., allow_unused=True)` gives None for it).
 
     Example:
         >>> grad_slot(g, x), grad_slot(g, z)
@@ -125,6 +127,8 @@ def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int]:
     """
     try:
         return graph.gradient_edge(tensor)
+    except NoGradientEdge:
+        return None
     except NotImplementedError:  # a sparse leaf: torch's helper needs `view`
         node, slot = gradient_edge(tensor)
         found = graph.id_of(node)

@@ -133,8 +133,7 @@ class Stepper:
     # ----------------------------------------------------------------- state
     @property
     def graph(self) -> BackwardGraph:
-        """The captured graph this stepper runs. Assignable (a released widget swaps in the
-        graph's records, so the closed stepper pins no live torch object); the state follows."""
+        """The graph stepped; assignable (a released widget swaps in its records-only copy)."""
         return self._graph
 
     @graph.setter
@@ -193,8 +192,7 @@ class Stepper:
 
     @property
     def order(self) -> list[str]:
-        """Node ids in the engine's execution order: one entry per step (a read-only list,
-        built once: views index it once per step, and a copy per access made that O(n^2))."""
+        """Node ids in the engine's order, one per step (read-only, built once, never copied)."""
         order = self._order
         if order is None:
             order = self._order = ReadOnlyList(self._plan.order)
@@ -453,14 +451,16 @@ class Stepper:
     def grad(self, tensor: torch.Tensor) -> torch.Tensor | None:
         """The gradient computed so far for a captured tensor: a leaf (what its AccumulateGrad
         received), or a non-leaf through its gradient edge (the sum arriving in that slot).
-        Replays from the start when that slot's tensor was freed (`keep="summaries"`).
+        Replays from the start when that slot's tensor was freed (`keep="summaries"`). None, as
+        from the engine, for a view of a leaf taken under `no_grad()` (`resolve.grad_slot`).
 
         Example:
             >>> _ = st.run(); st.grad(x), st.grad(y), st.grad(z)
             (tensor(4.), tensor(1.), tensor(1.))
         """
         self._check_open()
-        return self._state.slot_grad(*grad_slot(self.graph, tensor))
+        slot = grad_slot(self.graph, tensor)
+        return None if slot is None else self._state.slot_grad(*slot)
 
     def first_nonfinite(self) -> tuple[Edge, Summary] | None:
         """The first edge, in execution order, whose gradient holds a NaN or an Inf.

@@ -1,0 +1,50 @@
+"""Tests that need a newer torch than the oldest supported one: `@needs_torch("2.13", why)`.
+
+The compat runs (`make compat TORCH=x.y.z`) run the whole suite on older torches; a test that
+checks something only a newer torch can show (a value `util.compat` reports as unknown on an
+older one) is skipped there with a reason naming the version, and nothing else skips.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+__all__ = [
+    "WHY_CULPRIT",
+    "WHY_FIND",
+    "WHY_GROUP",
+    "WHY_META",
+    "WHY_PACKED",
+    "WHY_STALE",
+    "needs_torch",
+    "torch_at_least",
+]
+
+#: Why a test needs the torch it names (what that torch added), one wording per reason.
+WHY_CULPRIT = "SavedTensor.data shows the modified tensor, whose grad_fn names the in-place op"
+WHY_GROUP = "torch.utils.checkpoint.GraphExecGroup: one recompute per region per pass"
+WHY_FIND = (
+    "SavedTensor.unpack_hook: which nodes hold checkpointed values, found without unpacking"
+)
+WHY_META = (
+    "SavedTensor.unpack_hook: a checkpointed value's shape and its region's inputs, "
+    "without recomputing"
+)
+WHY_PACKED = "SavedTensor.data: a packed value's packed form without running its unpack hook"
+WHY_STALE = "SavedTensor.data: a stale value's shape and bytes without unpacking"
+
+
+def torch_at_least(version: str) -> bool:
+    """Whether the installed torch is `version` or newer ("2.13" or "2.13.1")."""
+    have = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:3] if p.isdigit())
+    want = tuple(int(p) for p in version.split("."))
+    return have[: len(want)] >= want
+
+
+def needs_torch(version: str, why: str) -> pytest.MarkDecorator:
+    """Skip the test on a torch older than `version`, saying which torch it needs and why."""
+    return pytest.mark.skipif(
+        not torch_at_least(version),
+        reason=f"needs torch >= {version} (installed: {torch.__version__}): {why}",
+    )
