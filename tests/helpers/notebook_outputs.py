@@ -115,6 +115,23 @@ def executed(name: str) -> tuple[nbformat.NotebookNode, Path]:
     return nb, scratch
 
 
+def execute(name: str) -> nbformat.NotebookNode:
+    """The notebook executed once per test session (`executed`, shared by the notebook tests)."""
+    return executed(name)[0]
+
+
+def text_of(nb: nbformat.NotebookNode) -> str:
+    """Every stream and plain-text output of `nb`, in order, as one string."""
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o["text"])
+            elif "data" in o and "text/plain" in o["data"]:
+                out.append(o["data"]["text/plain"])
+    return "\n".join(out)
+
+
 def differences(name: str) -> list[str]:
     """Where the committed `notebooks/<name>` differs from a fresh execution ([] when up to
     date): one line per stale cell, with the first differing output."""

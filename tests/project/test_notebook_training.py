@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.helpers.notebooks import execute, text_of
+from tests.helpers.notebook_outputs import execute, text_of
 
 
 @pytest.mark.slow

@@ -6,30 +6,13 @@ from __future__ import annotations
 
 import json
 
-import nbformat
 import pytest
 import torch
 
-from tests.helpers.notebook_outputs import NOTEBOOKS, differences, executed
+from tests.helpers.notebook_outputs import NOTEBOOKS, differences, execute, executed, text_of
 from tests.helpers.torch_versions import WHY_CULPRIT, needs_torch
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-
-
-def execute(name: str) -> nbformat.NotebookNode:
-    """The notebook executed once per test session (shared with the other notebook tests)."""
-    return executed(name)[0]
-
-
-def text_of(nb: nbformat.NotebookNode) -> str:
-    out = []
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            if o.get("output_type") == "stream":
-                out.append(o["text"])
-            elif "data" in o and "text/plain" in o["data"]:
-                out.append(o["data"]["text/plain"])
-    return "\n".join(out)
 
 
 @pytest.mark.parametrize("name", NAMES)
