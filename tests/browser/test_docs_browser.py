@@ -43,7 +43,7 @@ MEASURE = """() => ({
       .getBoundingClientRect().width + 1).length,
   pastColumn: [...document.querySelectorAll('.md-content__inner > *')]
     .filter((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible')
-    .map((e) => e.tagName),
+    .map((e) => e.tagName + (e.tagName === 'P' ? ':' + e.textContent.slice(0, 80) : '')),
 })"""
 
 
