@@ -32,6 +32,7 @@ from .export.html import save_html
 from .util import static
 from .util.static import MISSING_MESSAGE
 from .view import inspect
+from .view.fitrule import default_viewport
 from .view.folding import RepeatedSubgraph
 from .view.labels import status_line
 from .view.repeats import Repeat
@@ -111,8 +112,11 @@ class AutogradWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     #: The selected edge id ("src:output_nr"), e.g. after "First NaN/Inf".
     selected_edge = traitlets.Unicode(None, allow_none=True).tag(sync=True)
-    height = traitlets.Int(600).tag(sync=True)
-    orientation = traitlets.Unicode("TB").tag(sync=True)
+    #: The widget's height in px; None: what the graph needs, within about 70% of the window.
+    height = traitlets.Int(None, allow_none=True).tag(sync=True)
+    #: The layout direction asked for: "auto" (whichever shows the whole graph larger), "TB"
+    #: or "LR"; `drawn_orientation` is the one drawn.
+    orientation = traitlets.Unicode("auto").tag(sync=True)
     #: Show pure plumbing nodes (views, reshapes, transposes, expands); False contracts them.
     show_plumbing = traitlets.Bool(True).tag(sync=True)
 
@@ -124,18 +128,21 @@ class AutogradWidget(anywidget.AnyWidget):
         model: Any = None,
         params: Mapping[str, Any] | None = None,
         collapse: str = "auto",
-        orientation: str = "TB",
+        orientation: str = "auto",
         keep: str | int = "summaries",
         create_graph: bool = False,
-        height: int = 600,
+        height: int | None = None,
         compare_to: Recording | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
         if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
-        if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-            raise ValueError(f"height must be an int number of pixels >= 100, got {height!r}")
+            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
+        if height is not None and (
+                not isinstance(height, int) or isinstance(height, bool) or height < 100):
+            raise ValueError(
+                f"height must be None (what the graph needs) or an int number of pixels >= 100, "
+                f"got {height!r}")
         stepper: Stepping
         if isinstance(graph_or_outputs, Recording):
             if grad_outputs is not None or model is not None or params is not None:
@@ -169,7 +176,7 @@ class AutogradWidget(anywidget.AnyWidget):
         super().__init__(height=height, orientation=orientation)
         self.collapse_mode = collapse
         scene = Scene(graph, stepper, collapse=collapse, orientation=orientation,
-                      show_plumbing=self.show_plumbing)
+                      show_plumbing=self.show_plumbing, viewport=default_viewport(height))
         session = Session(graph, stepper, scene, _Traits(self), notice=freed_notice(graph))
         if compare_to is not None:
             if not isinstance(compare_to, Recording):
@@ -232,8 +239,26 @@ class AutogradWidget(anywidget.AnyWidget):
     @traitlets.validate("orientation")
     def _check_orientation(self, proposal: dict) -> str:
         if proposal["value"] not in ORIENTATIONS:
-            raise traitlets.TraitError("orientation must be 'TB' or 'LR'")
+            raise traitlets.TraitError("orientation must be 'auto', 'TB' or 'LR'")
         return proposal["value"]
+
+    @traitlets.validate("height")
+    def _check_height(self, proposal: dict) -> int | None:
+        v = proposal["value"]
+        if v is not None and v < 100:
+            raise traitlets.TraitError("height must be None or a number of pixels >= 100")
+        return v
+
+    @property
+    def drawn_orientation(self) -> str:
+        """The direction drawn now, "TB" or "LR" (what orientation="auto" chose).
+
+        Example:
+            >>> w = aw.explore(z, params={"x": x, "y": y}, orientation="LR")
+            >>> w.drawn_orientation
+            'LR'
+        """
+        return self._session.scene.direction
 
     @traitlets.observe("orientation", "show_plumbing")
     def _relayout(self, change: dict) -> None:
@@ -440,10 +465,10 @@ def explore(
     model: Any = None,
     params: Mapping[str, Any] | None = None,
     collapse: str = "auto",
-    orientation: str = "TB",
+    orientation: str = "auto",
     keep: str | int = "summaries",
     create_graph: bool = False,
-    height: int = 600,
+    height: int | None = None,
     compare_to: Recording | None = None,
 ) -> AutogradWidget:
     """Capture `outputs`' backward graph and show it as an interactive, steppable widget.
@@ -455,12 +480,16 @@ def explore(
     gradients differ (`aw.compare_recordings`) are drawn in their own colour once they flowed
     (`widget.differences` lists them; `aw.side_by_side(a, b)` shows both, stepped together).
 
-    `collapse`: "auto" (the first render shows at most 60 items, a graph of <= 60 nodes every
-    node: runs of identical blocks fold first into one box each, "layers.0–47 ×48", then
-    modules collapse from the deepest level that fits; repeated subgraphs outside modules fold
-    too, "×1000 · repeated block (MulBackward0 → SinBackward0)"), "modules" (collapse the
-    top-level modules), "repeats" (fold the runs only) or "none".
-    A click on a box unfolds it locally (`widget.expand`, `fold`, `unfold`, `reveal`).
+    `collapse`: "auto" (the first render shows the WHOLE graph with legible labels in the
+    pixels the drawing has: a graph that fits shows every node; else runs of identical blocks
+    fold first into one box each, "layers.0–47 ×48", and runs of repeated subgraphs, "×1000 ·
+    repeated block (MulBackward0 → SinBackward0)", then modules collapse from the deepest
+    level; chosen again when the drawing's size changes, the user's own folds and unfolds
+    kept), "modules" (collapse the top-level modules), "repeats" (fold the runs only) or
+    "none". A click on a box unfolds it locally (`widget.expand`, `fold`, `unfold`, `reveal`).
+    `orientation`: "auto" (top-to-bottom or left-to-right, whichever shows the whole graph
+    larger), "TB" or "LR". `height`: px, or None (what the graph needs, within about 70% of
+    the window, at least 420 px; the drawing has a drag handle).
 
     Example:
         >>> w = aw.explore(x**2 + y, params={"x": x, "y": y})

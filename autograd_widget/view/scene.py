@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 from ..util.gcpause import gc_paused
 from . import modules
 from . import visible as vis_mod
-from .autofold import auto_folds, node_fold_positions
+from .autofold import FoldPlan, Pins, choose_folds, node_fold_positions
 from .clusters import ClusterLayout, ClusterLayouter
+from .fitrule import Viewport, default_viewport
 from .folding import RepeatedSubgraph
 from .placement import scene_layout
 from .repeats import Repeat, find_repeats
@@ -37,7 +38,8 @@ __all__ = ["BOX_PREFIX", "COLLAPSE_MODES", "ORIENTATIONS", "Scene", "compute_lay
 
 #: What `collapse=` accepts.
 COLLAPSE_MODES = ("auto", "modules", "repeats", "none")
-ORIENTATIONS = ("TB", "LR")
+#: What `orientation=` accepts ("auto": the direction that shows the whole graph larger).
+ORIENTATIONS = ("auto", "TB", "LR")
 #: Prefix of a box's item id in `Scene.visible_ids` (a folded module or a folded run).
 BOX_PREFIX = "box:"
 
@@ -71,15 +73,17 @@ class Scene:
     Args:
         graph: the graph (records suffice).
         stepper: the stepper whose state is drawn (read through its public API).
-        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": at most
-            `folding.AUTO_ITEMS` items, `autofold.auto_folds`: a graph that small shows every
-            node, a bigger one folds its runs of repeated blocks, then collapses modules as
-            deep as fits, then folds repeated subgraphs outside modules). Ignored when
-            `collapsed` or `folds` is given.
-        orientation: "TB" or "LR".
+        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": the whole graph
+            legible in `viewport`, `autofold.choose_folds`: runs of repeated blocks and of
+            repeated subgraphs fold first, then modules from the deepest level; chosen again
+            by `fit_to` when the drawing's size changes, the user's own folds kept). Ignored
+            when `collapsed` or `folds` is given.
+        orientation: "TB", "LR" or "auto" (the one that shows the drawing larger in
+            `viewport`; `direction` says which).
         show_plumbing: show views/reshapes/transposes (False contracts them).
         collapsed, folds: explicit starting folds (module paths; fold key -> run), e.g. another
             scene's `collapsed` and `folds`, to draw the same thing.
+        viewport: the drawing's size in px (default: `fitrule.default_viewport()`).
 
     Example:
         >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
@@ -99,41 +103,131 @@ class Scene:
         show_plumbing: bool = True,
         collapsed: Iterable[str] | None = None,
         folds: Mapping[str, Repeat | RepeatedSubgraph] | None = None,
+        viewport: Viewport | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
         if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
+            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
         self.graph = graph
         self.stepper = stepper
+        #: The direction asked for: "auto", "TB" or "LR" (`direction` is the one drawn).
         self.orientation = orientation
         self.show_plumbing = bool(show_plumbing)
+        #: The drawing's size in px the folds and direction were chosen for.
+        self.viewport = viewport or default_viewport()
         #: Bumped by every rebuild: the drawing changed.
         self.version = 0
         self._runs: dict[str, Repeat] | None = None  # fold key -> run, found on first need
-        plan_visible: VisibleGraph | None = None
+        # collapse="auto": the folds follow the drawing's size (`fit_to`), but not the user's
+        # own: what they opened stays open, what they folded stays folded.
+        self._auto = collapse == "auto" and collapsed is None and folds is None
+        self._opened: set[str] = set()
+        self._closed: set[str] = set()
+        # The view model allocates an object or two per node: let the cycle collector rescan
+        # the world once afterwards rather than many times during (halves a 50k-node build).
+        self._layouter = ClusterLayouter()
+        self._direction = orientation if orientation != "auto" else "TB"
+        plan: FoldPlan | None = None
         if collapsed is not None or folds is not None:
             self._folds: dict[str, Repeat | RepeatedSubgraph] = dict(folds or {})
             self._collapsed: set[str] = set(collapsed or ())
         elif collapse == "auto":
-            plan = auto_folds(graph, self.fold_index, show_plumbing=self.show_plumbing)
+            plan = self._plan()
             self._folds, self._collapsed = dict(plan.folds), set(plan.collapsed)
-            plan_visible = plan.visible
         else:
             self._folds = dict(self.fold_index()) if collapse == "repeats" else {}
             self._collapsed = vis_mod.default_collapsed(
                 graph, collapse, vis_mod.fold_members(self._folds)
             )
+        if plan is None and orientation == "auto":
+            plan = self._plan()
         #: The runs of repeated subgraphs outside modules this scene knows (they can refold).
         self._subgraph_runs = {k: r for k, r in self._folds.items()
                                if isinstance(r, RepeatedSubgraph)}
-        # The view model allocates an object or two per node: let the cycle collector rescan
-        # the world once afterwards rather than many times during (halves a 50k-node build).
-        self._layouter = ClusterLayouter()
         with gc_paused():
-            self.visible = plan_visible or self._visible_graph()
-            self.layout = self._layout()
+            if plan is not None:
+                self._direction = plan.orientation
+                self.visible, self.layout = plan.visible, plan.layout
+            else:
+                self.visible = self._visible_graph()
+                self.layout = self._layout()
             self.state = StateView(graph, stepper, self.visible)
+
+    # ------------------------------------------------------------------ fitting
+    def _plan(self) -> FoldPlan:
+        """What collapse="auto" (or only orientation="auto") draws in `viewport` now."""
+        def runs() -> dict[str, Repeat | RepeatedSubgraph]:
+            return {**self.fold_index(), **getattr(self, "_subgraph_runs", {})}
+
+        fixed = None if self._auto else (self._folds, frozenset(self._collapsed))
+        return choose_folds(
+            self.graph, runs, self.viewport, orientation=self.orientation,
+            show_plumbing=self.show_plumbing, layouter=self._layouter,
+            pins=Pins(frozenset(self._opened), frozenset(self._closed)), fixed=fixed,
+        )
+
+    @property
+    def direction(self) -> str:
+        """The direction drawn now, "TB" or "LR" (orientation="auto" chose it)."""
+        return self._direction
+
+    @property
+    def fitting(self) -> bool:
+        """Whether the drawing follows its size (collapse="auto" or orientation="auto")."""
+        return self._auto or self.orientation == "auto"
+
+    def fit_to(self, viewport: Viewport) -> bool:
+        """The drawing is `viewport` px now: choose the folds (collapse="auto") and the
+        direction (orientation="auto") again for it, keeping the user's own folds and
+        unfolds; True when the drawing changed (rebuilt, `version` bumped).
+
+        Example:
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(30)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(),
+            ...                 model=blocks)
+            >>> scene = Scene(gb, aw.Stepper(gb), viewport=Viewport(800, 450))
+            >>> scene.folds != {}, scene.fit_to(Viewport(20000, 20000)), scene.folds
+            (True, True, {})
+        """
+        self.viewport = viewport
+        if not self.fitting:
+            return False
+        plan = self._plan()
+        if (plan.folds.keys() == self._folds.keys() and plan.collapsed == self._collapsed
+                and plan.orientation == self._direction):
+            return False
+        self._folds, self._collapsed = dict(plan.folds), set(plan.collapsed)
+        self._subgraph_runs.update({k: r for k, r in self._folds.items()
+                                    if isinstance(r, RepeatedSubgraph)})
+        self._direction = plan.orientation
+        self.visible, self.layout = plan.visible, plan.layout
+        self.state.set_visible(self.visible)
+        self.version += 1
+        return True
+
+    def fold_level(self, anchor: str | None = None) -> list[str]:
+        """Fold the deepest level of unfolded modules (their frames) into boxes: zooming out
+        past legible. `anchor`, a module path among them, keeps its place. Returns the modules
+        folded; raises ValueError when no module is unfolded.
+
+        Example:
+            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+            >>> scene = Scene(gm, aw.Stepper(gm), collapse="none")
+            >>> scene.fold_level(), scene.collapsed
+            (['0', '2'], ['0', '2'])
+        """
+        frames = self.layout.frames
+        if not frames:
+            raise ValueError("no unfolded module to fold")
+        deepest = max(f.depth for f in frames)
+        paths = sorted(f.path for f in frames if f.depth == deepest)
+        self._collapsed.update(paths)
+        self._closed.update(paths)
+        self._opened.difference_update(paths)
+        key = "m:" + anchor if anchor in paths else None
+        self.rebuild(keep=(key, key) if key else None)
+        return paths
 
     # ------------------------------------------------------------------ the drawing
     def _visible_graph(self) -> VisibleGraph:
@@ -144,7 +238,7 @@ class Scene:
         )
 
     def _layout(self) -> ClusterLayout:
-        return scene_layout(self.graph, self.visible, self.orientation, folds=self._folds,
+        return scene_layout(self.graph, self.visible, self._direction, folds=self._folds,
                             layouter=self._layouter)
 
     def rebuild(self, *, keep: tuple[str, str] | None = None) -> None:
@@ -194,7 +288,8 @@ class Scene:
         self.state.graph = graph
 
     def set_orientation(self, orientation: str) -> None:
-        """Lay out top-to-bottom ("TB") or left-to-right ("LR"); rebuilds when it changes.
+        """Lay out top-to-bottom ("TB"), left-to-right ("LR"), or whichever shows the drawing
+        larger ("auto"); rebuilds when the direction drawn changes.
 
         Example:
             >>> scene = Scene(g, st)
@@ -202,9 +297,17 @@ class Scene:
             ('LR', 1)
         """
         if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
-        if orientation != self.orientation:
-            self.orientation = orientation
+            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
+        self.orientation = orientation
+        if orientation == "auto":
+            want = choose_folds(
+                self.graph, dict, self.viewport, orientation="auto",
+                show_plumbing=self.show_plumbing, layouter=self._layouter,
+                fixed=(self._folds, frozenset(self._collapsed))).orientation
+        else:
+            want = orientation
+        if want != self._direction:
+            self._direction = want
             self.rebuild()
 
     def set_plumbing(self, show: bool) -> None:
@@ -353,6 +456,7 @@ class Scene:
             )
         self._collapsed = {c for c in self._collapsed if not modules.in_group(c, module)}
         self._collapsed.add(module)
+        self._pin(closed=[module])
         self.rebuild(keep=("m:" + module, "m:" + module))
 
     def expand(self, module: str | None = None) -> None:
@@ -366,6 +470,7 @@ class Scene:
             ['2']
         """
         if module is None:
+            self._pin(opened=[*self._collapsed, *self._folds, *self.modules])
             self._collapsed = set()
             self._folds = {}
         elif module in self._folds:
@@ -376,6 +481,7 @@ class Scene:
                 raise ValueError(f"{module!r} is not collapsed; collapsed: {self.collapsed}")
             self._collapsed.discard(module)
             self._collapsed.update(modules.children(module, modules.module_paths(self.graph)))
+            self._pin(opened=[module])
             self.rebuild(keep=("m:" + module, "m:" + module))
             return
         self.rebuild()
@@ -398,10 +504,12 @@ class Scene:
                 # Unfold locally: the other blocks stay boxes, the node's own block opens below.
                 del self._folds[key]
                 self._collapsed.update(run.members)
+                self._pin(opened=[key])
                 changed = True
         for c in sorted(self._collapsed):
             if modules.in_group(node.module, c):
                 self._collapsed.discard(c)
+                self._pin(opened=[c])
                 changed = True
         if not self.show_plumbing and vis_mod.is_plumbing(node.name):
             self.show_plumbing = True
@@ -422,6 +530,7 @@ class Scene:
                 self._collapsed.discard(key)
             else:
                 break
+            self._pin(opened=[key])
             self.rebuild()
 
     # ------------------------------------------------------------------ repeated blocks
@@ -501,6 +610,7 @@ class Scene:
         self._collapsed = {
             c for c in self._collapsed if not any(modules.in_group(c, m) for m in members)
         }
+        self._pin(closed=keys)
         self.rebuild()
 
     def unfold(self, repeat: str | Repeat | None = None, *, blocks: bool = True) -> None:
@@ -526,4 +636,14 @@ class Scene:
             r = self._folds.pop(key)
             if blocks:
                 self._collapsed.update(r.members)
+        self._pin(opened=keys)
         self.rebuild()
+
+    def _pin(self, opened: Iterable[str] = (), closed: Iterable[str] = ()) -> None:
+        """The user opened / folded these modules or runs: a new fit keeps them so."""
+        for k in opened:
+            self._opened.add(k)
+            self._closed.discard(k)
+        for k in closed:
+            self._closed.add(k)
+            self._opened.discard(k)

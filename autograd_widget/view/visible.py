@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.graph import BackwardGraph
-from .folding import AUTO_ITEMS, plan_collapsed
 from .modules import children, in_group, module_paths, top_level_groups
 
 if TYPE_CHECKING:
     from .repeats import Repeat
 
 __all__ = [
-    "AUTO_ITEMS",
     "FOLD_PREFIX",
     "PLUMBING",
     "VisibleGraph",
@@ -83,30 +81,23 @@ def is_plumbing(name: str) -> bool:
 def default_collapsed(
     graph: BackwardGraph, mode: str, folded: Iterable[str] | Mapping[str, str] = ()
 ) -> set[str]:
-    """Groups folded at start: none, the top-level modules, or ("auto") as deep as fits.
+    """Groups folded at start: none ("none", "repeats") or the top-level modules ("modules").
+    collapse="auto" is chosen by pixels (`autofold.choose_folds`), not here.
 
     `folded`: member paths of the runs folded at start, or member path -> fold key
-    (`fold_members`; a plain iterable counts each member as its own box). They are left to
-    their fold box; with "modules" a top-level module holding one is looked through (its other
-    children are collapsed instead), or it would swallow the fold box. "auto": the modules
-    `folding.plan_collapsed` picks so that at most `AUTO_ITEMS` items show (none when the graph
-    has at most `AUTO_ITEMS` nodes); the Scene's collapse="auto" also folds the runs first
-    (`autofold.auto_folds`).
+    (`fold_members`). They are left to their fold box; with "modules" a top-level module
+    holding one is looked through (its other children are collapsed instead), or it would
+    swallow the fold box.
 
     Example:
         >>> with aw.track(model):
         ...     out = model(torch.randn(2, 4))
         >>> gm = aw.capture(out.sum(), model=model)
-        >>> sorted(default_collapsed(gm, "modules")), sorted(default_collapsed(gm, "auto"))
+        >>> sorted(default_collapsed(gm, "modules")), sorted(default_collapsed(gm, "none"))
         (['0', '1', '2'], [])
     """
-    if mode in ("none", "repeats"):
+    if mode in ("none", "repeats", "auto"):
         return set()
-    if mode == "auto":
-        if len(graph.nodes) <= AUTO_ITEMS:
-            return set()
-        keys = dict(folded) if isinstance(folded, Mapping) else {m: m for m in folded}
-        return plan_collapsed(graph, keys, AUTO_ITEMS)[0]
     if mode == "modules":
         tops = top_level_groups(graph)
         members = set(folded)

@@ -23,7 +23,7 @@ export const WHEEL_ZOOM = 0.0015;
 /** Edges answer the pointer within this many pixels. */
 export const EDGE_HIT_PX = 6;
 /** Frame title band height, layout units (as Python's `clusters.FRAME_TITLE`). */
-export const FRAME_TITLE = 1.6;
+export const FRAME_TITLE = 1.3;
 
 /**
  * @typedef {{ kind: 'node', index: number } | { kind: 'edge', index: number }} Hit

@@ -82,6 +82,9 @@ export function itemText(graph, state, i) {
     return { name: graph.titles?.[i] || graph.labels[i] || graph.modules[i] || 'module', sub: `${members} op${members === 1 ? '' : 's'}${p}`, cuttable: true };
   }
   const name = graph.labels[i] || graph.names[i] || graph.ids[i] || '';
+  // a node drawn as its whole (compact) module: the module's title, the op under it
+  const title = graph.titles?.[i];
+  if (title) return { name: title, sub: name, cuttable: true };
   const shape = graph.kinds[i] === 'accumulate_grad' || graph.kinds[i] === 'parameter' || graph.kinds[i] === 'input' ? graph.shapes[i] || '' : '';
   // unnamed leaves are already called e.g. "input 0 [3, 4]": no second shape
   return { name, sub: shape && !name.endsWith(shape) ? shape : '', cuttable: false };
