@@ -240,7 +240,7 @@ def test_gpt2_like_decoder_in_plain_torch():
     assert len(g) > 300
     w = aw.explore(g)
     vis = check_visible(w)
-    assert list(w.folds)[0] == "h.0–5 ×6"
+    assert next(iter(w.folds)) == "h.0–5 ×6"
     assert "box:h.0–5 ×6" in vis
     assert labels.run_title(g, w.folds["h.0–5 ×6"]) == "h.0–5 ×6 · GPTBlock"
     # Stepping through the folded drawing still gives the engine's gradients.

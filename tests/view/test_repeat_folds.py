@@ -23,6 +23,7 @@ from autograd_widget.view import modules, repeats
 from autograd_widget.view import scene as scene_mod
 from autograd_widget.view import stateview as view_state
 from autograd_widget.view import visible as groups
+from autograd_widget.view.fitrule import Viewport
 from autograd_widget.wire import payload as view
 from tests.helpers.models import make_transformer
 from tests.helpers.wire import arr, send
@@ -433,6 +434,8 @@ def test_auto_looks_through_a_module_holding_the_run_and_collapses_the_rest():
     w.close()
     small = tracked(Stack([nn.Linear(8, 8) for _ in range(3)]), torch.randn(2, 8))
     w = aw.explore(small)
+    w._session.scene.fit_to(Viewport(3000, 2000))  # room for every node: nothing folds
+    w._session.redraw()
     assert w.folds == {} and w.collapsed == [] and items(w)["count"] == len(small)
     w.close()
     with pytest.raises(ValueError, match="repeats"):
