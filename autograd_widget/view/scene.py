@@ -212,10 +212,12 @@ class Scene:
         folded; raises ValueError when no module is unfolded.
 
         Example:
-            >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
-            >>> scene = Scene(gm, aw.Stepper(gm), collapse="none")
+            >>> net = torch.nn.Sequential(
+            ...     torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()), torch.nn.Linear(4, 2))
+            >>> gn = aw.capture(net(torch.randn(5, 4)).sum(), model=net)
+            >>> scene = Scene(gn, aw.Stepper(gn), collapse="none")
             >>> scene.fold_level(), scene.collapsed
-            (['0', '2'], ['0', '2'])
+            (['0'], ['0'])
         """
         frames = self.layout.frames
         if not frames:
