@@ -172,7 +172,7 @@ def status_line(graph: BackwardGraph, stepper: Stepping) -> str:
 def step_announcement(graph: BackwardGraph, stepper: Stepping) -> str:
     """What a screen reader hears after a step, as a sentence: "ran AddmmBackward0 in fc1, step
     3 of 16; next ReluBackward0" (the module named when the node has one; "done" at the end; a
-    failed step says so).
+    failed step says which node failed, its message is on the status line).
 
     Args:
         graph: the stepper's graph (names and modules).
@@ -195,7 +195,7 @@ def step_announcement(graph: BackwardGraph, stepper: Stepping) -> str:
 
     err = stepper.last_error
     if err is not None and pos < total and err[0] == stepper.order[pos]:
-        return f"step {pos} of {total}: {named(err[0])} failed: {err[1]}"
+        return f"step {pos} of {total}: {named(err[0])} failed"
     head = f"ran {named(stepper.order[pos - 1])}, step {pos} of {total}" if pos > 0 else (
         f"step 0 of {total}")
     if pos >= total:

@@ -12,7 +12,7 @@ import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from 
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
 import { arrowIntoBox, tracePath } from './paintstyle.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
-import { itemText } from './drawing.js';
+import { GLYPHS, itemText } from './drawing.js';
 
 /** Polylines per stroke() call (one path of thousands of overlapping lines is quadratic). */
 const STROKE_BATCH = 64;
@@ -35,7 +35,7 @@ export const FRAME_TITLE = 1.3;
  * @property {{ l: number, t: number, w: number, h: number }} area the plotting area
  * @property {import('./labelplace.js').Label[]} labels
  * @property {{ kind: 'node' | 'box' | 'copy', index: number, x: number, y: number, w: number, h: number }[]} items boxes in view
- * @property {{ next: number, ran: number, selected: number, selectedEdge: number, highlight: number[],
+ * @property {{ next: number, ran: number, selected: number, selectedEdge: number, highlight: number[], focus: number,
  *   badges: { item: number, x: number, y: number, size: number, color: string, symbol: string }[] }} marks item (edge) indices, -1: none
  * @property {(x: number, y: number) => [number, number]} toPx layout units to canvas px
  * @property {(e: number) => [number, number]} edgeMid an edge's label anchor in canvas px
@@ -94,13 +94,15 @@ export function hitEdge(graph, ux, uy, tol) {
  * @param {Document} doc
  * @param {{ view: () => { range: import('./camera.js').Range, size: import('./camera.js').Size },
  *   move: (range: import('./camera.js').Range) => void, hover: (hit: Hit | null, ev: MouseEvent) => void,
- *   click: (hit: Hit | null, ev: MouseEvent) => void, fit: () => void }} on
+ *   click: (hit: Hit | null, ev: MouseEvent) => void, fit: () => void,
+ *   zoom?: (range: import('./camera.js').Range, x: number, y: number) => void }} on `zoom`: a wheel
+ *   zoom about canvas px (x, y) (default: `move`)
  */
 export function createCanvas(doc, on) {
   const el = /** @type {HTMLCanvasElement & { agwPainted?: Painted }} */ (doc.createElement('canvas'));
   el.className = 'agw-canvas';
-  el.setAttribute('role', 'img');
-  el.setAttribute('aria-label', 'Backward graph: drag to pan, wheel to zoom, click a node to inspect it');
+  // pixels only: the list of items in view beside it (a11y.js) is what assistive tech reads
+  el.setAttribute('aria-hidden', 'true');
   const win = doc.defaultView ?? globalThis;
   /** @type {CanvasRenderingContext2D | null} */
   let ctx = null;
@@ -299,7 +301,11 @@ export function createCanvas(doc, on) {
     const unit = ev.deltaMode === 1 ? 16 : ev.deltaMode === 2 ? 400 : 1;
     const factor = Math.exp(-ev.deltaY * unit * WHEEL_ZOOM);
     const { range, size } = on.view();
-    on.move(zoomAt(range, size, ev.clientX - r.left, ev.clientY - r.top, factor));
+    const x = ev.clientX - r.left;
+    const y = ev.clientY - r.top;
+    const next = zoomAt(range, size, x, y, factor);
+    if (on.zoom) on.zoom(next, x, y);
+    else on.move(next);
   };
   const onLeave = (/** @type {MouseEvent} */ ev) => {
     hoverEv = null;
@@ -517,6 +523,34 @@ function paintItems(c, d, items, badges, ppu) {
     if (i === marks.ran) ringAround(b, 3, RAN_COLOR, 2.5, null);
     if (i === marks.selected) ringAround(b, 6, SELECT_COLOR, 3, null);
     if (marks.highlight.includes(i)) ringAround(b, 9, HIGHLIGHT_COLOR, 2.5, null);
+    if (i === marks.focus) {
+      // the keyboard focus: a dashed ring outside every other mark
+      c.setLineDash([5, 3]);
+      ringAround(b, 12, d.look.font, 2.5, null);
+      c.setLineDash([]);
+    }
+  }
+  // step-state glyphs at each box's top-left corner: the state reads without its colour
+  if (ppu >= 6) {
+    const r = Math.max(6, Math.min(9, 0.4 * ppu));
+    c.textAlign = 'center';
+    c.textBaseline = 'middle';
+    c.font = `bold ${Math.round(1.3 * r)}px sans-serif`;
+    for (const b of items) {
+      if (b.kind === 'copy') continue;
+      const g = GLYPHS[/** @type {1 | 2 | 3 | 4} */ (d.glyph[b.index])];
+      if (!g) continue;
+      c.beginPath();
+      c.arc(b.x + 1, b.y + 1, r, 0, 2 * Math.PI);
+      c.fillStyle = d.look.background;
+      c.fill();
+      c.lineWidth = 1.5;
+      c.strokeStyle = g.color;
+      c.stroke();
+      c.fillStyle = g.color;
+      c.fillText(g.symbol, b.x + 1, b.y + 1.5);
+    }
+    c.textAlign = 'left';
   }
   // badges: at the box's top-right corner, never smaller than BADGE_MIN_PX
   for (const bd of badges) {

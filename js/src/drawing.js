@@ -15,6 +15,17 @@ import { sensitivityColors } from './sensitivity.js';
 import { edgeLabel } from './labels.js';
 import { progressText } from './groups.js';
 
+/**
+ * The glyph painted at a box's corner for each step state (`NODE_STATE` code -> symbol and its
+ * colour): the state reads without colour too. Pending has none.
+ */
+export const GLYPHS = Object.freeze({
+  [NODE_STATE.next]: { symbol: '▶', color: '#c99700' },
+  [NODE_STATE.done]: { symbol: '✓', color: '#2e7d32' },
+  [NODE_STATE.failed]: { symbol: '✖', color: '#c62828' },
+  [NODE_STATE.no_gradient]: { symbol: '∅', color: '#6c757d' },
+});
+
 /** Width (units) of one character of a box label and a box's text margin: as Python sizes them
  * (`view/placement.py` CHAR_W and _PAD_W), used only when a payload carries no sizes. */
 export const CHAR_W = 0.62;
@@ -35,7 +46,9 @@ const PAD_W = 1.2;
  * @property {import('./paintstyle.js').EdgeLayer[]} edges in painting order
  * @property {{ x: Float32Array, y: Float32Array }} selectedEdge glow path ([] when none)
  * @property {number} selectedEdgeIndex the selected edge, -1: none
- * @property {{ next: number, ran: number, selected: number, highlight: number[] }} marks item indices, -1: none
+ * @property {{ next: number, ran: number, selected: number, highlight: number[], focus: number }} marks item indices, -1: none
+ *   (`focus`: the keyboard focus, a11y.js)
+ * @property {Uint8Array} glyph per item: its step state's glyph (GLYPHS; colour is never the only carrier of a state)
  * @property {{ item: number, symbol: string, color: string }[]} badges
  * @property {{ index: number, text: string, color: string }[]} edgeTexts edges with a value label
  * @property {Float32Array | null} progress per item: a folded box's done fraction
@@ -169,6 +182,7 @@ export function itemStyles(graph, state, theme, shade = null) {
  * @property {number} [selectedEdge] visible edge index or -1
  * @property {number[]} [highlight] item indices to mark
  * @property {'gradient' | 'memory' | 'sensitivity'} [colorMode]
+ * @property {number} [focus] the item with the keyboard focus ring, -1 for none
  * @property {import('./memory.js').Memory | null} [memory]
  * @property {import('./sensitivity.js').Sensitivity | null} [sensitivity]
  */
@@ -227,7 +241,8 @@ export function buildDrawing(graph, state, theme, view) {
     edges,
     selectedEdge,
     selectedEdgeIndex: se >= 0 && se < graph.m ? se : -1,
-    marks: { next, ran, selected: inRange(view.selected), highlight: (view.highlight ?? []).filter((i) => i >= 0 && i < graph.n) },
+    marks: { next, ran, selected: inRange(view.selected), highlight: (view.highlight ?? []).filter((i) => i >= 0 && i < graph.n), focus: inRange(view.focus ?? -1) },
+    glyph: Uint8Array.from(state.nodeState.subarray(0, graph.n), (st) => (st in GLYPHS ? st : 0)),
     badges,
     edgeTexts,
     progress: graph.boxes?.length ? state.progress : null,

@@ -189,5 +189,5 @@ export function createViewport({ store, plot, height, now, paint, requestPaint }
     return true;
   }
 
-  return { size, fitRange: () => fitting().range, fit, move, itemInView, zoomBy, zoomTo, followStep, keepNextInView, aim, applyJump, selected, graphChanged, resized };
+  return { size, fitRange: () => fitting().range, fit, move, itemInView, zoomBy, zoomTo, centreOn: centre, followStep, keepNextInView, aim, applyJump, selected, graphChanged, resized };
 }
