@@ -212,8 +212,8 @@ class Scene:
         folded; raises ValueError when no module is unfolded.
 
         Example:
-            >>> net = torch.nn.Sequential(
-            ...     torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()), torch.nn.Linear(4, 2))
+            >>> inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+            >>> net = torch.nn.Sequential(inner, torch.nn.Linear(4, 2))
             >>> gn = aw.capture(net(torch.randn(5, 4)).sum(), model=net)
             >>> scene = Scene(gn, aw.Stepper(gn), collapse="none")
             >>> scene.fold_level(), scene.collapsed
