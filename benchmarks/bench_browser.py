@@ -17,6 +17,11 @@ the input event's timestamp to the first animation frame after the canvas repain
 - unfold round trip (collapse="auto"): a real mouse click on the folded box's centre on the
   canvas; from the pointerup event to the first frame after the canvas painted the new graph
   (another item count), Python's unfold and relayout included.
+- semantic zoom (issue 30): on a graph drawn with every frame (collapse="none"), whose Fit
+  stops at the legible scale, one wheel notch out at the view's centre folds the deepest
+  frames; then wheel notches in (one every 400 ms) on a folded box until it opens. Each from
+  the wheel event that asked for the change to the first frame after the canvas painted the
+  new graph (another item count in the accessible list), the round trip to Python included.
 
 Reported: the median over repeats (each repeat a fresh forward and widget).
 RESULTS.md may hold sections from several scripts: this one writes only between
@@ -111,6 +116,8 @@ def cases(tiny: bool) -> list[Case]:
                  {"painted": None, "step": None}),
             Case("TransformerEncoder 2 layers d32", "transformer(2)", "auto", {"unfold": None}),
             Case("chain 300 nodes", "chain(298)", "none", {"painted": None}),
+            Case("TransformerEncoder 3 layers d32", "transformer(3)", "none",
+                 {"fold_out": None, "open_in": None}),
         ]
     return [
         # The issue's targets: step round trip <= 100 ms on a ~900-node model (16 layers: 893
@@ -120,6 +127,10 @@ def cases(tiny: bool) -> list[Case]:
              {"painted": None, "step": 100}),
         Case("TransformerEncoder 16 layers d32", "transformer(16)", "auto",
              {"painted": None, "unfold": 150}),
+        # Semantic zoom: each change <= 150 ms on a ~1,000-node model (18 layers: ~1,000
+        # nodes), every frame drawn (collapse="none").
+        Case("TransformerEncoder 18 layers d32", "transformer(18)", "none",
+             {"fold_out": 150, "open_in": 150}),
         Case("chain 10k nodes", "chain(9998)", "none", {"painted": 1500, "step": None}),
         Case("fan 10k nodes", "fan(9997)", "none", {"painted": 1500, "step": None}),
     ]
@@ -219,6 +230,58 @@ ARM_UNFOLD = """([i]) => {
 }"""
 
 
+# Arm the semantic-zoom watcher: t0 = the last wheel event on the canvas; done = the first frame
+# after a paint of another graph (the accessible list's "of N items" changed).
+ARM_SEMZOOM = """([i]) => {
+  const st = (window.__agwSem = { t0: null, ms: null });
+  const root = document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.agw-root');
+  const canvas = root.querySelector('canvas.agw-canvas');
+  const total = () => (/of (\\d+) items/.exec(root.querySelector('.agw-sr-list')
+    ?.getAttribute('aria-label') || '') || [])[1];
+  const n = total();
+  const painted = Number(canvas.dataset.painted);
+  const onWheel = (e) => { st.t0 = e.timeStamp; };
+  canvas.addEventListener('wheel', onWheel, true);
+  const tick = () => {
+    if (st.t0 !== null && total() !== n && Number(canvas.dataset.painted) > painted) {
+      requestAnimationFrame(() => {
+        st.ms = performance.now() - st.t0;
+        canvas.removeEventListener('wheel', onWheel, true);
+      });
+      return;
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+def semantic_zoom(page, root) -> tuple[float, float]:
+    """(fold out ms, open in ms): see the module docstring."""
+    canvas = root.locator("canvas.agw-canvas")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.evaluate(ARM_SEMZOOM, [2])
+    page.mouse.wheel(0, 200)
+    out = wait_ms(page, "__agwSem")
+    page.wait_for_timeout(400)
+    spot = page.evaluate(
+        """(c) => { const p = c.agwPainted, a = p.area;
+          const b = p.items.find((b) => b.kind === 'box' && b.x >= a.l && b.y >= a.t
+            && b.x + b.w <= a.l + a.w && b.y + b.h <= a.t + a.h);
+          return b ? [b.x + b.w / 2, b.y + b.h / 2] : null; }""", canvas.element_handle())
+    if spot is None:
+        raise RuntimeError("no folded box in view after folding")
+    page.mouse.move(box["x"] + spot[0], box["y"] + spot[1])
+    page.evaluate(ARM_SEMZOOM, [2])
+    for _ in range(60):
+        page.mouse.wheel(0, -150)
+        page.wait_for_timeout(400)
+        if page.evaluate("() => window.__agwSem.ms !== null"):
+            break
+    return out, wait_ms(page, "__agwSem")
+
+
 def cell(page, i: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(i)
 
@@ -292,6 +355,11 @@ def measure(page, case: Case, repeats: int, clicks: int) -> list[Row]:
             page.mouse.click(at["x"], at["y"])
             runs["unfold"].append(wait_ms(page, "__agwUnfold"))
             note.append(f"unfold {runs['unfold'][-1]:.0f} ms")
+        if "fold_out" in runs:
+            out, into = semantic_zoom(page, root)
+            runs["fold_out"].append(out)
+            runs["open_in"].append(into)
+            note.append(f"semantic zoom: fold out {out:.0f} ms, open in {into:.0f} ms")
         print(f"  {case.name} (collapse={case.collapse}): {'; '.join(note)}", flush=True)
     return [Row(case, m, n, statistics.median(v), v) for m, v in runs.items()]
 
@@ -323,6 +391,8 @@ WHAT = {
     "painted": "explore -> painted",
     "step": "step round trip",
     "unfold": "unfold round trip",
+    "fold_out": "semantic zoom out: fold",
+    "open_in": "semantic zoom in: open",
 }
 
 
@@ -359,7 +429,7 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
     for r in rows:
         lines.append(
             f"| {r.case.name} | {r.nodes} | {r.case.collapse} | {WHAT[r.measure]} | "
-            f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.executions)} | {r.target_text()} | "
+            f"{r.ms:.1f} | {', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | "
             f"{r.met()} |"
         )
     return "\n".join(lines) + "\n"
