@@ -11,6 +11,7 @@ Foldable groups are folded from the finest drawing to the coarsest until one fit
 - then modules from the deepest level up: level L collapses the outermost modules at depth >= L,
   looking through the modules that must stay open (those holding a folded run, whose box they
   would swallow, and those the user opened);
+- the coarsest: every top-level module one box (a module holding a run too);
 - between the finest level that fits and the next finer one, the modules of that level are
   opened one by one, fewest nodes first, while it still fits.
 
@@ -224,6 +225,13 @@ class _Chooser:
         for cl in self._levels(members, pins, closed_mods):
             if cl != cands[-1][1]:
                 cands.append((folds, cl))
+        # The coarsest: the model's top-level modules as boxes, even those holding a run.
+        top = self._top_level(pins, closed_mods)
+        if top is not None and (top != cands[-1][1] or folds):
+            kept = {k: r for k, r in known.items() if k in pins.closed}
+            # (only when no finer: top-level blocks of a run may be more items than its box)
+            if self.visible(kept, top).n_items <= self.visible(*cands[-1]).n_items:
+                cands.append((kept, top))
         plans: dict[int, FoldPlan] = {}
 
         def at(i: int) -> FoldPlan:
@@ -307,6 +315,22 @@ class _Chooser:
                     chosen.add(p)
             out.append(frozenset(chosen))
         return out
+
+    def _top_level(self, pins: Pins, closed: frozenset[str]) -> frozenset[str] | None:
+        """Every top-level module collapsed (but those the user opened: their children
+        instead), None without modules."""
+        if not self.paths:
+            return None
+        opened = {q for q in pins.opened if q in set(self.paths)}
+        out = set(closed)
+        todo = modules.children("", self.paths)
+        while todo:
+            p = todo.pop()
+            if any(modules.in_group(q, p) for q in opened):
+                todo += modules.children(p, self.paths)
+            elif not any(modules.in_group(p, c) for c in out):
+                out.add(p)
+        return frozenset(out)
 
     def _refine(self, finer: frozenset[str], fits: FoldPlan) -> FoldPlan:
         """Open the modules `fits` collapses but `finer` opens, fewest nodes first, as many as

@@ -11,8 +11,9 @@ camera.js and geometry.js and compares).
 
 Until the front-end has told Python its size (the first render, a saved notebook, the
 standalone page), the drawing is assumed to be `DEFAULT_WIDTH` wide and as tall as the widget's
-height less its toolbars (`CHROME_PX`); `height=None` stands for `AUTO_HEIGHT_FRACTION` of a
-typical window (`TYPICAL_WINDOW_PX`), at least `MIN_AUTO_HEIGHT`.
+height less its toolbars (`CHROME_PX`); with `height=None` the drawing may take
+`AUTO_HEIGHT_FRACTION` of a typical window (`TYPICAL_WINDOW_PX`), the widget at least
+`MIN_AUTO_HEIGHT`.
 """
 
 from __future__ import annotations
@@ -53,11 +54,11 @@ MARGIN = (8.0, 64.0, 8.0, 8.0)
 DEFAULT_WIDTH = 820.0
 #: The widget's rows above and below the drawing (toolbars, status, legend), in px.
 CHROME_PX = 150.0
-#: `height=None`: the widget takes at most this fraction of the window's height...
+#: `height=None`: the drawing takes at most this fraction of the window's height...
 AUTO_HEIGHT_FRACTION = 0.7
 #: ...of a window this tall, before the front-end said how tall its window is...
 TYPICAL_WINDOW_PX = 900.0
-#: ...and at least this many px.
+#: ...and the widget at least this many px.
 MIN_AUTO_HEIGHT = 420.0
 
 
@@ -77,17 +78,16 @@ class Viewport:
 def default_viewport(height: int | None = None) -> Viewport:
     """The drawing's size before the front-end measured it: `DEFAULT_WIDTH` wide, the widget's
     `height` less `CHROME_PX` tall (`height=None`: `AUTO_HEIGHT_FRACTION` of
-    `TYPICAL_WINDOW_PX`, at least `MIN_AUTO_HEIGHT`).
+    `TYPICAL_WINDOW_PX`, what the drawing may grow to).
 
     Example:
         >>> default_viewport(600), default_viewport(None).height
-        (Viewport(width=820.0, height=450.0), 480.0)
+        (Viewport(width=820.0, height=450.0), 630.0)
     """
     if height is None:
-        total = max(MIN_AUTO_HEIGHT, AUTO_HEIGHT_FRACTION * TYPICAL_WINDOW_PX)
-    else:
-        total = float(height)
-    return Viewport(DEFAULT_WIDTH, max(120.0, total - CHROME_PX))
+        return Viewport(DEFAULT_WIDTH, max(MIN_AUTO_HEIGHT - CHROME_PX,
+                                           AUTO_HEIGHT_FRACTION * TYPICAL_WINDOW_PX))
+    return Viewport(DEFAULT_WIDTH, max(120.0, float(height) - CHROME_PX))
 
 
 def fit_scale(width_units: float, height_units: float, viewport: Viewport) -> float:

@@ -155,7 +155,8 @@ export function createChrome(doc, opts) {
     // the direction asked for ('auto' names the one it chose), else the one drawn
     const asked = opts.orientation?.();
     direction.value = asked === 'auto' || asked === 'TB' || asked === 'LR' ? asked : graph.orientation;
-    autoOption.textContent = `Auto (${graph.orientation === 'LR' ? 'left → right' : 'top → bottom'})`;
+    autoOption.textContent = `Auto ${graph.orientation === 'LR' ? '→' : '↓'}`;
+    autoOption.title = `Auto: ${graph.orientation === 'LR' ? 'left → right' : 'top → bottom'} shows the whole graph larger`;
     notice.hidden = !state.notice;
     notice.textContent = state.notice ? `⚠ ${state.notice}` : '';
     opts.root.classList.toggle('agw-busy', busy || state.running);

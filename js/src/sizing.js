@@ -1,9 +1,9 @@
 /**
  * The widget's height and what it tells Python of its size.
  *
- * - `height` trait in px: the widget is that tall. `height` null (the default): the widget is
- *   as tall as the graph needs at Fit, within `AUTO_FRACTION` of the window's height and at
- *   least `MIN_AUTO_PX` (`autoHeight`, pure).
+ * - `height` trait in px: the widget is that tall. `height` null (the default): the drawing is
+ *   as tall as the graph needs at Fit, within `AUTO_FRACTION` of the window's height, the widget
+ *   at least `MIN_AUTO_PX` (`autoHeight`, pure).
  * - A drag handle under the drawing resizes it (mouse, or the arrow keys when focused); the
  *   height it leaves is the widget's `height` from then on.
  * - The drawing's size goes to Python (`MSG.VIEWPORT`, debounced), which chooses the folds and
@@ -14,7 +14,7 @@ import { FIT_PAD, MAX_FIT_PPU } from './camera.js';
 import { MARGIN, plotArea } from './geometry.js';
 import { MSG, TRAIT } from './protocol.js';
 
-/** `height=None`: at most this fraction of the window's height... */
+/** `height=None`: the drawing takes at most this fraction of the window's height... */
 export const AUTO_FRACTION = 0.7;
 /** ...and at least this many px (the whole widget). */
 export const MIN_AUTO_PX = 420;
@@ -27,14 +27,15 @@ export const HANDLE_STEP_PX = 24;
 
 /**
  * The widget's height (px) for `height` null: the chrome plus what the drawing needs to show
- * the graph at Fit across the plot's width, within [MIN_AUTO_PX, AUTO_FRACTION * window].
+ * the graph at Fit across the plot's width, the drawing at most AUTO_FRACTION of the window,
+ * the widget at least MIN_AUTO_PX.
  * @param {[number, number, number, number]} bounds the layout's bounds @param {number} plotWidth
  * @param {number} chrome the widget's px outside the drawing @param {number} windowHeight
  * @returns {number}
- * @example autoHeight([0, 10, -40, 0], 800, 150, 900) // 630: a tall graph takes 70%
+ * @example autoHeight([0, 10, -40, 0], 800, 150, 900) // 780: a tall graph's drawing takes 70%
  */
 export function autoHeight(bounds, plotWidth, chrome, windowHeight) {
-  const most = Math.max(MIN_AUTO_PX, AUTO_FRACTION * windowHeight);
+  const most = Math.max(MIN_AUTO_PX, chrome + AUTO_FRACTION * windowHeight);
   const gw = Math.max(bounds[1] - bounds[0], 1e-6);
   const gh = Math.max(bounds[3] - bounds[2], 1e-6);
   const w = Math.max(20, plotArea({ width: plotWidth, height: 400 }).width - 2 * FIT_PAD);
@@ -90,8 +91,8 @@ export function createSizing(doc, { model, root, plot, live, send, bounds }) {
   function measured(w, h) {
     if (!live) return;
     const px = explicit();
-    // height null: the most the drawing may have (its chrome aside), so the answer may grow it
-    const height = px === null ? Math.max(MIN_AUTO_PX, AUTO_FRACTION * windowHeight()) - chrome() : h;
+    // height null: the most the drawing may have, so the answer may grow it
+    const height = px === null ? AUTO_FRACTION * windowHeight() : h;
     const next = { width: Math.round(w), height: Math.round(Math.max(120, height)) };
     if (sent && Math.abs(sent.width - next.width) <= REPORT_SLACK_PX && Math.abs(sent.height - next.height) <= REPORT_SLACK_PX) return;
     clearTimeout(timer);

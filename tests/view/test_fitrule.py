@@ -45,5 +45,4 @@ def test_fit_scale_is_camera_fitview(w, h, vw, vh):
 def test_default_viewport_before_the_front_end_measures():
     assert default_viewport(600) == Viewport(fitrule.DEFAULT_WIDTH, 600 - fitrule.CHROME_PX)
     assert default_viewport(None).height == pytest.approx(
-        max(fitrule.MIN_AUTO_HEIGHT, fitrule.AUTO_HEIGHT_FRACTION * fitrule.TYPICAL_WINDOW_PX)
-        - fitrule.CHROME_PX)
+        fitrule.AUTO_HEIGHT_FRACTION * fitrule.TYPICAL_WINDOW_PX)
