@@ -52,7 +52,7 @@ TITLE_CHAR_W = 0.62
 TITLE_PAD_W = 0.9
 # Gaps inside a cluster: between boxes of a layer, between layers, between lanes/dummies.
 NODE_GAP = 1.0
-LAYER_GAP = 1.0
+LAYER_GAP = 1.4
 DUMMY_GAP = 0.6
 # Arrangements and placements kept (per layouter): plenty for every cluster of a big model.
 _CACHE_SIZE = 2048

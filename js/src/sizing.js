@@ -1,9 +1,10 @@
 /**
  * The widget's height and what it tells Python of its size.
  *
- * - `height` trait in px: the widget is that tall. `height` null (the default): the drawing is
- *   as tall as the graph needs at Fit, within `AUTO_FRACTION` of the window's height, the widget
- *   at least `MIN_AUTO_PX` (`autoHeight`, pure).
+ * - `height` trait in px: the widget is that tall. `height` null (the default): the drawing
+ *   (the body under the toolbars) is as tall as the graph needs at Fit, within `AUTO_FRACTION`
+ *   of the window's height, the widget at least `MIN_AUTO_PX` (`autoHeight`, pure); the widget
+ *   grows around it, whatever its toolbars take.
  * - A drag handle under the drawing resizes it (mouse, or the arrow keys when focused); the
  *   height it leaves is the widget's `height` from then on.
  * - The drawing's size goes to Python (`MSG.VIEWPORT`, debounced), which chooses the folds and
@@ -26,34 +27,35 @@ export const REPORT_SLACK_PX = 4;
 export const HANDLE_STEP_PX = 24;
 
 /**
- * The widget's height (px) for `height` null: the chrome plus what the drawing needs to show
- * the graph at Fit across the plot's width, the drawing at most AUTO_FRACTION of the window,
- * the widget at least MIN_AUTO_PX.
+ * The drawing's height (px) for `height` null: what it needs to show the graph at Fit across
+ * the plot's width, at most AUTO_FRACTION of the window, at least what makes the widget (its
+ * `chrome` around the drawing) MIN_AUTO_PX tall.
  * @param {[number, number, number, number]} bounds the layout's bounds @param {number} plotWidth
  * @param {number} chrome the widget's px outside the drawing @param {number} windowHeight
  * @returns {number}
- * @example autoHeight([0, 10, -40, 0], 800, 150, 900) // 780: a tall graph's drawing takes 70%
+ * @example autoHeight([0, 10, -40, 0], 800, 150, 900) // 630: a tall graph takes 70% of the window
  */
 export function autoHeight(bounds, plotWidth, chrome, windowHeight) {
-  const most = Math.max(MIN_AUTO_PX, chrome + AUTO_FRACTION * windowHeight);
+  const most = AUTO_FRACTION * windowHeight;
+  const least = Math.max(120, MIN_AUTO_PX - chrome);
   const gw = Math.max(bounds[1] - bounds[0], 1e-6);
   const gh = Math.max(bounds[3] - bounds[2], 1e-6);
   const w = Math.max(20, plotArea({ width: plotWidth, height: 400 }).width - 2 * FIT_PAD);
   const ppu = Math.min(w / gw, MAX_FIT_PPU);
-  const need = chrome + gh * ppu + 2 * FIT_PAD + MARGIN.t + MARGIN.b;
-  return Math.round(Math.max(MIN_AUTO_PX, Math.min(most, need)));
+  const need = gh * ppu + 2 * FIT_PAD + MARGIN.t + MARGIN.b;
+  return Math.round(Math.max(least, Math.min(most, need)));
 }
 
 /**
  * @param {Document} doc
  * @param {{
  *   model: { get(name: string): any, set(name: string, v: any): void, save_changes(): void },
- *   root: HTMLElement, plot: HTMLElement, live: boolean,
+ *   root: HTMLElement, body: HTMLElement, plot: HTMLElement, live: boolean,
  *   send: (cmd: { type: string, [k: string]: unknown }) => void,
  *   bounds: () => [number, number, number, number],
- * }} ctx
+ * }} ctx `body`: what holds the drawing (and the side panel), under the toolbars
  */
-export function createSizing(doc, { model, root, plot, live, send, bounds }) {
+export function createSizing(doc, { model, root, body, plot, live, send, bounds }) {
   const win = doc.defaultView ?? globalThis;
   const handle = doc.createElement('div');
   handle.className = 'agw-resize';
@@ -79,12 +81,16 @@ export function createSizing(doc, { model, root, plot, live, send, bounds }) {
     return r > 0 && p > 0 ? Math.max(60, r - p) : 150;
   };
 
-  /** Size the widget: its `height`, or (null) what the graph needs. */
+  /** Size the widget: its `height`, or (null) the drawing what the graph needs. */
   function apply() {
     const px = explicit();
-    const h = px !== null ? Math.max(240, px) : autoHeight(bounds(), plot.clientWidth || 800, chrome(), windowHeight());
-    root.style.height = `${h}px`;
-    handle.setAttribute('aria-valuenow', String(h));
+    if (px !== null) {
+      root.style.height = `${Math.max(240, px)}px`;
+      body.style.height = '';
+    } else {
+      root.style.height = 'auto';
+      body.style.height = `${autoHeight(bounds(), plot.clientWidth || 800, chrome(), windowHeight())}px`;
+    }
   }
 
   /** The drawing was measured at w x h: tell Python (debounced), for the folds that fit it. @param {number} w @param {number} h */
@@ -106,6 +112,7 @@ export function createSizing(doc, { model, root, plot, live, send, bounds }) {
   function setHeight(h) {
     const px = Math.round(Math.max(240, h));
     root.style.height = `${px}px`;
+    body.style.height = '';
     model.set(TRAIT.HEIGHT, px);
     model.save_changes();
   }

@@ -219,7 +219,8 @@ export function createView({ model, el, backend, options = {} }) {
     zoom: (next, x, y) => semzoom.zoom(next, x, y),
   });
   const semzoom = createSemanticZoom({ store, live, now, size: () => viewport.size(), move: (r) => viewport.move(r), refold: (type, group, anchor) => refold(type, group, anchor) });
-  const sizing = createSizing(doc, { model, root, plot, live, send, bounds: () => store.get().graph.bounds });
+  const body = h('div', { class: 'agw-body' }, main);
+  const sizing = createSizing(doc, { model, root, body, plot, live, send, bounds: () => store.get().graph.bounds });
   const a11y = createA11y(doc, {
     store,
     sizes: () => itemSizes(store.get().graph),
@@ -243,7 +244,7 @@ export function createView({ model, el, backend, options = {} }) {
   main.append(plot, a11y.list, card.el, empty, minimap.el, help.el);
   const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
   side.append(...colors.panels, feed.el);
-  const body = h('div', { class: 'agw-body' }, main, side);
+  body.append(side);
   root.append(chrome.toolbar, chrome.nav, chrome.progress, chrome.status, chrome.waiting, chrome.notice, chrome.alert, body, colors.legend, sizing.handle, a11y.announcer);
   el.appendChild(root);
   store.set({ theme: readTheme(root) }); // attached: the host's variables are visible

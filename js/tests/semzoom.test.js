@@ -72,10 +72,10 @@ describe('semanticZoom', () => {
 
 describe('autoHeight', () => {
   it('gives the graph what it needs within the window, at least MIN_AUTO_PX', () => {
-    expect(autoHeight([0, 10, -40, 0], 800, 150, 900)).toBe(Math.round(150 + AUTO_FRACTION * 900));
-    expect(autoHeight([0, 40, -2, 0], 800, 150, 900)).toBe(MIN_AUTO_PX);
+    expect(autoHeight([0, 10, -40, 0], 800, 150, 900)).toBe(Math.round(AUTO_FRACTION * 900));
+    expect(autoHeight([0, 40, -2, 0], 800, 150, 900)).toBe(MIN_AUTO_PX - 150);
     const mid = autoHeight([0, 40, -20, 0], 800, 150, 1400);
-    expect(mid).toBeGreaterThan(MIN_AUTO_PX);
-    expect(mid).toBeLessThan(150 + AUTO_FRACTION * 1400);
+    expect(mid).toBeGreaterThan(MIN_AUTO_PX - 150);
+    expect(mid).toBeLessThan(AUTO_FRACTION * 1400);
   });
 });
