@@ -109,18 +109,29 @@ def in_view(root) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+SIZE_SEEN = "import json; print(json.dumps({'width': w._session.scene.viewport.width}))"
+
+
 def settled_first_render(page, root) -> None:
     """Wait until the widget told Python its size and the answer (a new drawing, or none) is
-    painted: the viewport message goes 200 ms after the first measure."""
-    page.wait_for_timeout(900)
+    painted: the viewport message goes 200 ms after the first measure; the kernel answers it
+    before it runs the next cell."""
+    page.wait_for_timeout(600)
+    for _ in range(20):
+        out = run_cell(page, 2)
+        width = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])["width"]
+        if width != 820.0:  # fitrule.DEFAULT_WIDTH: not measured yet
+            break
+        page.wait_for_timeout(500)
+    root.locator("canvas.agw-canvas").scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
     painted(root)
-    page.wait_for_function("() => !document.querySelector('.jp-Notebook .jp-mod-busy')")
 
 
 @pytest.mark.parametrize("kind,name", cases())
 def test_first_render_shows_the_whole_model_legibly(page, lab_server, kind, name):
     open_notebook(page, lab_server, f"first_{kind}_{name}.ipynb",
-                  [model_cell(kind, name), TOP_LEVEL])
+                  [model_cell(kind, name), TOP_LEVEL, SIZE_SEEN])
     run_cell(page, 0, timeout=180)
     root = widget_root(page, 0)
     root.locator("canvas.agw-canvas").scroll_into_view_if_needed()
