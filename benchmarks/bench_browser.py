@@ -442,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="repeats per graph")
     parser.add_argument("--clicks", type=int, default=10, help="Step clicks per repeat")
     parser.add_argument("--results", type=Path, default=RESULTS, help="file to write the section")
+    parser.add_argument("--only", default=None, help="only the graphs whose name contains this")
+    parser.add_argument("--section", default=SECTION,
+                        help="the RESULTS.md section to write (default: browser)")
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.tiny else 3)
     from playwright.sync_api import sync_playwright
@@ -464,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
             page.wait_for_function(KERNEL_IDLE, arg="bench.ipynb")
             run_cell(page, 0)
-            for case in cases(args.tiny):
+            for case in [c for c in cases(args.tiny) if not args.only or args.only in c.name]:
                 for row in measure(page, case, repeats, args.clicks):
                     rows.append(row)
                     print(
@@ -480,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     load1 = os.getloadavg()[0]
     body = section(rows, repeats, args.clicks, argv, f"{load0:.2f} / {load1:.2f}")
-    write_section(SECTION, body, args.results)
+    write_section(args.section, body, args.results)
     print(f"wrote {args.results}")
     return 0
 

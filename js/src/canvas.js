@@ -10,9 +10,10 @@
  */
 import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
-import { arrowIntoBox, tracePath } from './paintstyle.js';
+import { arrowIntoBox, paintGlyphs, tracePath } from './paintstyle.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
-import { GLYPHS, itemText } from './drawing.js';
+import { itemText } from './drawing.js';
+import { hitEdge, hitItem } from './hittest.js';
 
 /** Polylines per stroke() call (one path of thousands of overlapping lines is quadratic). */
 const STROKE_BATCH = 64;
@@ -41,53 +42,7 @@ export const FRAME_TITLE = 1.3;
  * @property {(e: number) => [number, number]} edgeMid an edge's label anchor in canvas px
  */
 
-/**
- * The item (or copy's item) under layout point (ux, uy), `pad` units around each box: the last
- * painted (topmost) first; -1 when none.
- * @param {import('./model.js').Graph} graph @param {{ w: ArrayLike<number>, h: ArrayLike<number> }} size
- * @param {number} ux @param {number} uy @param {number} pad
- * @example hitItem(graph, sizes, 0, 0, 0.1) // 0
- */
-export function hitItem(graph, size, ux, uy, pad) {
-  const inside = (/** @type {number} */ x, /** @type {number} */ y, /** @type {number} */ i) =>
-    Math.abs(ux - x) <= size.w[i] / 2 + pad && Math.abs(uy - y) <= size.h[i] / 2 + pad;
-  const cp = graph.copies;
-  if (cp) for (let k = cp.item.length - 1; k >= 0; k--) if (cp.item[k] >= 0 && inside(cp.x[k], cp.y[k], cp.item[k])) return cp.item[k];
-  for (let i = graph.n - 1; i >= 0; i--) if (inside(graph.x[i], graph.y[i], i)) return i;
-  return -1;
-}
-
-/**
- * The edge whose polyline passes within `tol` units of (ux, uy) (the nearest), or -1.
- * @param {import('./model.js').Graph} graph @param {number} ux @param {number} uy @param {number} tol
- */
-export function hitEdge(graph, ux, uy, tol) {
-  let best = -1;
-  let bestD = tol * tol;
-  const { pathX: X, pathY: Y, pathPtr: P } = graph;
-  for (let e = 0; e < graph.m; e++) {
-    for (let k = P[e]; k + 1 < P[e + 1]; k++) {
-      const x0 = X[k];
-      const y0 = Y[k];
-      const x1 = X[k + 1];
-      const y1 = Y[k + 1];
-      if (Number.isNaN(x1) || Number.isNaN(x0)) continue;
-      if (Math.min(x0, x1) - tol > ux || Math.max(x0, x1) + tol < ux || Math.min(y0, y1) - tol > uy || Math.max(y0, y1) + tol < uy) continue;
-      const dx = x1 - x0;
-      const dy = y1 - y0;
-      const l2 = dx * dx + dy * dy;
-      const t = l2 > 0 ? Math.max(0, Math.min(1, ((ux - x0) * dx + (uy - y0) * dy) / l2)) : 0;
-      const ex = x0 + t * dx - ux;
-      const ey = y0 + t * dy - uy;
-      const d = ex * ex + ey * ey;
-      if (d <= bestD) {
-        bestD = d;
-        best = e;
-      }
-    }
-  }
-  return best;
-}
+export { hitEdge, hitItem } from './hittest.js';
 
 /**
  * The canvas and its gestures.
@@ -530,28 +485,7 @@ function paintItems(c, d, items, badges, ppu) {
       c.setLineDash([]);
     }
   }
-  // step-state glyphs at each box's top-left corner: the state reads without its colour
-  if (ppu >= 6) {
-    const r = Math.max(6, Math.min(9, 0.4 * ppu));
-    c.textAlign = 'center';
-    c.textBaseline = 'middle';
-    c.font = `bold ${Math.round(1.3 * r)}px sans-serif`;
-    for (const b of items) {
-      if (b.kind === 'copy') continue;
-      const g = GLYPHS[/** @type {1 | 2 | 3 | 4} */ (d.glyph[b.index])];
-      if (!g) continue;
-      c.beginPath();
-      c.arc(b.x + 1, b.y + 1, r, 0, 2 * Math.PI);
-      c.fillStyle = d.look.background;
-      c.fill();
-      c.lineWidth = 1.5;
-      c.strokeStyle = g.color;
-      c.stroke();
-      c.fillStyle = g.color;
-      c.fillText(g.symbol, b.x + 1, b.y + 1.5);
-    }
-    c.textAlign = 'left';
-  }
+  if (ppu >= 6) paintGlyphs(c, items, d.glyph, d.look.background, ppu);
   // badges: at the box's top-right corner, never smaller than BADGE_MIN_PX
   for (const bd of badges) {
     c.beginPath();

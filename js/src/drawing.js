@@ -6,7 +6,7 @@
  * stale/freed badges, folded modules with their progress, frames, leaf copies, the colour bar.
  * Pure: arrays and strings, no DOM; `canvas.js` paints it, `labelplace.js` places the text.
  */
-import { bucketEdges, gatherPaths, hexAlpha, mixColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
+import { GLYPHS, bucketEdges, gatherPaths, hexAlpha, mixColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
 import { NODE_STATE } from './model.js';
 import { luminance } from './theme.js';
 import { colorbar, edgeLayers } from './paintstyle.js';
@@ -14,17 +14,6 @@ import { memoryColors } from './memory.js';
 import { sensitivityColors } from './sensitivity.js';
 import { edgeLabel } from './labels.js';
 import { progressText } from './groups.js';
-
-/**
- * The glyph painted at a box's corner for each step state (`NODE_STATE` code -> symbol and its
- * colour): the state reads without colour too. Pending has none.
- */
-export const GLYPHS = Object.freeze({
-  [NODE_STATE.next]: { symbol: '▶', color: '#c99700' },
-  [NODE_STATE.done]: { symbol: '✓', color: '#2e7d32' },
-  [NODE_STATE.failed]: { symbol: '✖', color: '#c62828' },
-  [NODE_STATE.no_gradient]: { symbol: '∅', color: '#6c757d' },
-});
 
 /** Width (units) of one character of a box label and a box's text margin: as Python sizes them
  * (`view/placement.py` CHAR_W and _PAD_W), used only when a payload carries no sizes. */

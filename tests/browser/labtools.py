@@ -398,9 +398,18 @@ def save(root, name: str) -> None:
     root.screenshot(path=str(ARTIFACTS / name))
 
 
+def items_in_view(root) -> list[str]:
+    """What the drawing's accessible layer says of each item in view, in reading order
+    ("AddmmBackward0, in fc1, done, gradient in ‖g‖ 0.42"): the offscreen list a screen
+    reader and browser find read (js/src/a11y.js)."""
+    settle(root)
+    return root.locator(".agw-sr-list .agw-sr-item").all_text_contents()
+
+
 def node_count(page, root) -> int:
-    """How many items (nodes and folded boxes) the canvas shows, at least partly."""
-    return len([b for b in painted(page, root)["items"] if b["kind"] != "copy"])
+    """How many items (nodes and folded boxes) the drawing shows, at least partly: read
+    through its accessible layer."""
+    return len(items_in_view(root))
 
 
 def click_label(page, root, text: str, shift: bool = False) -> None:
