@@ -208,8 +208,9 @@ class Scene:
 
     def fold_level(self, anchor: str | None = None) -> list[str]:
         """Fold the deepest level of unfolded modules (their frames) into boxes: zooming out
-        past legible. `anchor`, a module path among them, keeps its place. Returns the modules
-        folded; raises ValueError when no module is unfolded.
+        past legible. `anchor`, a module path drawn (one of them, or a frame holding one: the
+        frame under the pointer), keeps its place. Returns the modules folded; raises
+        ValueError when no module is unfolded.
 
         Example:
             >>> inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
@@ -227,8 +228,8 @@ class Scene:
         self._collapsed.update(paths)
         self._closed.update(paths)
         self._opened.difference_update(paths)
-        key = "m:" + anchor if anchor in paths else None
-        self.rebuild(keep=(key, key) if key else None)
+        key = "m:" + anchor if anchor is not None else None
+        self.rebuild(keep=(key, key) if key else None)  # (no anchor drawn: nothing moves)
         return paths
 
     # ------------------------------------------------------------------ the drawing

@@ -64,6 +64,9 @@ export function createSizing(doc, { model, root, body, plot, live, send, bounds 
   handle.setAttribute('aria-orientation', 'horizontal');
   handle.setAttribute('aria-label', 'Resize the drawing (drag, or arrow keys)');
   handle.title = 'Drag to resize the drawing';
+  handle.setAttribute('aria-valuemin', '240');
+  handle.setAttribute('aria-valuemax', '10000');
+  handle.hidden = !live; // the standalone page fills its window
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   /** @type {{ width: number, height: number } | null} */
@@ -91,6 +94,8 @@ export function createSizing(doc, { model, root, body, plot, live, send, bounds 
       root.style.height = 'auto';
       body.style.height = `${autoHeight(bounds(), plot.clientWidth || 800, chrome(), windowHeight())}px`;
     }
+    const now = Math.round(root.getBoundingClientRect().height) || px || MIN_AUTO_PX;
+    handle.setAttribute('aria-valuenow', String(now));
   }
 
   /** The drawing was measured at w x h: tell Python (debounced), for the folds that fit it. @param {number} w @param {number} h */
@@ -113,6 +118,7 @@ export function createSizing(doc, { model, root, body, plot, live, send, bounds 
     const px = Math.round(Math.max(240, h));
     root.style.height = `${px}px`;
     body.style.height = '';
+    handle.setAttribute('aria-valuenow', String(px));
     model.set(TRAIT.HEIGHT, px);
     model.save_changes();
   }
