@@ -80,10 +80,14 @@ export function semanticZoom(graph, range, next, size, px, py, sizes) {
  *   live: boolean, now: () => number, size: () => import('./camera.js').Size,
  *   move: (range: import('./camera.js').Range) => void,
  *   refold: (type: string, group: string | null, anchor: string | null) => void,
- * }} ctx `live`: a kernel can fold (a walkthrough only zooms)
+ *   frame?: (path: string) => void,
+ * }} ctx `live`: a kernel can fold (a walkthrough only zooms); `frame`: show a module's frame
+ *   (the one a zoom opened, once its graph landed)
  */
-export function createSemanticZoom({ store, live, now, size, move, refold }) {
+export function createSemanticZoom({ store, live, now, size, move, refold, frame }) {
   let asked = -Infinity;
+  /** @type {string | null} */
+  let opening = null;
   return {
     /** @param {import('./camera.js').Range} next @param {number} x @param {number} y */
     zoom(next, x, y) {
@@ -97,12 +101,16 @@ export function createSemanticZoom({ store, live, now, size, move, refold }) {
         refold(MSG.FOLD_LEVEL, null, d.anchor);
       } else if (d.kind === 'unfold' && now() - asked >= LAND_WAIT_MS) {
         asked = now();
+        opening = d.path;
         move(next);
         refold(MSG.EXPAND, d.path, null);
       } else move(next);
     },
+    /** The new graph arrived (or a warning): the module a zoom opened fills the view. */
     landed() {
       asked = -Infinity;
+      if (opening !== null && frame) frame(opening);
+      opening = null;
     },
   };
 }

@@ -218,7 +218,7 @@ export function createView({ model, el, backend, options = {} }) {
     fit: () => viewport.fit(),
     zoom: (next, x, y) => semzoom.zoom(next, x, y),
   });
-  const semzoom = createSemanticZoom({ store, live, now, size: () => viewport.size(), move: (r) => viewport.move(r), refold: (type, group, anchor) => refold(type, group, anchor) });
+  const semzoom = createSemanticZoom({ store, live, now, size: () => viewport.size(), move: (r) => viewport.move(r), refold: (type, group, anchor) => refold(type, group, anchor), frame: (path) => viewport.showFrame(path) });
   const body = h('div', { class: 'agw-body' }, main);
   const sizing = createSizing(doc, { model, root, body, plot, live, send, bounds: () => store.get().graph.bounds });
   const a11y = createA11y(doc, {

@@ -246,13 +246,24 @@ def test_semantic_zoom_folds_out_and_opens_in(page, lab_server):
     y0, y1 = max(b["y"], a["t"]), min(b["y"] + b["h"], a["t"] + a["h"])
     box = root.locator("canvas.agw-canvas").bounding_box()
     page.mouse.move(box["x"] + (x0 + x1) / 2, box["y"] + (y0 + y1) / 2)
-    for _ in range(12):
+    listed = root.locator(".agw-sr-list")
+    before_label = listed.get_attribute("aria-label")
+    for _ in range(12):  # as a user: zoom in until it opens
         page.mouse.wheel(0, -200)
-        page.wait_for_timeout(150)
+        page.wait_for_timeout(250)
+        if not (listed.get_attribute("aria-label") or "").endswith(
+                before_label.split(" of ")[-1]):
+            break
     was = set(after["collapsed"])
     opened = facts_until(page, 1, lambda f: was - set(f["collapsed"]))
     assert was - set(opened["collapsed"]), "zooming into a box did not open it"
     assert opened["items"] > after["items"]
+    page.wait_for_function(
+        "([r, n]) => r.querySelector('.agw-sr-list').getAttribute('aria-label')"
+        ".endsWith(`of ${n} items in view`)", arg=[root.element_handle(), opened["items"]])
+    p2 = painted(root)
+    # the module it opened fills the view, legibly
+    assert p2.font >= 11 - 1e-6 and [lb for lb in p2.labels if lb["kind"] == "frame"], p2.font
     root.screenshot(path=str(ARTIFACTS / "a11y_semzoom_in.png"))
     page.page_log.assert_clean()
 
