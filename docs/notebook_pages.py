@@ -41,6 +41,8 @@ NOTEBOOKS = ROOT / "notebooks"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Height of the standalone page's own chrome around the drawing (header, toolbar, status line).
 FRAME_EXTRA_PX = 150
+#: The frame of a widget made with height=None (the default): its page fills it.
+AUTO_FRAME_PX = 600
 
 # Runs once in the kernel, before the notebook: remember every widget built (weakly), so that
 # after a cell the widgets it displayed can be found from the model ids in its outputs.
@@ -115,6 +117,8 @@ def _fence(text: str, lang: str = "") -> str:
 
 def _iframe(stem: str, page: list, name: str | None) -> str:
     file, kind, height, label = page
+    if height is None:  # height=None: what the graph needs in a notebook; a page fills its frame
+        height = AUTO_FRAME_PX
     name = label or name
     what = ("the engine's recorded run" if kind == "Replay"
             else "its whole step-through, recorded when this cell ran,")
