@@ -231,6 +231,7 @@ MAX_VIEWPORT_PX = 100_000
 
 def _v_viewport(s: Session, msg: dict) -> Viewport:
     """The drawing's size in px: positive numbers (the plot's width and height)."""
+    _request(msg, "viewport")
     w, h = msg.get("width"), msg.get("height")
     ok = all(isinstance(v, int | float) and not isinstance(v, bool) and 40 <= v <= MAX_VIEWPORT_PX
              for v in (w, h))
@@ -401,11 +402,14 @@ def _collapse(s: Session, group: str) -> None:
     s.redraw()
 
 
-def _viewport(s: Session, viewport: Viewport) -> None:
+def _viewport(s: Session, viewport: Viewport) -> dict[str, Any]:
     """The drawing was measured (first render, resize): collapse="auto" and orientation="auto"
-    choose again for it; a new drawing only when they changed."""
-    if s.scene.fit_to(viewport):
+    choose again for it; a new drawing only when they changed (sent before the reply, which
+    says whether it did)."""
+    changed = s.scene.fit_to(viewport)
+    if changed:
         s.redraw()
+    return {"changed": changed}
 
 
 def _fold_level(s: Session, anchor: str | None) -> None:
@@ -561,7 +565,7 @@ MESSAGES: dict[str, Message] = dict([
     _message("expand", _v_expand, _expand),
     _message("collapse", _v_collapse, _collapse),
     _message("plumbing", _v_plumbing, _plumbing),
-    _message("viewport", _v_viewport, _viewport),
+    _message("viewport", _v_viewport, _viewport, "reply"),
     _message("fold_level", _v_fold_level, _fold_level),
     _message("search", _v_search, _search, "reply"),
     _message("first_nonfinite", _v_first_nonfinite, _first_nonfinite, "reply"),

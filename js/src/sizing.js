@@ -9,7 +9,8 @@
  *   height it leaves is the widget's `height` from then on.
  * - The drawing's size goes to Python (`MSG.VIEWPORT`, debounced), which chooses the folds and
  *   the direction that show the whole graph legibly in it (`view/autofold.py`); with `height`
- *   null the height sent is the most the drawing may grow to, so the answer can grow it.
+ *   null the height sent is the most the drawing may grow to, so the answer can grow it. Each
+ *   answer bumps the root's `data-fitted` (the new drawing, if any, came before it).
  */
 import { FIT_PAD, MAX_FIT_PPU } from './camera.js';
 import { MARGIN, plotArea } from './geometry.js';
@@ -51,11 +52,11 @@ export function autoHeight(bounds, plotWidth, chrome, windowHeight) {
  * @param {{
  *   model: { get(name: string): any, set(name: string, v: any): void, save_changes(): void },
  *   root: HTMLElement, body: HTMLElement, plot: HTMLElement, live: boolean,
- *   send: (cmd: { type: string, [k: string]: unknown }) => void,
+ *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
  *   bounds: () => [number, number, number, number],
  * }} ctx `body`: what holds the drawing (and the side panel), under the toolbars
  */
-export function createSizing(doc, { model, root, body, plot, live, send, bounds }) {
+export function createSizing(doc, { model, root, body, plot, live, request, bounds }) {
   const win = doc.defaultView ?? globalThis;
   const handle = doc.createElement('div');
   handle.className = 'agw-resize';
@@ -109,7 +110,13 @@ export function createSizing(doc, { model, root, body, plot, live, send, bounds 
     clearTimeout(timer);
     timer = setTimeout(() => {
       sent = next;
-      send({ type: MSG.VIEWPORT, ...next });
+      // answered after the new drawing (if any) is sent: `data-fitted` counts the answers
+      request({ type: MSG.VIEWPORT, ...next }).then(
+        () => {
+          root.dataset.fitted = String(Number(root.dataset.fitted || 0) + 1);
+        },
+        () => {},
+      );
     }, REPORT_DEBOUNCE_MS);
   }
 

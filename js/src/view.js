@@ -220,7 +220,7 @@ export function createView({ model, el, backend, options = {} }) {
   });
   const semzoom = createSemanticZoom({ store, live, now, size: () => viewport.size(), move: (r) => viewport.move(r), refold: (type, group, anchor) => refold(type, group, anchor), frame: (path) => viewport.showFrame(path) });
   const body = h('div', { class: 'agw-body' }, main);
-  const sizing = createSizing(doc, { model, root, body, plot, live, send, bounds: () => store.get().graph.bounds });
+  const sizing = createSizing(doc, { model, root, body, plot, live, request, bounds: () => store.get().graph.bounds });
   const a11y = createA11y(doc, {
     store,
     sizes: () => itemSizes(store.get().graph),

@@ -263,6 +263,10 @@ def widget_root(page, i: int = 0):
         arg=canvas(root).element_handle(),
         timeout=CELL_TIMEOUT * 1000,
     )
+    # Python answered the drawing's size (the folds and direction fitted to it)
+    root.scroll_into_view_if_needed()
+    page.wait_for_function("r => r.dataset.fitted", arg=root.element_handle(),
+                           timeout=CELL_TIMEOUT * 1000)
     return root
 
 

@@ -72,9 +72,12 @@ def run_cell(page, i: int, timeout: float = CELL_TIMEOUT) -> str:
 
 
 def widget_in(page, i: int):
-    """The widget's root element in cell `i`'s output, once its canvas has painted."""
+    """The widget's root element in cell `i`'s output, once its canvas has painted and Python
+    answered its size (the folds and direction fitted to it: `data-fitted`)."""
     root = cell(page, i).locator(".agw-root")
     root.locator(".agw-plot canvas.agw-canvas[data-painted]").first.wait_for(state="attached")
+    root.first.scroll_into_view_if_needed()
+    page.wait_for_function("r => r.dataset.fitted", arg=root.first.element_handle())
     return root
 
 

@@ -296,7 +296,7 @@ def test_saved_tab_and_memory_mode(page, lab_server):
     above = [
         item_box(drawn, i)
         for i, t in item_labels(drawn).items()
-        if t[0] == "Addmm" and item_box(drawn, i)["y"] < bias["y"]
+        if "Addmm" in t and item_box(drawn, i)["y"] < bias["y"]  # ("2 · Linear" over "Addmm")
     ]
     assert above, item_labels(drawn)
     b = max(above, key=lambda b: b["y"])  # the nearest Addmm above module 2's bias

@@ -436,7 +436,7 @@ def test_readme_screenshot_light_and_dark(page, lab_server):
     for k in range(1, CNN_HEAD_STEPS + 1):
         button(root, "Step").click()
         expect(status(root)).to_contain_text(f"step {k} /")
-    expect(status(root)).to_contain_text("ran MeanBackward1")
+    expect(status(root)).to_contain_text("ran MeanBackward1")  # the pool, "9 · AdaptiveAvgPool2d"
     expect(status(root)).to_contain_text("→ next ReluBackward0")  # the last block's ReLU
     page.mouse.move(0, 0)
     root.scroll_into_view_if_needed()
@@ -447,7 +447,7 @@ def test_readme_screenshot_light_and_dark(page, lab_server):
                   root.locator(".agw-sr-list").get_attribute("aria-label") or "")
     assert m and m.group(1) == m.group(2), m
     marks = p["marks"]
-    assert marks["ran"] == item_index(p, "Mean"), marks
+    assert marks["ran"] == item_index(p, "9"), marks  # "9 · AdaptiveAvgPool2d" over "Mean"
     assert marks["next"] == item_index(p, "1–8"), marks  # the folded blocks, first word
     save(root, "widget.png")
     README_IMAGE.write_bytes((ARTIFACTS / "widget.png").read_bytes())
