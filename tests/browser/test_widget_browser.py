@@ -303,11 +303,18 @@ def test_zoom_fit_hover_select(page, lab_server):
 
 def badges_seen(page, root) -> list[dict]:
     """The stale/freed badges painted on the canvas, each with the colour the canvas shows at
-    its centre (`seen`): painted, not merely recorded."""
+    its centre (`seen`: of the 3x3 px there, the badge's colour when one shows it, so a thin
+    symbol whose centre falls between device pixels still counts): painted, not merely
+    recorded."""
     p = painted(page, root)
     badges = p["marks"]["badges"]
-    seen = pixels(page, root, [(b["x"], b["y"] + 1) for b in badges])
-    return [{**b, "seen": s} for b, s in zip(badges, seen, strict=True)]
+    out = []
+    for b in badges:
+        spots = [(b["x"] + dx, b["y"] + 1 + dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+        seen = pixels(page, root, spots)
+        want = rgb(b["color"])
+        out.append({**b, "seen": want if want in seen else seen[4]})
+    return out
 
 
 def rgb(hex_colour: str) -> str:
