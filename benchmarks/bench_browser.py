@@ -419,7 +419,14 @@ WHAT = {
 }
 
 
-SEMZOOM_METHOD = (' semantic zoom (issue 30; a tracked model drawn with every frame, collapse="none", whose Fit stops at the legible scale): out = one wheel notch out at the view\'s centre to the first frame after the canvas painted the graph with its deepest frames folded; in = wheel notches in (400 ms apart) on a folded box in view, from the notch that opened it to the first frame after the opened graph painted; both include the round trip to Python (fold or unfold, relayout, payload).')
+SEMZOOM_METHOD = (
+    ' semantic zoom (issue 30; a tracked model drawn with every frame, collapse="none", whose'
+    " Fit stops at the legible scale): out = one wheel notch out at the view's centre to the "
+    'first frame after the canvas painted the graph with its deepest frames folded; in = '
+    'wheel notches in (400 ms apart) on a folded box in view, from the notch that opened it '
+    'to the first frame after the opened graph painted; both include the round trip to Python'
+    ' (fold or unfold, relayout, payload).'
+)
 
 
 def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: str) -> str:
