@@ -185,7 +185,7 @@ class _Chooser:
         wins); a candidate too big by area alone is laid out only when `force`d."""
         key = (tuple(sorted(folds)), collapsed)
         hit = self.seen.get(key)
-        if hit is not None and (force or hit.layout is not None):
+        if hit is not None and (hit.layout is not None or not force):
             return hit
         vis = self.visible(folds, collapsed)
         best: FoldPlan | None = None

@@ -279,6 +279,21 @@ def test_the_chosen_level_is_the_finest_that_fits():
         assert not other.fits, o
 
 
+def test_a_drawing_too_big_for_any_fold_is_laid_out_all_the_same():
+    """A random DAG with no structure to fold, in a small drawing: nothing fits, the coarsest
+    candidate is drawn (Fit falls back to the legible part), with its layout."""
+    torch.manual_seed(0)
+    vals = [torch.randn(2, requires_grad=True) for _ in range(4)]
+    ops = [torch.sin, torch.cos, torch.exp, torch.tanh, torch.sigmoid]
+    for i in range(300):
+        a, b = vals[-1 - i % 3], vals[i % len(vals)]
+        vals.append(ops[(i * i) % 5](a) * b if i % 4 else ops[i % 5](a) + b)
+    g = aw.capture(vals[-1].sum())
+    plan = choose_folds(g, dict, Viewport(400, 300))
+    assert not plan.fits and plan.layout is not None and plan.orientation in ("TB", "LR")
+    assert plan.layout.n_nodes == plan.items
+
+
 def test_auto_orientation_picks_the_larger_scale():
     g = tracked(make_mlp((4, 16, 16, 16, 16, 16, 16, 3)), torch.randn(5, 4))
     wide = choose_folds(g, dict, Viewport(3000, 300))
