@@ -10,7 +10,8 @@
  * - The drawing's size goes to Python (`MSG.VIEWPORT`, debounced), which chooses the folds and
  *   the direction that show the whole graph legibly in it (`view/autofold.py`); with `height`
  *   null the height sent is the most the drawing may grow to, so the answer can grow it. Each
- *   answer bumps the root's `data-fitted` (the new drawing, if any, came before it).
+ *   answer bumps the root's `data-fitted` (the new drawing, if any, came before it); the root
+ *   has `data-fitting` while one is due.
  */
 import { FIT_PAD, MAX_FIT_PPU } from './camera.js';
 import { MARGIN, plotArea } from './geometry.js';
@@ -72,6 +73,7 @@ export function createSizing(doc, { model, root, body, plot, live, request, boun
   let timer;
   /** @type {{ width: number, height: number } | null} */
   let sent = null;
+  let asked = 0;
 
   const windowHeight = () => Number(win.innerHeight) || 900;
   const explicit = () => {
@@ -108,14 +110,20 @@ export function createSizing(doc, { model, root, body, plot, live, request, boun
     const next = { width: Math.round(w), height: Math.round(Math.max(120, height)) };
     if (sent && Math.abs(sent.width - next.width) <= REPORT_SLACK_PX && Math.abs(sent.height - next.height) <= REPORT_SLACK_PX) return;
     clearTimeout(timer);
+    root.dataset.fitting = '1'; // until Python answered: the drawing may still change
+    const ask = ++asked;
     timer = setTimeout(() => {
       sent = next;
       // answered after the new drawing (if any) is sent: `data-fitted` counts the answers
+      const done = () => {
+        if (ask === asked) delete root.dataset.fitting;
+      };
       request({ type: MSG.VIEWPORT, ...next }).then(
         () => {
           root.dataset.fitted = String(Number(root.dataset.fitted || 0) + 1);
+          done();
         },
-        () => {},
+        done,
       );
     }, REPORT_DEBOUNCE_MS);
   }

@@ -201,6 +201,9 @@ READ = """canvas => {
 # Resolve once `canvas.dataset.painted` has not moved for `quiet` animation frames 40 ms apart.
 SETTLE = """async ([canvas, quiet]) => {
   const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 40)));
+  // Python is fitting the drawing to a new size (sizing.js): its answer may redraw it
+  const root = canvas.closest('.agw-root');
+  for (let k = 0; k < 300 && root?.dataset.fitting; k++) await frame();
   let last = canvas.dataset.painted;
   for (let q = 0; q < quiet; ) {
     await frame();

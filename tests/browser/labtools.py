@@ -104,6 +104,8 @@ PAINTED = f"""root => {{
 SETTLE = f"""async ([root, quiet, max]) => {{
   const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
   const count = () => Number(({CANVAS})(root)?.dataset.painted ?? 0);
+  // Python is fitting the drawing to a new size (sizing.js): its answer may redraw it
+  for (let k = 0; k < 600 && root.dataset.fitting; k++) await frame();
   let n = count(), still = 0;
   for (let k = 0; k < max && still < quiet; k++) {{
     await frame();
