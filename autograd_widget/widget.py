@@ -36,6 +36,7 @@ from .export.html import save_html, start_step
 from .util import static
 from .util.static import MISSING_MESSAGE
 from .view import inspect
+from .view.fitrule import default_viewport
 from .view.folding import RepeatedSubgraph
 from .view.labels import status_line
 from .view.repeats import Repeat
@@ -130,8 +131,11 @@ class AutogradWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     #: The selected edge id ("src:output_nr"), e.g. after "First NaN/Inf".
     selected_edge = traitlets.Unicode(None, allow_none=True).tag(sync=True)
-    height = traitlets.Int(600).tag(sync=True)
-    orientation = traitlets.Unicode("TB").tag(sync=True)
+    #: The widget's height in px; None: what the graph needs, within about 70% of the window.
+    height = traitlets.Int(None, allow_none=True).tag(sync=True)
+    #: The layout direction asked for: "auto" (whichever shows the whole graph larger), "TB"
+    #: or "LR"; `drawn_orientation` is the one drawn.
+    orientation = traitlets.Unicode("auto").tag(sync=True)
     #: Show pure plumbing nodes (views, reshapes, transposes, expands); False contracts them.
     show_plumbing = traitlets.Bool(True).tag(sync=True)
     #: The timeline of `aw.explore(watch)` (wire/timeline.py), {} for anything else.
@@ -148,18 +152,21 @@ class AutogradWidget(anywidget.AnyWidget):
         model: torch.nn.Module | None = None,
         params: Mapping[str, torch.Tensor] | None = None,
         collapse: str = "auto",
-        orientation: str = "TB",
+        orientation: str = "auto",
         keep: str | int = "summaries",
         create_graph: bool = False,
-        height: int = 600,
+        height: int | None = None,
         compare_to: Recording | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
         if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
-        if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-            raise ValueError(f"height must be an int number of pixels >= 100, got {height!r}")
+            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
+        if height is not None and (
+                not isinstance(height, int) or isinstance(height, bool) or height < 100):
+            raise ValueError(
+                f"height must be None (what the graph needs) or an int number of pixels >= 100, "
+                f"got {height!r}")
         stepper: Stepping
         watch: Watch | None = None
         if isinstance(graph_or_outputs, Watch):
@@ -206,7 +213,7 @@ class AutogradWidget(anywidget.AnyWidget):
         super().__init__(height=height, orientation=orientation)
         self.collapse_mode = collapse
         scene = Scene(graph, stepper, collapse=collapse, orientation=orientation,
-                      show_plumbing=self.show_plumbing)
+                      show_plumbing=self.show_plumbing, viewport=default_viewport(height))
         session = Session(graph, stepper, scene, _Traits(self), notice=freed_notice(graph))
         if compare_to is not None:
             if not isinstance(compare_to, Recording):
@@ -319,8 +326,26 @@ class AutogradWidget(anywidget.AnyWidget):
     @traitlets.validate("orientation")
     def _check_orientation(self, proposal: dict) -> str:
         if proposal["value"] not in ORIENTATIONS:
-            raise traitlets.TraitError("orientation must be 'TB' or 'LR'")
+            raise traitlets.TraitError("orientation must be 'auto', 'TB' or 'LR'")
         return proposal["value"]
+
+    @traitlets.validate("height")
+    def _check_height(self, proposal: dict) -> int | None:
+        v = proposal["value"]
+        if v is not None and v < 100:
+            raise traitlets.TraitError("height must be None or a number of pixels >= 100")
+        return v
+
+    @property
+    def drawn_orientation(self) -> str:
+        """The direction drawn now, "TB" or "LR" (what orientation="auto" chose).
+
+        Example:
+            >>> w = aw.explore(z, params={"x": x, "y": y}, orientation="LR")
+            >>> w.drawn_orientation
+            'LR'
+        """
+        return self._session.scene.direction
 
     @traitlets.observe("orientation", "show_plumbing")
     def _relayout(self, change: dict) -> None:
@@ -539,10 +564,10 @@ def explore(
     model: torch.nn.Module | None = None,
     params: Mapping[str, torch.Tensor] | None = None,
     collapse: Literal["auto", "modules", "repeats", "none"] = "auto",
-    orientation: Literal["TB", "LR"] = "TB",
+    orientation: Literal["auto", "TB", "LR"] = "auto",
     keep: Literal["summaries", "tensors"] | int = "summaries",
     create_graph: bool = False,
-    height: int = 600,
+    height: int | None = None,
     compare_to: Recording | None = None,
 ) -> AutogradWidget:
     """Capture `outputs`' backward graph and show it as an interactive, steppable widget.
@@ -574,19 +599,24 @@ def explore(
             forward every node gets its module. A model none of whose parameters is in the
             graph is ignored, with a warning saying what the graph's leaves are.
         params: names for other leaves, `{"x": x}` (they win over `model`'s names).
-        collapse: how the first drawing is folded: "auto" (at most 60 items: runs of identical
-            blocks fold first into one box each, "layers.0–47 ×48", then modules from the
-            deepest level that fits; repeated subgraphs outside modules fold too; a graph of at
-            most 60 nodes shows every node), "modules" (one box per top-level module),
-            "repeats" (the runs only) or "none". A click on a box unfolds it
-            (`widget.expand`, `fold`, `unfold`, `reveal`).
-        orientation: "TB" (roots on top) or "LR" (roots on the left).
+        collapse: how the drawing is folded: "auto" (the first render shows the WHOLE graph
+            with legible labels in the pixels the drawing has: a graph that fits shows every
+            node; else runs of identical blocks fold first into one box each, "layers.0–47
+            ×48", and runs of repeated subgraphs, "×1000 · repeated block (MulBackward0 →
+            SinBackward0)", then modules collapse from the deepest level; chosen again when
+            the drawing's size changes, the user's own folds and unfolds kept), "modules"
+            (one box per top-level module), "repeats" (the runs only) or "none". A click on a
+            box unfolds it (`widget.expand`, `fold`, `unfold`, `reveal`).
+        orientation: "auto" (top-to-bottom or left-to-right, whichever shows the whole graph
+            larger in the drawing's aspect), "TB" (roots on top) or "LR" (roots on the left).
         keep: what the stepper keeps of each edge's gradient: "summaries" (statistics and
             small values), "tensors" (every gradient), or a budget in bytes for tensors (leaf
             gradients are always kept).
         create_graph: step with grad mode on, as `torch.autograd.grad(..., create_graph=True)`:
             the gradients have a graph of their own (second derivatives).
-        height: the drawing's height in pixels (at least 100).
+        height: the drawing's height in pixels (at least 100), or None: what the graph
+            needs, within about 70% of the window, at least 420 px (the drawing has a drag
+            handle to resize it).
         compare_to: another `Recording` of the same program (another rank, another run): the
             edges whose gradients differ (`aw.compare_recordings`) are drawn in their own
             colour once they flowed (`widget.differences`; `aw.side_by_side(a, b)` shows both).

@@ -24,6 +24,11 @@ the input event's timestamp to the first animation frame after the canvas repain
   timeline's canvas painted ("load + explore -> timeline painted": the load, Python's timeline
   and the selected step's graph, transfer, decode, paint), and from the moment the front-end
   built the timeline to that frame ("timeline built -> painted").
+- semantic zoom (issue 30): on a graph drawn with every frame (collapse="none"), whose Fit
+  stops at the legible scale, one wheel notch out at the view's centre folds the deepest
+  frames; then wheel notches in (one every 400 ms) on a folded box until it opens. Each from
+  the wheel event that asked for the change to the first frame after the canvas painted the
+  new graph (another item count in the accessible list), the round trip to Python included.
 
 Reported: the median over repeats (each repeat a fresh forward and widget).
 RESULTS.md may hold sections from several scripts: this one writes only between
@@ -68,6 +73,16 @@ def transformer(layers):
     )
     model = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
     return model(torch.randn(2, 8, 32)).pow(2).mean()
+
+def tracked_transformer(layers):
+    # transformer(layers), every node stamped with its module (aw.track): frames to fold
+    global model
+    layer = torch.nn.TransformerEncoderLayer(
+        32, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True
+    )
+    model = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+    with aw.track(model):
+        return model(torch.randn(2, 8, 32)).pow(2).mean()
 
 def chain(n):
     x = torch.randn(16, requires_grad=True)
@@ -128,6 +143,8 @@ def cases(tiny: bool) -> list[Case]:
                  {"painted": None, "step": None}),
             Case("TransformerEncoder 2 layers d32", "transformer(2)", "auto", {"unfold": None}),
             Case("chain 300 nodes", "chain(298)", "none", {"painted": None}),
+            Case("TransformerEncoder 3 layers d32 (tracked)", "tracked_transformer(3)", "none",
+                 {"fold_out": None, "open_in": None}),
         ]
     return [
         # The issue's targets: step round trip <= 100 ms on a ~900-node model (16 layers: 893
@@ -137,6 +154,10 @@ def cases(tiny: bool) -> list[Case]:
              {"painted": None, "step": 100}),
         Case("TransformerEncoder 16 layers d32", "transformer(16)", "auto",
              {"painted": None, "unfold": 150}),
+        # Semantic zoom: each change <= 150 ms on a ~1,000-node model (18 layers: ~1,000
+        # nodes), every frame drawn (collapse="none").
+        Case("TransformerEncoder 18 layers d32 (tracked)", "tracked_transformer(18)", "none",
+             {"fold_out": 150, "open_in": 150}),
         Case("chain 10k nodes", "chain(9998)", "none", {"painted": 1500, "step": None}),
         Case("fan 10k nodes", "fan(9997)", "none", {"painted": 1500, "step": None}),
     ]
@@ -236,6 +257,71 @@ ARM_UNFOLD = """([i]) => {
 }"""
 
 
+# Arm the semantic-zoom watcher: t0 = the last wheel event on the canvas; done = the first frame
+# after a paint of another graph (the accessible list's "of N items" changed).
+ARM_SEMZOOM = """([i]) => {
+  const st = (window.__agwSem = { t0: null, ms: null });
+  const root = document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.agw-root');
+  const canvas = root.querySelector('canvas.agw-canvas');
+  const total = () => (/of (\\d+) items/.exec(root.querySelector('.agw-sr-list')
+    ?.getAttribute('aria-label') || '') || [])[1];
+  const n = total();
+  const painted = Number(canvas.dataset.painted);
+  const onWheel = (e) => { st.t0 = e.timeStamp; };
+  canvas.addEventListener('wheel', onWheel, true);
+  const tick = () => {
+    if (st.t0 !== null && total() !== n && Number(canvas.dataset.painted) > painted) {
+      requestAnimationFrame(() => {
+        st.ms = performance.now() - st.t0;
+        canvas.removeEventListener('wheel', onWheel, true);
+      });
+      return;
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+def semantic_zoom(page, root) -> tuple[float, float]:
+    """(fold out ms, open in ms): see the module docstring."""
+    canvas = root.locator("canvas.agw-canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    top, bottom = max(box["y"], 0), min(box["y"] + box["height"], page.viewport_size["height"])
+    page.mouse.move(box["x"] + box["width"] / 2, (top + bottom) / 2)  # its part on screen
+    page.evaluate(ARM_SEMZOOM, [2])
+    page.mouse.wheel(0, 200)
+    out = wait_ms(page, "__agwSem")
+    page.wait_for_timeout(400)
+    find_box = """(c) => { const p = c.agwPainted, a = p.area;
+          const b = p.items.find((b) => b.kind === 'box');
+          if (!b) return null;
+          const x0 = Math.max(b.x, a.l), x1 = Math.min(b.x + b.w, a.l + a.w);
+          const y0 = Math.max(b.y, a.t), y1 = Math.min(b.y + b.h, a.t + a.h);
+          return [(x0 + x1) / 2, (y0 + y1) / 2]; }"""
+    spot = page.evaluate(find_box, canvas.element_handle())
+    for _ in range(3):  # no box in view yet: the next level folds (untimed)
+        if spot is not None:
+            break
+        page.evaluate(ARM_SEMZOOM, [2])
+        page.mouse.wheel(0, 200)
+        wait_ms(page, "__agwSem")
+        page.wait_for_timeout(400)
+        spot = page.evaluate(find_box, canvas.element_handle())
+    if spot is None:
+        raise RuntimeError("no folded box in view after folding")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + spot[0], box["y"] + spot[1])
+    page.evaluate(ARM_SEMZOOM, [2])
+    for _ in range(60):
+        page.mouse.wheel(0, -150)
+        page.wait_for_timeout(400)
+        if page.evaluate("() => window.__agwSem.ms !== null"):
+            break
+    return out, wait_ms(page, "__agwSem")
+
+
 def cell(page, i: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(i)
 
@@ -309,6 +395,11 @@ def measure(page, case: Case, repeats: int, clicks: int) -> list[Row]:
             page.mouse.click(at["x"], at["y"])
             runs["unfold"].append(wait_ms(page, "__agwUnfold"))
             note.append(f"unfold {runs['unfold'][-1]:.0f} ms")
+        if "fold_out" in runs:
+            out, into = semantic_zoom(page, root)
+            runs["fold_out"].append(out)
+            runs["open_in"].append(into)
+            note.append(f"semantic zoom: fold out {out:.0f} ms, open in {into:.0f} ms")
         print(f"  {case.name} (collapse={case.collapse}): {'; '.join(note)}", flush=True)
     return [Row(case, m, n, statistics.median(v), v) for m, v in runs.items()]
 
@@ -422,7 +513,19 @@ WHAT = {
     "load": "aw.load_watch (kernel)",
     "loaded_painted": "load + explore -> timeline painted",
     "paint": "timeline built -> painted",
+    "fold_out": "semantic zoom out: fold",
+    "open_in": "semantic zoom in: open",
 }
+
+
+SEMZOOM_METHOD = (
+    ' semantic zoom (issue 30; a tracked model drawn with every frame, collapse="none", whose'
+    " Fit stops at the legible scale): out = one wheel notch out at the view's centre to the "
+    'first frame after the canvas painted the graph with its deepest frames folded; in = '
+    'wheel notches in (400 ms apart) on a folded box in view, from the notch that opened it '
+    'to the first frame after the opened graph painted; both include the round trip to Python'
+    ' (fold or unfold, relayout, payload).'
+)
 
 
 def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: str) -> str:
@@ -452,7 +555,8 @@ def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: s
         'real mouse click on the folded box (collapse="auto") to the first frame after the '
         "canvas painted the unfolded graph (Python's unfold, relayout and payload included). "
         f"{repeats} repeats per graph, each a fresh forward and widget; reported: the median "
-        "over repeats (every repeat listed).",
+        "over repeats (every repeat listed)."
+        + (SEMZOOM_METHOD if any(r.measure == "fold_out" for r in rows) else ""),
         "",
         "| graph | nodes | collapse | measure | median ms | repeats ms | target | met? |",
         "|---|---:|---|---|---:|---|---|---|",
@@ -507,6 +611,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS, help="file to write the section")
     parser.add_argument("--watch-only", action="store_true",
                         help="only the watched run (its own section, browser_watch)")
+    parser.add_argument("--only", default=None, help="only the graphs whose name contains this")
+    parser.add_argument("--section", default=SECTION,
+                        help="the RESULTS.md section to write (default: browser)")
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.tiny else 3)
     from playwright.sync_api import sync_playwright
@@ -530,7 +637,10 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_function(KERNEL_IDLE, arg="bench.ipynb")
             run_cell(page, 0)
             todo = [] if args.watch_only else cases(args.tiny)
-            for case in [*todo, watch_case(args.tiny)]:
+            todo = [c for c in todo if not args.only or args.only in c.name]
+            if not args.only:
+                todo.append(watch_case(args.tiny))
+            for case in todo:
                 run = measure_watch if case.name.startswith("watch") else measure
                 for row in run(page, case, repeats, args.clicks):
                     rows.append(row)
@@ -547,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     load1 = os.getloadavg()[0]
     body = section(rows, repeats, args.clicks, argv, f"{load0:.2f} / {load1:.2f}")
-    write_section(WATCH_SECTION if args.watch_only else SECTION, body, args.results)
+    write_section(WATCH_SECTION if args.watch_only else args.section, body, args.results)
     print(f"wrote {args.results}")
     return 0
 

@@ -1,4 +1,4 @@
-"""Benchmark: collapse="auto"'s fold selection (`autofold.auto_folds`) on models and big shapes.
+"""Benchmark: collapse="auto"'s fold choice (`autofold.choose_folds`) on models and big shapes.
 
 Run `python benchmarks/bench_folding.py` (writes the "folding" section of benchmarks/RESULTS.md)
 or `--tiny` (toy sizes, prints only unless `--write`). Per graph, the best of a few repeats in
@@ -6,9 +6,10 @@ one process, one torch thread:
 
 - repeats ms: `repeats.find_repeats` + `visible.fold_keys` (what `Scene.fold_index` does; the
   "repeats" mode pays it too);
-- select ms: the rest of `auto_folds` (module-tree plan, exact count on the visible graph,
-  repeated subgraphs outside modules), given the runs;
-- items: what the first render shows (at most 60 when the folds can reach it).
+- select ms: the rest of `choose_folds` in the default drawing (`fitrule.default_viewport()`,
+  orientation="auto": the candidates measured by their layout, both directions, repeated
+  subgraphs outside modules), given the runs;
+- items, fits, direction: what the first render shows, whether it is whole and legible there.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from torch import nn
 
 import autograd_widget as aw
 from autograd_widget.view import modules
-from autograd_widget.view.autofold import auto_folds
+from autograd_widget.view.autofold import choose_folds
+from autograd_widget.view.fitrule import default_viewport
 from autograd_widget.view.repeats import find_repeats
 from autograd_widget.view.visible import fold_keys
 
@@ -136,7 +138,7 @@ def measure(graph: aw.BackwardGraph, repeats: int) -> tuple[float, float, object
         t0 = time.perf_counter()
         runs = fold_keys(find_repeats(graph), modules.module_paths(graph))
         t1 = time.perf_counter()
-        plan = auto_folds(graph, lambda runs=runs: runs)
+        plan = choose_folds(graph, lambda runs=runs: runs, default_viewport())
         t2 = time.perf_counter()
         best_r, best_s = min(best_r, t1 - t0), min(best_s, t2 - t1)
     return best_r * 1e3, best_s * 1e3, plan
@@ -151,17 +153,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    rows = ["| graph | nodes | repeats ms | select ms | items | folds |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| graph | nodes | repeats ms | select ms | items | fits | direction | folds |",
+            "|---|---|---|---|---|---|---|---|"]
     for name, make in cases(args.tiny):
         g = make()
         rep, sel, plan = measure(g, args.repeats)
         keys = [k if len(k) < 60 else k[:57] + "…" for k in plan.folds]
         folds = "; ".join(keys[:2]) + (f" (+{len(keys) - 2} more)" if len(keys) > 2 else "")
         folds = folds or "-"
-        rows.append(f"| {name} | {len(g)} | {rep:.1f} | {sel:.1f} | {plan.items} | {folds} |")
+        rows.append(f"| {name} | {len(g)} | {rep:.1f} | {sel:.1f} | {plan.items} | "
+                    f"{'yes' if plan.fits else 'no'} | {plan.orientation} | {folds} |")
         print(rows[-1], flush=True)
-    body = (f"## collapse=\"auto\" fold selection\n\ncommit {commit()}; {machine()}\n\n"
+    body = (f"## collapse=\"auto\" fold choice (default drawing {default_viewport()})\n\n"
+            f"commit {commit()}; {machine()}\n\n"
             + "\n".join(rows) + "\n")
     if args.write or not args.tiny:
         write_section(SECTION, body, args.results)

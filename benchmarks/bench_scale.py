@@ -9,7 +9,7 @@ fans of 10k and 50k nodes). For each, in ONE process, medians over repeats:
 - capture: `aw.capture(loss, model=...)` of a fresh forward each repeat (a second capture of the
   same tensors would find torch's Python node wrappers already made, which is not what a user's
   first `explore()` sees);
-- layout: `compute_layout(graph, "TB", groups.visible_graph(graph))` (every node visible);
+- layout: `compute_layout(graph, "TB", visible.visible_graph(graph))` (every node visible);
 - payload: `view.graph_payload(...)`, and its size as sent (binary buffers + the JSON of the
   rest), per node;
 - `Stepper.run()` against `torch.autograd.grad` (ratio; `reset()` untimed);
@@ -54,8 +54,7 @@ from torch import nn
 
 import autograd_widget as aw
 from autograd_widget.engine.step.stepper import Stepper
-from autograd_widget.view import layout, repeats
-from autograd_widget.view import visible as groups
+from autograd_widget.view import layout, repeats, visible
 from autograd_widget.view.scene import compute_layout
 from autograd_widget.wire import payload as view
 
@@ -505,7 +504,7 @@ def profile_first_render(build: Callable[[], Built], top: int = 10) -> list[tupl
     try:
         prof.enable()
         g = aw.capture(built.loss, model=built.model)
-        vis = groups.visible_graph(g)
+        vis = visible.visible_graph(g)
         lay = compute_layout(g, "TB", vis)
         view.graph_payload(g, lay, vis)
         prof.disable()
@@ -535,7 +534,7 @@ def gc_paused_first_render(build: Callable[[], Built], repeats_n: int) -> float:
         t0 = time.perf_counter()
         gc.disable()
         try:
-            vis = groups.visible_graph(g)
+            vis = visible.visible_graph(g)
             lay = compute_layout(g, "TB", vis)
             view.graph_payload(g, lay, vis)
         finally:
@@ -558,7 +557,7 @@ def measure(case: Case, repeats_n: int, timeout: float) -> Row:
         graph = aw.capture(built.loss, model=built.model)
         t1 = time.perf_counter()
         cap_cpu.append(time.process_time() - c0)
-        vis = groups.visible_graph(graph)
+        vis = visible.visible_graph(graph)
         t2 = time.perf_counter()
         lay = compute_layout(graph, "TB", vis)
         t3 = time.perf_counter()
@@ -581,7 +580,7 @@ def measure(case: Case, repeats_n: int, timeout: float) -> Row:
         found = repeats.find_repeats(graph)
         rep_t.append(time.perf_counter() - t0)
 
-    vis_all = groups.visible_graph(graph)
+    vis_all = visible.visible_graph(graph)
     stepper = Stepper(graph)
     engine, runs = [], []
     for _ in range(repeats_n + 1):
@@ -769,7 +768,7 @@ def scale_section(rows: list[Row], repeats_n: int, argv: list[str], load: str) -
         f"- rerun: `{' '.join(['python benchmarks/bench_scale.py', *argv])}` (needs `pip install "
         "torchviz` and Debian `graphviz` for the comparison columns; both are benchmark-only)",
         f"- method: median of {repeats_n} repeats in one process; each repeat captures a fresh "
-        "forward. first render = `aw.capture` + `groups.visible_graph` + `compute_layout` "
+        "forward. first render = `aw.capture` + `visible.visible_graph` + `compute_layout` "
         "+ `view.graph_payload` (every node visible, TB), the Python side of `explore()` before "
         "the browser. Payload bytes = binary buffers + JSON of the rest. Stepper = `Stepper(g)` "
         "(keep='summaries') `run()` vs `torch.autograd.grad(loss, leaves, retain_graph=True)`. "

@@ -46,6 +46,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FRAME_EXTRA_PX = 150
 # The pair page's titles above its two widgets.
 PAIR_TITLE_PX = 30
+#: The frame of a widget made with height=None (the default): its page fills it.
+AUTO_FRAME_PX = 600
 
 # Runs once in the kernel, before the notebook: remember every widget built (weakly), so that
 # after a cell the widgets it displayed can be found from the model ids in its outputs. A page is
@@ -154,6 +156,8 @@ def _fence(text: str, lang: str = "") -> str:
 
 def _iframe(stem: str, page: list, name: str | None) -> str:
     file, kind, height, label, sides = page
+    if height is None:  # height=None: what the graph needs in a notebook; a page fills its frame
+        height = AUTO_FRAME_PX
     name = label or name
     what = ("the engine's recorded run" if kind == "Replay"
             else "its whole step-through, recorded when this cell ran,")

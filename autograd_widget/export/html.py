@@ -58,8 +58,8 @@ class Exportable(Protocol):
 
     graph: BackwardGraph
     stepper: Any
-    height: int
-    orientation: str
+    height: int | None
+    drawn_orientation: str
     show_plumbing: bool
 
     @property
@@ -198,7 +198,7 @@ def _walk_nonfinite(session: Session) -> dict[str, Any]:
 
 
 def walkthrough_session(
-    session: Session, *, title: str, height: int, max_steps: int | None = None,
+    session: Session, *, title: str, height: int | None, max_steps: int | None = None,
     description: str | None = None,
 ) -> dict[str, Any]:
     """Walk `session`'s run from its stepper's position (step 0 for a fresh one) to the end
@@ -314,7 +314,7 @@ def walkthrough(
     graph = widget.graph
     stepper = widget.stepper.twin()  # the same kind of run, from step 0
     try:
-        scene = Scene(graph, stepper, orientation=widget.orientation,
+        scene = Scene(graph, stepper, orientation=widget.drawn_orientation,
                       show_plumbing=widget.show_plumbing, collapsed=widget.collapsed,
                       folds=widget.folds)
         session = Session(graph, stepper, scene, notice=freed_notice(graph))

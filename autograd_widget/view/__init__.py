@@ -1,9 +1,10 @@
 """view: what is drawn. Torch-free; imports only engine/core/util.
 
-- `modules` (module paths), `repeats` (runs of repeated blocks), `folding` and `autofold` (how
-  deep collapse="auto" folds; repeated subgraphs outside modules), `visible` (the visible graph:
-  folds, frames, the plumbing filter), `compiledframes` (a compiled region's aten ops as a frame
-  of nodes: the drawn graph);
+- `modules` (module paths), `repeats` (runs of repeated blocks), `folding` (repeated subgraphs
+  outside modules), `autofold` (THE owner of what collapse="auto" and orientation="auto" draw:
+  the whole graph legible in the drawing's pixels, by `fitrule`, the fit rule the front-end's
+  Fit shares), `visible` (the visible graph: folds, frames, the plumbing filter),
+  `compiledframes` (a compiled region's aten ops as a frame of nodes: the drawn graph);
 - the layout: `placement` (item sizes, clusters) -> `clusters` (a layout per module frame,
   cached) -> `layout` (sized layered layout, lanes) on `layers` (layering) and `ordering`
   (crossing reduction); `drawn` (crossings as drawn);

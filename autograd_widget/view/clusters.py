@@ -43,9 +43,13 @@ from .modules import parent
 __all__ = ["FRAME_PAD", "FRAME_TITLE", "ClusterLayout", "ClusterLayouter", "Frame"]
 
 #: Margin between a frame and what it holds, and the height of its title band (layout units:
-#: one unit is one character height of a label).
-FRAME_PAD = 0.6
-FRAME_TITLE = 1.6
+#: one unit is one character height of a label): one line of title text and a little air.
+FRAME_PAD = 0.5
+FRAME_TITLE = 1.3
+#: A frame's title: width of one character (bold, as the front-end writes it at most) and its
+#: margins, layout units. A frame is never narrower than its title: the title is never cut.
+TITLE_CHAR_W = 0.62
+TITLE_PAD_W = 0.9
 # Gaps inside a cluster: between boxes of a layer, between layers, between lanes/dummies.
 NODE_GAP = 1.0
 LAYER_GAP = 1.4
@@ -495,8 +499,11 @@ class ClusterLayouter:
             crossings += lay.crossings
             bx0, bx1, by0, by1 = lay.bounds  # boxes, bends and lanes
             if c.path:
-                fsize[i] = (bx1 - bx0 + 2 * FRAME_PAD, by1 - by0 + 2 * FRAME_PAD + FRAME_TITLE)
-                lo_local[i] = (bx0 - FRAME_PAD, by0 - FRAME_PAD)
+                title = (titles or {}).get(c.path, c.path)
+                inner = bx1 - bx0 + 2 * FRAME_PAD
+                wide = max(inner, len(title) * TITLE_CHAR_W + TITLE_PAD_W)
+                fsize[i] = (wide, by1 - by0 + 2 * FRAME_PAD + FRAME_TITLE)
+                lo_local[i] = (bx0 - FRAME_PAD - (wide - inner) / 2, by0 - FRAME_PAD)
             else:
                 fsize[i] = (bx1 - bx0, by1 - by0)
                 lo_local[i] = (bx0, by0)

@@ -1,17 +1,8 @@
-"""How deep collapse="auto" folds: the module-tree budget and repeated subgraphs outside modules.
+"""Repeated subgraphs outside modules: one kind of foldable group collapse="auto" folds.
 
-The first render of a big graph must be readable: at most `AUTO_ITEMS` items (boxes plus nodes
-drawn on their own). Two tools, both pure (graph records only, no torch) and linear in the graph:
+Pure (graph records only, no torch) and linear in the graph. `autofold.choose_folds` decides
+what to fold; this module finds what CAN fold where no module says so:
 
-- `plan_collapsed`: which modules to collapse, given the runs of repeated blocks already folded.
-  It walks the module tree top-down, starting from the whole model as one box, and unfolds the
-  shallowest modules first, a whole level at once when it fits, else module by module (smallest
-  growth first, then execution order), then the next level under what was unfolded. So modules
-  are collapsed at the deepest level that still fits and no deeper: every module it leaves
-  collapsed would have pushed the drawing over the budget. Item counts come from per-module node
-  counts (a box is one item, a folded run is one item, a lone node one); they are exact except
-  that the visible graph may merge a few more items into a box to stay a DAG (`_cycle_merge`),
-  which only lowers the real count, so the estimate is an upper bound.
 - `find_subgraph_runs`: runs of structurally identical consecutive subgraphs in nodes outside
   every module (an RNN cell unrolled in plain torch, `sum((x * (i + 1)).sin() for i in ...)`),
   found in the forward's creation order (autograd sequence numbers): the op sequence is scanned
@@ -19,34 +10,28 @@ drawn on their own). Two tools, both pure (graph records only, no torch) and lin
   wiring is compared (edges inside the block, edges into the block before it, edges to shared
   nodes and leaves by kind). A `RepeatedSubgraph` folds into one box like a run of module blocks.
 
-`autofold.auto_folds` combines them with the exact count of the visible graph.
 """
 
 from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.graph import BackwardGraph
-from ..core.records import ACCUMULATE_GRAD_SEQUENCE_NR, Node
-from . import modules
+from ..core.records import ACCUMULATE_GRAD_SEQUENCE_NR
 
 __all__ = [
-    "AUTO_ITEMS",
     "MAX_SUBGRAPH_PERIOD",
     "MIN_SUBGRAPH_COUNT",
     "MIN_SUBGRAPH_NODES",
     "RepeatedSubgraph",
     "find_subgraph_runs",
-    "plan_collapsed",
 ]
 
-#: collapse="auto": the most items (boxes plus nodes drawn alone) the first render shows.
-AUTO_ITEMS = 60
 #: Longest repeated block (in ops) `find_subgraph_runs` looks for.
 MAX_SUBGRAPH_PERIOD = 64
 #: Fewest nodes a run of repeated subgraphs must cover to be worth a box.
@@ -54,89 +39,6 @@ MIN_SUBGRAPH_NODES = 8
 #: Fewest blocks a run of repeated subgraphs must have (two blocks of a random graph often
 #: match by chance; three rarely do).
 MIN_SUBGRAPH_COUNT = 3
-
-
-def plan_collapsed(
-    graph: BackwardGraph,
-    folds: Mapping[str, str] | None = None,
-    limit: int = AUTO_ITEMS,
-    *,
-    shown: Callable[[Node], bool] | None = None,
-) -> tuple[set[str], int]:
-    """The modules to collapse so that at most `limit` items show, keeping the most detail.
-
-    Args:
-        graph: the graph (its nodes' module paths).
-        folds: member module path -> fold key of the runs folded too (`visible.fold_members`):
-            their members are never unfolded, each run is one item.
-        limit: the item budget.
-        shown: whether a node drawn on its own is an item (default: every node; the Scene
-            passes "not hidden plumbing").
-
-    Returns:
-        (collapsed module paths, the item count they give, an upper bound of the visible
-        graph's). When even the whole model as one box exceeds `limit` (nodes outside every
-        module), the model stays one box ({""}). No module paths: (set(), node count).
-
-    Example:
-        >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
-        >>> [(sorted(c), n) for c, n in (plan_collapsed(gm, limit=k) for k in (3, 4, 60))]
-        [([''], 3), (['0', '2'], 4), ([], 10)]
-    """
-    folds = folds or {}
-    own: dict[str | None, int] = {}
-    first: dict[str | None, int] = {}
-    acc = ACCUMULATE_GRAD_SEQUENCE_NR
-    for node in graph.nodes.values():
-        m = node.module
-        if shown is None or shown(node):
-            own[m] = own.get(m, 0) + 1
-        else:
-            own.setdefault(m, 0)
-        s = node.sequence_nr
-        if s != acc and s < first.get(m, acc):
-            first[m] = s
-    outside = own.pop(None, 0)
-    first.pop(None, None)
-    paths = modules.module_paths_of(own)
-    if not paths:
-        return set(), outside
-    kids: dict[str, list[str]] = {p: [] for p in paths}
-    for p in sorted(paths, key=lambda p: -p.count(".") if p else 1):  # deepest first
-        if p:
-            up = modules.parent(p)
-            kids[up].append(p)
-            if first.get(p, acc) < first.get(up, acc):
-                first[up] = first[p]
-    order = {p: (first.get(p, acc), p) for p in paths}
-    for lst in kids.values():
-        lst.sort(key=order.__getitem__)
-
-    def growth(p: str) -> int:
-        """Items added by unfolding collapsed `p` (its children collapsed, runs folded)."""
-        runs = {folds[c] for c in kids[p] if c in folds}
-        return own.get(p, 0) + sum(1 for c in kids[p] if c not in folds) + len(runs) - 1
-
-    collapsed = {""}
-    items = outside + 1
-    level = [""]
-    while level and items <= limit:
-        cand = sorted(level, key=order.__getitem__)
-        grow = {p: growth(p) for p in cand}
-        if items + sum(grow.values()) <= limit:
-            opened = cand
-        else:
-            opened, budget = [], items
-            for p in sorted(cand, key=lambda p: (grow[p], order[p])):
-                if budget + grow[p] <= limit:
-                    budget += grow[p]
-                    opened.append(p)
-        for p in opened:
-            items += grow[p]
-            collapsed.discard(p)
-            collapsed.update(c for c in kids[p] if c not in folds)
-        level = [c for p in opened for c in kids[p] if c not in folds]
-    return collapsed, items
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ __all__ = [
     "run_title",
     "short_label",
     "status_line",
+    "step_announcement",
 ]
 
 #: Between a module's path and its class in a title: "layers.3 · TransformerEncoderLayer".
@@ -200,3 +201,37 @@ def status_line(graph: BackwardGraph, stepper: Stepping) -> str:
     if pos >= total:
         return f"{counter} — done"
     return f"{counter} → next {node_title(graph.nodes[stepper.order[pos]])}"
+
+
+def step_announcement(graph: BackwardGraph, stepper: Stepping) -> str:
+    """What a screen reader hears after a step, as a sentence: "ran AddmmBackward0 in fc1, step
+    3 of 16; next ReluBackward0" (the module named when the node has one; "done" at the end; a
+    failed step says which node failed, its message is on the status line).
+
+    Args:
+        graph: the stepper's graph (names and modules).
+        stepper: read through its public `position`, `order` and `last_error`.
+
+    Example:
+        >>> step_announcement(g, st)
+        'step 0 of 4; next AddBackward0'
+        >>> _ = st.step(); step_announcement(g, st)
+        'ran AddBackward0, step 1 of 4; next AccumulateGrad (y)'
+        >>> _ = st.run(); step_announcement(g, st)
+        'ran AccumulateGrad (x), step 4 of 4; done'
+    """
+    pos, total = stepper.position, len(stepper.order)
+
+    def named(nid: str) -> str:
+        node = graph.nodes[nid]
+        where = f" in {node.module}" if node.module else ""
+        return f"{node_title(node)}{where}"
+
+    err = stepper.last_error
+    if err is not None and pos < total and err[0] == stepper.order[pos]:
+        return f"step {pos} of {total}: {named(err[0])} failed"
+    head = f"ran {named(stepper.order[pos - 1])}, step {pos} of {total}" if pos > 0 else (
+        f"step 0 of {total}")
+    if pos >= total:
+        return f"{head}; done"
+    return f"{head}; next {named(stepper.order[pos])}"

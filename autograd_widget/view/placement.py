@@ -10,6 +10,7 @@ arrangement is reused). Pure: graph records only, no torch.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -18,14 +19,15 @@ import numpy as np
 from ..util.gcpause import gc_paused
 from .clusters import ClusterLayout, ClusterLayouter
 from .labels import module_title, run_title, short_label
-from .modules import parent
+from .modules import module_paths, parent
+from .visible import is_plumbing
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
     from .repeats import Repeat
     from .visible import VisibleGraph
 
-__all__ = ["CHAR_W", "item_sizes", "scene_layout"]
+__all__ = ["CHAR_W", "compact_modules", "item_sizes", "item_titles", "scene_layout"]
 
 #: Width of one label character, in layout units (one unit = one line of label text).
 CHAR_W = 0.62
@@ -39,11 +41,69 @@ def _box(lines: list[str]) -> tuple[float, float]:
     return chars * CHAR_W + _PAD_W, len(lines) * _LINE_H + _PAD_H
 
 
+_compact: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def compact_modules(graph: BackwardGraph) -> dict[str, int]:
+    """Module path -> position (in `graph.nodes`) of its one op, for every module drawn as one
+    titled box rather than a frame: a module with no submodule whose graph is a single op, or
+    one op plus plumbing (views, transposes), parameters aside ("flat · Flatten" over "View",
+    "fc · Linear" over "Addmm" with its "T" and parameters beside it). Cached per graph.
+
+    Example:
+        >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+        >>> sorted(compact_modules(gm))  # two Linear layers: Addmm (+ T) each
+        ['0', '2']
+    """
+    hit = _compact.get(graph)
+    if hit is not None:
+        return hit
+    paths = module_paths(graph)
+    inner = {parent(p) for p in paths if p}
+    ops: dict[str, list[int]] = {}
+    plumbing: dict[str, list[int]] = {}
+    for i, node in enumerate(graph.nodes.values()):
+        m = node.module
+        if not m or m in inner or node.kind == "accumulate_grad":
+            continue
+        (plumbing if is_plumbing(node.name) else ops).setdefault(m, []).append(i)
+    out: dict[str, int] = {}
+    for m in set(ops) | set(plumbing):
+        main = ops.get(m, [])
+        if len(main) == 1:
+            out[m] = main[0]
+        elif not main and len(plumbing.get(m, [])) == 1:
+            out[m] = plumbing[m][0]
+    _compact[graph] = out
+    return out
+
+
+def item_titles(graph: BackwardGraph, vis: VisibleGraph) -> dict[int, str]:
+    """Item -> its module's title, for the items that stand for a compact module (its one op,
+    drawn alone: `compact_modules`). The op's name is the box's second line.
+
+    Example:
+        >>> from autograd_widget.view.visible import visible_graph
+        >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
+        >>> sorted(item_titles(gm, visible_graph(gm)).values())
+        ['0 · Linear', '2 · Linear']
+    """
+    compact = compact_modules(graph)
+    out: dict[int, str] = {}
+    for m, r in compact.items():
+        j = int(vis.real_item[r])
+        if j >= 0 and vis.item_real[j] == r:
+            out[j] = module_title(graph, m)
+    return out
+
+
 def item_sizes(
-    graph: BackwardGraph, vis: VisibleGraph, titles: Mapping[str, str]
+    graph: BackwardGraph, vis: VisibleGraph, titles: Mapping[str, str],
+    item_title: Mapping[int, str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Box size (width, height) of every item, to hold its text: a node's short op name (a
-    leaf's name and shape), a box's title and its op count.
+    leaf's name and shape; a compact module's op: its module's title in `item_title`, then the
+    op), a box's title and its op count.
 
     Example:
         >>> from autograd_widget.view.visible import visible_graph
@@ -56,8 +116,11 @@ def item_sizes(
     h = np.zeros(n)
     # One size per distinct (op, kind, leaf name, leaf shape): a 100k-node chain has three.
     by_key: dict[tuple, tuple[float, float]] = {}
+    item_title = item_title or {}
     for j, r in enumerate(vis.item_real.tolist()):
-        if r >= 0:
+        if r >= 0 and j in item_title:
+            hit = _box([item_title[j], short_label(nodes[r])])
+        elif r >= 0:
             node = nodes[r]
             leafy = node.kind == "accumulate_grad"
             key = (node.name, node.kind, node.leaf_name,
@@ -127,8 +190,11 @@ def _scene_layout(
     nodes = list(graph.nodes.values())
     item_real = vis.item_real.tolist()
     n = vis.n_items
+    compact = compact_modules(graph)
     if vis.is_identity:  # every node drawn as itself: no per-item branching
         cluster = [node.module or "" for node in nodes]
+        if compact:  # a compact module has no frame: its nodes sit in its parent's
+            cluster = [parent(m) if m in compact else m for m in cluster]
         own = cluster
         keys = list(graph.nodes)
         leaf = np.fromiter((node.kind == "accumulate_grad" for node in nodes), bool, n)
@@ -144,6 +210,8 @@ def _scene_layout(
             if r >= 0:
                 node = nodes[r]
                 m = node.module or ""
+                if m in compact:
+                    m = parent(m)
                 cluster.append(m)
                 own.append(m)
                 keys.append(node.id)
@@ -167,7 +235,7 @@ def _scene_layout(
     for key, run in folds.items():
         if key in boxes:
             titles[key] = run_title(graph, run)
-    w, h = item_sizes(graph, vis, titles)
+    w, h = item_sizes(graph, vis, titles, item_titles(graph, vis))
     ids = list(graph.nodes)  # (ids may be renamed: not always "n<index>")
     roots = sorted({int(vis.real_item[ids.index(r)]) for r, _ in graph.roots} - {-1})
     return (layouter or ClusterLayouter()).layout(

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 from ..util.gcpause import gc_paused
 from . import modules
 from . import visible as vis_mod
-from .autofold import auto_folds, node_fold_positions
+from .autofold import FoldPlan, Pins, choose_folds, node_fold_positions
 from .clusters import ClusterLayout, ClusterLayouter
 from .compiledframes import drawn_graph, opened_regions, region_frame
+from .fitrule import Viewport, default_viewport
 from .folding import RepeatedSubgraph
 from .placement import scene_layout
 from .repeats import Repeat, find_repeats
@@ -38,7 +39,8 @@ __all__ = ["BOX_PREFIX", "COLLAPSE_MODES", "ORIENTATIONS", "Scene", "compute_lay
 
 #: What `collapse=` accepts.
 COLLAPSE_MODES = ("auto", "modules", "repeats", "none")
-ORIENTATIONS = ("TB", "LR")
+#: What `orientation=` accepts ("auto": the direction that shows the whole graph larger).
+ORIENTATIONS = ("auto", "TB", "LR")
 #: Prefix of a box's item id in `Scene.visible_ids` (a folded module or a folded run).
 BOX_PREFIX = "box:"
 
@@ -72,15 +74,17 @@ class Scene:
     Args:
         graph: the graph (records suffice).
         stepper: the stepper whose state is drawn (read through its public API).
-        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": at most
-            `folding.AUTO_ITEMS` items, `autofold.auto_folds`: a graph that small shows every
-            node, a bigger one folds its runs of repeated blocks, then collapses modules as
-            deep as fits, then folds repeated subgraphs outside modules). Ignored when
-            `collapsed` or `folds` is given.
-        orientation: "TB" or "LR".
+        collapse: the starting folds, one of `COLLAPSE_MODES` ("auto": the whole graph
+            legible in `viewport`, `autofold.choose_folds`: runs of repeated blocks and of
+            repeated subgraphs fold first, then modules from the deepest level; chosen again
+            by `fit_to` when the drawing's size changes, the user's own folds kept). Ignored
+            when `collapsed` or `folds` is given.
+        orientation: "TB", "LR" or "auto" (the one that shows the drawing larger in
+            `viewport`; `direction` says which).
         show_plumbing: show views/reshapes/transposes (False contracts them).
         collapsed, folds: explicit starting folds (module paths; fold key -> run), e.g. another
             scene's `collapsed` and `folds`, to draw the same thing.
+        viewport: the drawing's size in px (default: `fitrule.default_viewport()`).
 
     Example:
         >>> gm = aw.capture(model(torch.randn(5, 4)).sum(), model=model)
@@ -100,52 +104,145 @@ class Scene:
         show_plumbing: bool = True,
         collapsed: Iterable[str] | None = None,
         folds: Mapping[str, Repeat | RepeatedSubgraph] | None = None,
+        viewport: Viewport | None = None,
     ) -> None:
         if collapse not in COLLAPSE_MODES:
             raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
         if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
+            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
         # What is drawn: the graph, with the compiled regions the stepper opens as frames of ops.
-        graph = drawn_graph(graph, opened_regions(graph, stepper))
+        regions = opened_regions(graph, stepper)
+        graph = drawn_graph(graph, regions)
         self.graph = graph
         self.stepper = stepper
+        #: The direction asked for: "auto", "TB" or "LR" (`direction` is the one drawn).
         self.orientation = orientation
         self.show_plumbing = bool(show_plumbing)
+        #: The drawing's size in px the folds and direction were chosen for.
+        self.viewport = viewport or default_viewport()
         #: Bumped by every rebuild: the drawing changed.
         self.version = 0
         self._runs: dict[str, Repeat] | None = None  # fold key -> run, found on first need
-        plan_visible: VisibleGraph | None = None
+        # collapse="auto": the folds follow the drawing's size (`fit_to`), but not the user's
+        # own: what they opened stays open, what they folded stays folded.
+        self._auto = collapse == "auto" and collapsed is None and folds is None
+        self._opened: set[str] = set()
+        self._closed: set[str] = set()
+        # An opened compiled region starts folded into one box, like a module: a fold of the
+        # user's own as far as refitting goes (a click opens it, and it stays open).
+        region_frames = {region_frame(graph, graph.regions[nid]) for nid in regions}
+        if collapsed is None and folds is None and collapse in ("auto", "modules"):
+            self._closed |= region_frames
+        # The view model allocates an object or two per node: let the cycle collector rescan
+        # the world once afterwards rather than many times during (halves a 50k-node build).
+        self._layouter = ClusterLayouter()
+        self._direction = orientation if orientation != "auto" else "TB"
+        plan: FoldPlan | None = None
         if collapsed is not None or folds is not None:
             self._folds: dict[str, Repeat | RepeatedSubgraph] = dict(folds or {})
             self._collapsed: set[str] = set(collapsed or ())
         elif collapse == "auto":
-            plan = auto_folds(graph, self.fold_index, show_plumbing=self.show_plumbing)
+            plan = self._plan()
             self._folds, self._collapsed = dict(plan.folds), set(plan.collapsed)
-            plan_visible = plan.visible
         else:
             self._folds = dict(self.fold_index()) if collapse == "repeats" else {}
             self._collapsed = vis_mod.default_collapsed(
                 graph, collapse, vis_mod.fold_members(self._folds)
             )
-        if collapsed is None and folds is None and collapse in ("auto", "modules"):
-            # An opened compiled region starts folded into one box, like a module.
-            frames = {region_frame(graph, graph.regions[nid]) for nid in
-                      opened_regions(graph, stepper)} - self._collapsed  # fmt: skip
-            frames = {f for f in frames if not any(modules.in_group(f, c) for c in
-                                                   self._collapsed)}  # fmt: skip
-            if frames:
-                self._collapsed |= frames
-                plan_visible = None
+        if collapse == "modules" and collapsed is None and folds is None:
+            self._collapsed |= {f for f in region_frames if not any(
+                modules.in_group(f, c) for c in self._collapsed)}
+        if plan is None and orientation == "auto":
+            plan = self._plan()
         #: The runs of repeated subgraphs outside modules this scene knows (they can refold).
         self._subgraph_runs = {k: r for k, r in self._folds.items()
                                if isinstance(r, RepeatedSubgraph)}
-        # The view model allocates an object or two per node: let the cycle collector rescan
-        # the world once afterwards rather than many times during (halves a 50k-node build).
-        self._layouter = ClusterLayouter()
         with gc_paused():
-            self.visible = plan_visible or self._visible_graph()
-            self.layout = self._layout()
+            if plan is not None:
+                self._direction = plan.orientation
+                self.visible, self.layout = plan.visible, plan.layout
+            else:
+                self.visible = self._visible_graph()
+                self.layout = self._layout()
             self.state = StateView(graph, stepper, self.visible)
+
+    # ------------------------------------------------------------------ fitting
+    def _plan(self) -> FoldPlan:
+        """What collapse="auto" (or only orientation="auto") draws in `viewport` now."""
+        def runs() -> dict[str, Repeat | RepeatedSubgraph]:
+            return {**self.fold_index(), **getattr(self, "_subgraph_runs", {})}
+
+        fixed = None if self._auto else (self._folds, frozenset(self._collapsed))
+        return choose_folds(
+            self.graph, runs, self.viewport, orientation=self.orientation,
+            show_plumbing=self.show_plumbing, layouter=self._layouter,
+            pins=Pins(frozenset(self._opened), frozenset(self._closed)), fixed=fixed,
+        )
+
+    @property
+    def direction(self) -> str:
+        """The direction drawn now, "TB" or "LR" (orientation="auto" chose it)."""
+        return self._direction
+
+    @property
+    def fitting(self) -> bool:
+        """Whether the drawing follows its size (collapse="auto" or orientation="auto")."""
+        return self._auto or self.orientation == "auto"
+
+    def fit_to(self, viewport: Viewport) -> bool:
+        """The drawing is `viewport` px now: choose the folds (collapse="auto") and the
+        direction (orientation="auto") again for it, keeping the user's own folds and
+        unfolds; True when the drawing changed (rebuilt, `version` bumped).
+
+        Example:
+            >>> blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(30)])
+            >>> gb = aw.capture(blocks(torch.randn(2, 4, requires_grad=True)).sum(),
+            ...                 model=blocks)
+            >>> scene = Scene(gb, aw.Stepper(gb), viewport=Viewport(800, 450))
+            >>> scene.folds != {}, scene.fit_to(Viewport(20000, 20000)), scene.folds
+            (True, True, {})
+        """
+        self.viewport = viewport
+        if not self.fitting:
+            return False
+        plan = self._plan()
+        if (plan.folds.keys() == self._folds.keys() and plan.collapsed == self._collapsed
+                and plan.orientation == self._direction):
+            return False
+        self._folds, self._collapsed = dict(plan.folds), set(plan.collapsed)
+        self._subgraph_runs.update({k: r for k, r in self._folds.items()
+                                    if isinstance(r, RepeatedSubgraph)})
+        self._direction = plan.orientation
+        self.visible, self.layout = plan.visible, plan.layout
+        self.state.set_visible(self.visible)
+        self.version += 1
+        return True
+
+    def fold_level(self, anchor: str | None = None) -> list[str]:
+        """Fold the deepest level of unfolded modules (their frames) into boxes: zooming out
+        past legible. `anchor`, a module path drawn (one of them, or a frame holding one: the
+        frame under the pointer), keeps its place. Returns the modules folded; raises
+        ValueError when no module is unfolded.
+
+        Example:
+            >>> inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+            >>> net = torch.nn.Sequential(inner, torch.nn.Linear(4, 2))
+            >>> gn = aw.capture(net(torch.randn(5, 4)).sum(), model=net)
+            >>> scene = Scene(gn, aw.Stepper(gn), collapse="none")
+            >>> scene.fold_level(), scene.collapsed
+            (['0'], ['0'])
+        """
+        frames = self.layout.frames
+        if not frames:
+            raise ValueError("no unfolded module to fold")
+        deepest = max(f.depth for f in frames)
+        paths = sorted(f.path for f in frames if f.depth == deepest)
+        self._collapsed.update(paths)
+        self._closed.update(paths)
+        self._opened.difference_update(paths)
+        key = "m:" + anchor if anchor is not None else None
+        self.rebuild(keep=(key, key) if key else None)  # (no anchor drawn: nothing moves)
+        return paths
 
     # ------------------------------------------------------------------ the drawing
     def _visible_graph(self) -> VisibleGraph:
@@ -156,7 +253,7 @@ class Scene:
         )
 
     def _layout(self) -> ClusterLayout:
-        return scene_layout(self.graph, self.visible, self.orientation, folds=self._folds,
+        return scene_layout(self.graph, self.visible, self._direction, folds=self._folds,
                             layouter=self._layouter)
 
     def rebuild(self, *, keep: tuple[str, str] | None = None) -> None:
@@ -220,7 +317,8 @@ class Scene:
             self.state = StateView(self.graph, stepper, self.visible)
 
     def set_orientation(self, orientation: str) -> None:
-        """Lay out top-to-bottom ("TB") or left-to-right ("LR"); rebuilds when it changes.
+        """Lay out top-to-bottom ("TB"), left-to-right ("LR"), or whichever shows the drawing
+        larger ("auto"); rebuilds when the direction drawn changes.
 
         Example:
             >>> scene = Scene(g, st)
@@ -228,9 +326,17 @@ class Scene:
             ('LR', 1)
         """
         if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'TB' or 'LR', got {orientation!r}")
-        if orientation != self.orientation:
-            self.orientation = orientation
+            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
+        self.orientation = orientation
+        if orientation == "auto":
+            want = choose_folds(
+                self.graph, dict, self.viewport, orientation="auto",
+                show_plumbing=self.show_plumbing, layouter=self._layouter,
+                fixed=(self._folds, frozenset(self._collapsed))).orientation
+        else:
+            want = orientation
+        if want != self._direction:
+            self._direction = want
             self.rebuild()
 
     def set_plumbing(self, show: bool) -> None:
@@ -379,6 +485,7 @@ class Scene:
             )
         self._collapsed = {c for c in self._collapsed if not modules.in_group(c, module)}
         self._collapsed.add(module)
+        self._pin(closed=[module])
         self.rebuild(keep=("m:" + module, "m:" + module))
 
     def expand(self, module: str | None = None) -> None:
@@ -392,6 +499,7 @@ class Scene:
             ['2']
         """
         if module is None:
+            self._pin(opened=[*self._collapsed, *self._folds, *self.modules])
             self._collapsed = set()
             self._folds = {}
         elif module in self._folds:
@@ -402,6 +510,7 @@ class Scene:
                 raise ValueError(f"{module!r} is not collapsed; collapsed: {self.collapsed}")
             self._collapsed.discard(module)
             self._collapsed.update(modules.children(module, modules.module_paths(self.graph)))
+            self._pin(opened=[module])
             self.rebuild(keep=("m:" + module, "m:" + module))
             return
         self.rebuild()
@@ -424,10 +533,12 @@ class Scene:
                 # Unfold locally: the other blocks stay boxes, the node's own block opens below.
                 del self._folds[key]
                 self._collapsed.update(run.members)
+                self._pin(opened=[key])
                 changed = True
         for c in sorted(self._collapsed):
             if modules.in_group(node.module, c):
                 self._collapsed.discard(c)
+                self._pin(opened=[c])
                 changed = True
         if not self.show_plumbing and vis_mod.is_plumbing(node.name):
             self.show_plumbing = True
@@ -448,6 +559,7 @@ class Scene:
                 self._collapsed.discard(key)
             else:
                 break
+            self._pin(opened=[key])
             self.rebuild()
 
     # ------------------------------------------------------------------ repeated blocks
@@ -527,6 +639,7 @@ class Scene:
         self._collapsed = {
             c for c in self._collapsed if not any(modules.in_group(c, m) for m in members)
         }
+        self._pin(closed=keys)
         self.rebuild()
 
     def unfold(self, repeat: str | Repeat | None = None, *, blocks: bool = True) -> None:
@@ -552,4 +665,14 @@ class Scene:
             r = self._folds.pop(key)
             if blocks:
                 self._collapsed.update(r.members)
+        self._pin(opened=keys)
         self.rebuild()
+
+    def _pin(self, opened: Iterable[str] = (), closed: Iterable[str] = ()) -> None:
+        """The user opened / folded these modules or runs: a new fit keeps them so."""
+        for k in opened:
+            self._opened.add(k)
+            self._closed.discard(k)
+        for k in closed:
+            self._closed.add(k)
+            self._opened.discard(k)

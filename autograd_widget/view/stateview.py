@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..util.jsonsafe import encode, encode_number
-from .labels import status_line
+from .labels import status_line, step_announcement
 from .scale import NormScale, norm_scale_of, run_norm_scale
 from .visible import VisibleGraph, visible_graph
 
@@ -324,6 +324,7 @@ class StateView:
             "norm_scale": scale.kind if scale is not None else None,
             "waiting": waiting,
             "status": status_line(self.graph, st),
+            "announce": step_announcement(self.graph, st),
             "error": error,
         }
 

@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.graph import BackwardGraph
-from .folding import AUTO_ITEMS, plan_collapsed
 from .modules import children, in_group, module_paths, top_level_groups
 
 if TYPE_CHECKING:
     from .repeats import Repeat
 
 __all__ = [
-    "AUTO_ITEMS",
     "FOLD_PREFIX",
     "PLUMBING",
     "VisibleGraph",
@@ -83,30 +81,23 @@ def is_plumbing(name: str) -> bool:
 def default_collapsed(
     graph: BackwardGraph, mode: str, folded: Iterable[str] | Mapping[str, str] = ()
 ) -> set[str]:
-    """Groups folded at start: none, the top-level modules, or ("auto") as deep as fits.
+    """Groups folded at start: none ("none", "repeats") or the top-level modules ("modules").
+    collapse="auto" is chosen by pixels (`autofold.choose_folds`), not here.
 
     `folded`: member paths of the runs folded at start, or member path -> fold key
-    (`fold_members`; a plain iterable counts each member as its own box). They are left to
-    their fold box; with "modules" a top-level module holding one is looked through (its other
-    children are collapsed instead), or it would swallow the fold box. "auto": the modules
-    `folding.plan_collapsed` picks so that at most `AUTO_ITEMS` items show (none when the graph
-    has at most `AUTO_ITEMS` nodes); the Scene's collapse="auto" also folds the runs first
-    (`autofold.auto_folds`).
+    (`fold_members`). They are left to their fold box; with "modules" a top-level module
+    holding one is looked through (its other children are collapsed instead), or it would
+    swallow the fold box.
 
     Example:
         >>> with aw.track(model):
         ...     out = model(torch.randn(2, 4))
         >>> gm = aw.capture(out.sum(), model=model)
-        >>> sorted(default_collapsed(gm, "modules")), sorted(default_collapsed(gm, "auto"))
+        >>> sorted(default_collapsed(gm, "modules")), sorted(default_collapsed(gm, "none"))
         (['0', '1', '2'], [])
     """
-    if mode in ("none", "repeats"):
+    if mode in ("none", "repeats", "auto"):
         return set()
-    if mode == "auto":
-        if len(graph.nodes) <= AUTO_ITEMS:
-            return set()
-        keys = dict(folded) if isinstance(folded, Mapping) else {m: m for m in folded}
-        return plan_collapsed(graph, keys, AUTO_ITEMS)[0]
     if mode == "modules":
         tops = top_level_groups(graph)
         members = set(folded)
@@ -239,54 +230,60 @@ def visible_graph(
         >>> visible_graph(aw.capture(out.sum(), model=model), ["0"]).n_items  # module 0 as one box
         7
     """
-    nodes = list(graph.nodes.values())
-    n = len(nodes)
-    index = {node.id: i for i, node in enumerate(nodes)}
+    facts = _node_facts(graph)
+    nodes, index, n = facts.nodes, facts.index, len(facts.nodes)
     groups = sorted(set(collapsed), key=lambda g: (g.count(".") if g else -1, g))
     if not groups and not folds and not node_folds and not _merged:
         same = _identity_visible(graph, nodes, index, show_plumbing)
         if same is not None:
             return same
-    # Outermost collapsed group of each node (groups sorted outermost first), once per module.
-    group_of: list[str | None] = [None] * n
-    if groups:
-        outermost: dict[str | None, str | None] = {}
-        for i, node in enumerate(nodes):
-            m = node.module
-            if m not in outermost:
-                outermost[m] = next((g for g in groups if in_group(m, g)), None)
-            group_of[i] = outermost[m]
-    if folds:
-        _apply_folds(nodes, group_of, folds)
-    for i, g in (node_folds or {}).items():
-        if group_of[i] is None:
-            group_of[i] = g
-    for i, g in (_merged or {}).items():
-        group_of[i] = g
-    roots = {index[r] for r, _ in graph.roots}
-    hidden = np.zeros(n, bool)
-    if not show_plumbing:
-        for i, node in enumerate(nodes):
-            hidden[i] = group_of[i] is None and i not in roots and is_plumbing(node.name)
+    # The box of each distinct module path (the outermost collapsed group holding it, unless a
+    # folded run takes it), then of each node by its path's code: no Python step per node.
+    names: list[str] = []
+    name_id: dict[str, int] = {}
 
-    item_real: list[int] = []
-    item_group: list[str | None] = []
-    members: dict[str, list[int]] = {}
-    group_item: dict[str, int] = {}
-    real_item = np.full(n, -1, np.int32)
-    for i in range(n):
-        g = group_of[i]
+    def gid(name: str) -> int:
+        k = name_id.get(name)
+        if k is None:
+            k = name_id[name] = len(names)
+            names.append(name)
+        return k
+
+    mod_group = np.full(len(facts.modules), -1, np.int64)
+    for k, m in enumerate(facts.modules):
+        g = next((g for g in groups if in_group(m, g)), None) if groups else None
+        f = _fold_member(m, folds) if folds else None
+        if f is not None and not (g is not None and g != f and in_group(f, g)):
+            g = folds[f]  # type: ignore[index]
         if g is not None:
-            if g not in group_item:
-                group_item[g] = len(item_real)
-                item_real.append(-1)
-                item_group.append(g)
-            real_item[i] = group_item[g]
-            members.setdefault(g, []).append(i)
-        elif not hidden[i]:
-            real_item[i] = len(item_real)
-            item_real.append(i)
-            item_group.append(None)
+            mod_group[k] = gid(g)
+    group = mod_group[facts.code]
+    for i, g in (node_folds or {}).items():
+        if group[i] < 0:
+            group[i] = gid(g)
+    for i, g in (_merged or {}).items():
+        group[i] = gid(g)
+    if show_plumbing:
+        hidden = np.zeros(n, bool)
+    else:
+        hidden = (group < 0) & facts.plumbing & ~facts.root
+
+    # Items in the order of their first node: a lone node is its own key, a box n + its id.
+    key = np.where(group >= 0, n + group, np.arange(n))
+    shown = np.flatnonzero(~hidden)
+    uniq, first = np.unique(key[shown], return_index=True)
+    item_keys = uniq[np.argsort(first, kind="stable")]
+    kmap = np.full(n + len(names), -1, np.int64)
+    kmap[item_keys] = np.arange(len(item_keys))
+    real_item = np.where(hidden, -1, kmap[key]).astype(np.int32)
+    item_real = np.where(item_keys < n, item_keys, -1).astype(np.int32)
+    item_group: list[str | None] = [names[k - n] if k >= n else None
+                                    for k in item_keys.tolist()]
+    grouped = np.flatnonzero(group >= 0)
+    by_group = grouped[np.argsort(group[grouped], kind="stable")]
+    cuts = np.searchsorted(group[by_group], np.arange(len(names) + 1))
+    members = {names[k]: by_group[cuts[k]:cuts[k + 1]].astype(np.int32)
+               for k in range(len(names))}
 
     src, _, dst, _ = edge_arrays(graph, index)
     # Edges between two visible items map straight across (vectorised); an edge out of a
@@ -334,11 +331,9 @@ def visible_graph(
         e_dst = np.concatenate([e_dst, np.asarray(c_dst, np.int32)])[order]
         e_real = np.concatenate([e_real, np.asarray(c_real, np.int64)])[order]
     vis = VisibleGraph(
-        item_real=np.asarray(item_real, np.int32),
+        item_real=item_real,
         item_group=item_group,
-        item_members=[
-            np.asarray(members[g], np.int32) if g is not None else None for g in item_group
-        ],
+        item_members=[members[g] if g is not None else None for g in item_group],
         real_item=real_item,
         edge_src=np.asarray(e_src, np.int32),
         edge_dst=np.asarray(e_dst, np.int32),
@@ -347,7 +342,7 @@ def visible_graph(
         show_plumbing=show_plumbing,
         folds=frozenset((folds or {}).values()) | frozenset((node_folds or {}).values()),
     )
-    if group_item and _merged is None:
+    if members and _merged is None:
         merged = _cycle_merge(vis)
         if merged:
             return visible_graph(graph, groups, show_plumbing, folds=folds,
@@ -410,27 +405,45 @@ def _cycle_merge(vis: VisibleGraph) -> dict[int, str]:
     return merged
 
 
-def _apply_folds(nodes: list, group_of: list[str | None], folds: Mapping[str, str]) -> None:
-    """Put each node under a folded member into its run's box, unless a collapsed module
-    holding the whole run already took it (in place, on `group_of`)."""
-    # Outermost folded member holding each distinct module path (O(depth) per distinct path).
-    member_of: dict[str | None, str | None] = {None: None}
-    for i, node in enumerate(nodes):
-        m = node.module
-        if m not in member_of:
-            hit, a = None, m
-            while a:
-                if a in folds:
-                    hit = a
-                a = a.rpartition(".")[0]
-            member_of[m] = hit
-        f = member_of[m]
-        if f is None:
-            continue
-        g = group_of[i]
-        if g is not None and g != f and in_group(f, g):
-            continue  # a collapsed module holding the whole run wins
-        group_of[i] = folds[f]
+def _fold_member(m: str | None, folds: Mapping[str, str]) -> str | None:
+    """The outermost folded member path holding module path `m` (None: none)."""
+    hit, a = None, m
+    while a:
+        if a in folds:
+            hit = a
+        a = a.rpartition(".")[0]
+    return hit
+
+
+@dataclass(frozen=True, eq=False)
+class _NodeFacts:
+    """What folding reads of every node, once per graph: the nodes, id -> position, each
+    node's module path as a code into `modules`, plumbing and root flags."""
+
+    nodes: list
+    index: dict[str, int]
+    modules: list[str | None]
+    code: np.ndarray
+    plumbing: np.ndarray
+    root: np.ndarray
+
+
+_facts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _node_facts(graph: BackwardGraph) -> _NodeFacts:
+    hit = _facts.get(graph)
+    if hit is None:
+        nodes = list(graph.nodes.values())
+        index = {node.id: i for i, node in enumerate(nodes)}
+        mod_id: dict[str | None, int] = {}
+        code = np.fromiter((mod_id.setdefault(node.module, len(mod_id)) for node in nodes),
+                           np.int64, len(nodes))
+        plumbing = np.fromiter((node.name in PLUMBING for node in nodes), bool, len(nodes))
+        root = np.zeros(len(nodes), bool)
+        root[[index[r] for r, _ in graph.roots]] = True
+        hit = _facts[graph] = _NodeFacts(nodes, index, list(mod_id), code, plumbing, root)
+    return hit
 
 
 _edge_arrays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -20,6 +20,7 @@ from ..util.gcpause import gc_paused
 from ..view.clusters import ClusterLayout
 from ..view.labels import display_kind, group_label, module_title, run_title, short_label
 from ..view.modules import module_paths
+from ..view.placement import item_titles
 from ..view.stateview import as_buffer
 from ..view.visible import VisibleGraph, edge_arrays, visible_graph
 
@@ -270,6 +271,9 @@ def _graph_payload(
         ],
         # What each box says on its first line (its width was laid out for it), in item order.
         "box_titles": titles,
+        # A node drawn as its whole (compact) module: [item, the module's title] (the op's
+        # name is its second line).
+        "item_titles": [[j, t] for j, t in sorted(item_titles(graph, vis).items())],
         "dtypes": dtypes,
         "nodes": {
             "count": n_items,

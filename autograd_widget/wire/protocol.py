@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..view import inspect
+from ..view.fitrule import Viewport
 from ..view.labels import node_title
 from ..view.modules import module_paths
 from . import trainpayload
@@ -64,8 +65,8 @@ REPLY, WARNING = "reply", "warning"
 REPLY_TYPES = (REPLY, WARNING)
 
 #: The widget's synced traits the front-end reads or writes (js/src/protocol.js `TRAIT`): the
-#: graph and state payloads, the bundle's hash, the selection, the height, the layout direction
-#: and the plumbing toggle.
+#: graph and state payloads, the bundle's hash, the selection, the height (None: what the graph
+#: needs), the layout direction ("auto", "TB", "LR") and the plumbing toggle.
 TRAITS = (
     "_graph", "_state", "_bundle", "selected", "selected_edge", "height", "orientation",
     "show_plumbing", "_timeline", "watch_step",
@@ -79,14 +80,14 @@ WALKTHROUGH_FORMAT = "autograd_widget.walkthrough/3"
 STATE_KEYS = (
     "seq", "position", "total", "done", "running", "next", "next_id", "last",
     "node_state", "progress", "edge_norm", "edge_flag", "edge_values", "edits", "norm_range",
-    "norm_scale", "waiting", "status", "error", "notice",
+    "norm_scale", "waiting", "status", "announce", "error", "notice",
 )
 #: The per-item/edge arrays of the state (binary buffers).
 STATE_ARRAYS = ("node_state", "progress", "edge_norm", "edge_flag")
 #: The scalars a walkthrough stores per step.
 STEP_SCALARS = (
-    "position", "total", "done", "next", "next_id", "last", "status", "waiting", "error",
-    "norm_range", "norm_scale",
+    "position", "total", "done", "next", "next_id", "last", "status", "announce", "waiting",
+    "error", "norm_range", "norm_scale",
 )
 
 #: Longest a single "run" chunk may take, whatever the front-end asks: the kernel handler blocks
@@ -225,6 +226,30 @@ def _v_collapse(s: Session, msg: dict) -> str:
     if not isinstance(group, str) or group not in module_paths(s.scene.graph):
         raise Invalid(f"collapse: {str(group)[:60]!r} is not a module of this graph")
     return group
+
+
+#: The largest drawing size (px) a "viewport" message may name.
+MAX_VIEWPORT_PX = 100_000
+
+
+def _v_viewport(s: Session, msg: dict) -> Viewport:
+    """The drawing's size in px: positive numbers (the plot's width and height)."""
+    _request(msg, "viewport")
+    w, h = msg.get("width"), msg.get("height")
+    ok = all(isinstance(v, int | float) and not isinstance(v, bool) and 40 <= v <= MAX_VIEWPORT_PX
+             for v in (w, h))
+    if not ok:
+        raise Invalid("viewport needs width and height in px (40 to 100000)")
+    return Viewport(float(w), float(h))
+
+
+def _v_fold_level(s: Session, msg: dict) -> str | None:
+    anchor = msg.get("anchor")
+    if anchor is not None and not isinstance(anchor, str):
+        raise Invalid("fold_level: anchor must be a module path or null")
+    if not s.scene.layout.frames:
+        raise Invalid("fold_level: no unfolded module to fold")
+    return anchor
 
 
 def _v_plumbing(s: Session, msg: dict) -> bool:
@@ -377,6 +402,21 @@ def _expand(s: Session, group: str) -> None:
 
 def _collapse(s: Session, group: str) -> None:
     s.scene.collapse(group)
+    s.redraw()
+
+
+def _viewport(s: Session, viewport: Viewport) -> dict[str, Any]:
+    """The drawing was measured (first render, resize): collapse="auto" and orientation="auto"
+    choose again for it; a new drawing only when they changed (sent before the reply, which
+    says whether it did)."""
+    changed = s.scene.fit_to(viewport)
+    if changed:
+        s.redraw()
+    return {"changed": changed}
+
+
+def _fold_level(s: Session, anchor: str | None) -> None:
+    s.scene.fold_level(anchor)
     s.redraw()
 
 
@@ -566,6 +606,8 @@ MESSAGES: dict[str, Message] = dict([
     _message("expand", _v_expand, _expand),
     _message("collapse", _v_collapse, _collapse),
     _message("plumbing", _v_plumbing, _plumbing),
+    _message("viewport", _v_viewport, _viewport, "reply"),
+    _message("fold_level", _v_fold_level, _fold_level),
     _message("search", _v_search, _search, "reply"),
     _message("first_nonfinite", _v_first_nonfinite, _first_nonfinite, "reply"),
     _message("memory", _v_memory, _memory, "reply"),

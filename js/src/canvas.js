@@ -10,9 +10,10 @@
  */
 import { LEGIBLE_PX, cameraOf, fontPx, panBy, projector, rangeOf, zoomAt } from './camera.js';
 import { RectGrid, edgeLabels, estimateWidth, frameLabels, itemLabels } from './labelplace.js';
-import { arrowIntoBox, tracePath } from './paintstyle.js';
+import { arrowIntoBox, paintGlyphs, tracePath } from './paintstyle.js';
 import { HIGHLIGHT_COLOR, NEXT_COLOR, RAN_COLOR, SELECT_COLOR, hexAlpha, BADGE_MIN_PX } from './style.js';
 import { itemText } from './drawing.js';
+import { hitEdge, hitItem } from './hittest.js';
 
 /** Polylines per stroke() call (one path of thousands of overlapping lines is quadratic). */
 const STROKE_BATCH = 64;
@@ -23,7 +24,7 @@ export const WHEEL_ZOOM = 0.0015;
 /** Edges answer the pointer within this many pixels. */
 export const EDGE_HIT_PX = 6;
 /** Frame title band height, layout units (as Python's `clusters.FRAME_TITLE`). */
-export const FRAME_TITLE = 1.6;
+export const FRAME_TITLE = 1.3;
 
 /**
  * @typedef {{ kind: 'node', index: number } | { kind: 'edge', index: number }} Hit
@@ -35,72 +36,28 @@ export const FRAME_TITLE = 1.6;
  * @property {{ l: number, t: number, w: number, h: number }} area the plotting area
  * @property {import('./labelplace.js').Label[]} labels
  * @property {{ kind: 'node' | 'box' | 'copy', index: number, x: number, y: number, w: number, h: number }[]} items boxes in view
- * @property {{ next: number, ran: number, selected: number, selectedEdge: number, highlight: number[],
+ * @property {{ next: number, ran: number, selected: number, selectedEdge: number, highlight: number[], focus: number,
  *   badges: { item: number, x: number, y: number, size: number, color: string, symbol: string }[] }} marks item (edge) indices, -1: none
  * @property {(x: number, y: number) => [number, number]} toPx layout units to canvas px
  * @property {(e: number) => [number, number]} edgeMid an edge's label anchor in canvas px
  */
 
-/**
- * The item (or copy's item) under layout point (ux, uy), `pad` units around each box: the last
- * painted (topmost) first; -1 when none.
- * @param {import('./model.js').Graph} graph @param {{ w: ArrayLike<number>, h: ArrayLike<number> }} size
- * @param {number} ux @param {number} uy @param {number} pad
- * @example hitItem(graph, sizes, 0, 0, 0.1) // 0
- */
-export function hitItem(graph, size, ux, uy, pad) {
-  const inside = (/** @type {number} */ x, /** @type {number} */ y, /** @type {number} */ i) =>
-    Math.abs(ux - x) <= size.w[i] / 2 + pad && Math.abs(uy - y) <= size.h[i] / 2 + pad;
-  const cp = graph.copies;
-  if (cp) for (let k = cp.item.length - 1; k >= 0; k--) if (cp.item[k] >= 0 && inside(cp.x[k], cp.y[k], cp.item[k])) return cp.item[k];
-  for (let i = graph.n - 1; i >= 0; i--) if (inside(graph.x[i], graph.y[i], i)) return i;
-  return -1;
-}
-
-/**
- * The edge whose polyline passes within `tol` units of (ux, uy) (the nearest), or -1.
- * @param {import('./model.js').Graph} graph @param {number} ux @param {number} uy @param {number} tol
- */
-export function hitEdge(graph, ux, uy, tol) {
-  let best = -1;
-  let bestD = tol * tol;
-  const { pathX: X, pathY: Y, pathPtr: P } = graph;
-  for (let e = 0; e < graph.m; e++) {
-    for (let k = P[e]; k + 1 < P[e + 1]; k++) {
-      const x0 = X[k];
-      const y0 = Y[k];
-      const x1 = X[k + 1];
-      const y1 = Y[k + 1];
-      if (Number.isNaN(x1) || Number.isNaN(x0)) continue;
-      if (Math.min(x0, x1) - tol > ux || Math.max(x0, x1) + tol < ux || Math.min(y0, y1) - tol > uy || Math.max(y0, y1) + tol < uy) continue;
-      const dx = x1 - x0;
-      const dy = y1 - y0;
-      const l2 = dx * dx + dy * dy;
-      const t = l2 > 0 ? Math.max(0, Math.min(1, ((ux - x0) * dx + (uy - y0) * dy) / l2)) : 0;
-      const ex = x0 + t * dx - ux;
-      const ey = y0 + t * dy - uy;
-      const d = ex * ex + ey * ey;
-      if (d <= bestD) {
-        bestD = d;
-        best = e;
-      }
-    }
-  }
-  return best;
-}
+export { hitEdge, hitItem } from './hittest.js';
 
 /**
  * The canvas and its gestures.
  * @param {Document} doc
  * @param {{ view: () => { range: import('./camera.js').Range, size: import('./camera.js').Size },
  *   move: (range: import('./camera.js').Range) => void, hover: (hit: Hit | null, ev: MouseEvent) => void,
- *   click: (hit: Hit | null, ev: MouseEvent) => void, fit: () => void }} on
+ *   click: (hit: Hit | null, ev: MouseEvent) => void, fit: () => void,
+ *   zoom?: (range: import('./camera.js').Range, x: number, y: number) => void }} on `zoom`: a wheel
+ *   zoom about canvas px (x, y) (default: `move`)
  */
 export function createCanvas(doc, on) {
   const el = /** @type {HTMLCanvasElement & { agwPainted?: Painted }} */ (doc.createElement('canvas'));
   el.className = 'agw-canvas';
-  el.setAttribute('role', 'img');
-  el.setAttribute('aria-label', 'Backward graph: drag to pan, wheel to zoom, click a node to inspect it');
+  // pixels only: the list of items in view beside it (a11y.js) is what assistive tech reads
+  el.setAttribute('aria-hidden', 'true');
   const win = doc.defaultView ?? globalThis;
   /** @type {CanvasRenderingContext2D | null} */
   let ctx = null;
@@ -299,7 +256,11 @@ export function createCanvas(doc, on) {
     const unit = ev.deltaMode === 1 ? 16 : ev.deltaMode === 2 ? 400 : 1;
     const factor = Math.exp(-ev.deltaY * unit * WHEEL_ZOOM);
     const { range, size } = on.view();
-    on.move(zoomAt(range, size, ev.clientX - r.left, ev.clientY - r.top, factor));
+    const x = ev.clientX - r.left;
+    const y = ev.clientY - r.top;
+    const next = zoomAt(range, size, x, y, factor);
+    if (on.zoom) on.zoom(next, x, y);
+    else on.move(next);
   };
   const onLeave = (/** @type {MouseEvent} */ ev) => {
     hoverEv = null;
@@ -517,7 +478,14 @@ function paintItems(c, d, items, badges, ppu) {
     if (i === marks.ran) ringAround(b, 3, RAN_COLOR, 2.5, null);
     if (i === marks.selected) ringAround(b, 6, SELECT_COLOR, 3, null);
     if (marks.highlight.includes(i)) ringAround(b, 9, HIGHLIGHT_COLOR, 2.5, null);
+    if (i === marks.focus) {
+      // the keyboard focus: a dashed ring outside every other mark
+      c.setLineDash([5, 3]);
+      ringAround(b, 12, d.look.font, 2.5, null);
+      c.setLineDash([]);
+    }
   }
+  if (ppu >= 6) paintGlyphs(c, items, d.glyph, d.look.background, ppu);
   // badges: at the box's top-right corner, never smaller than BADGE_MIN_PX
   for (const bd of badges) {
     c.beginPath();

@@ -55,6 +55,7 @@ export function tidySeparators(bar) {
  *   store: import('./store.js').Store<{ graph: import('./model.js').Graph, state: import('./model.js').State, mode: import('./playback.js').Mode }>,
  *   root: HTMLElement,
  *   orientable: boolean,
+ *   orientation?: () => unknown,
  *   runTarget: () => number,
  *   search: HTMLElement, colorSelect: HTMLElement, help: HTMLElement,
  *   on: ChromeHandlers,
@@ -91,7 +92,8 @@ export function createChrome(doc, opts) {
   toolbar.append(btn.step, btn.back, btn.runTo, btn.runEnd, btn.reset, sep(), btn.play, speedBox, sep(), fit);
   // Layout direction, when the model has the trait: Python lays the graph out again.
   const direction = /** @type {HTMLSelectElement} */ (h('select', { class: 'agw-direction', 'aria-label': 'Layout direction', title: 'Roots on top or on the left' }));
-  direction.append(h('option', { value: 'TB' }, 'Top → bottom'), h('option', { value: 'LR' }, 'Left → right'));
+  const autoOption = h('option', { value: 'auto' }, 'Auto');
+  direction.append(autoOption, h('option', { value: 'TB' }, 'Top → bottom'), h('option', { value: 'LR' }, 'Left → right'));
   if (opts.orientable) toolbar.append(direction);
 
   // ---- the navigation row: finding things, folding plumbing, the colour mode -------------------
@@ -110,7 +112,8 @@ export function createChrome(doc, opts) {
   // step, the way out, always visible at its right.
   const statusText = h('span', { class: 'agw-status-text' });
   const statusHint = h('span', { class: 'agw-status-hint', id: `agw-hint-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
-  const status = h('div', { class: 'agw-status', role: 'status', 'aria-live': 'polite' }, statusText, statusHint);
+  // not a live region itself: the step is said once, by the view's announcer (a11y.js)
+  const status = h('div', { class: 'agw-status' }, statusText, statusHint);
   const alert = h('div', { class: 'agw-alert', role: 'alert', hidden: '' });
   const notice = h('div', { class: 'agw-notice', role: 'note', id: `agw-notice-${Math.random().toString(36).slice(2, 8)}`, hidden: '' });
   const waiting = h('div', { class: 'agw-waiting', hidden: '', role: 'note', 'aria-label': 'Gradients waiting in the next node' });
@@ -149,7 +152,11 @@ export function createChrome(doc, opts) {
     const stuck = failed && !busy ? wayOut() : '';
     for (const b of [btn.step, btn.runTo, btn.runEnd, btn.play]) markBlocked(b, stuck);
     showStatus(stuck);
-    direction.value = graph.orientation;
+    // the direction asked for ('auto' names the one it chose), else the one drawn
+    const asked = opts.orientation?.();
+    direction.value = asked === 'auto' || asked === 'TB' || asked === 'LR' ? asked : graph.orientation;
+    autoOption.textContent = `Auto ${graph.orientation === 'LR' ? '→' : '↓'}`;
+    autoOption.title = `Auto: ${graph.orientation === 'LR' ? 'left → right' : 'top → bottom'} shows the whole graph larger`;
     notice.hidden = !state.notice;
     notice.textContent = state.notice ? `⚠ ${state.notice}` : '';
     opts.root.classList.toggle('agw-busy', busy || state.running);

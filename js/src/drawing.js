@@ -6,7 +6,7 @@
  * stale/freed badges, folded modules with their progress, frames, leaf copies, the colour bar.
  * Pure: arrays and strings, no DOM; `canvas.js` paints it, `labelplace.js` places the text.
  */
-import { bucketEdges, gatherPaths, hexAlpha, mixColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
+import { GLYPHS, bucketEdges, gatherPaths, hexAlpha, mixColor, kindKey, KIND_STYLE, FAILED_COLOR, GROUP_COLOR, SAVED_BADGE, ALARM_COLOR, EDIT_COLOR } from './style.js';
 import { NODE_STATE } from './model.js';
 import { luminance } from './theme.js';
 import { colorbar, edgeLayers } from './paintstyle.js';
@@ -36,7 +36,9 @@ const PAD_W = 1.2;
  * @property {import('./paintstyle.js').EdgeLayer[]} edges in painting order
  * @property {{ x: Float32Array, y: Float32Array }} selectedEdge glow path ([] when none)
  * @property {number} selectedEdgeIndex the selected edge, -1: none
- * @property {{ next: number, ran: number, selected: number, highlight: number[] }} marks item indices, -1: none
+ * @property {{ next: number, ran: number, selected: number, highlight: number[], focus: number }} marks item indices, -1: none
+ *   (`focus`: the keyboard focus, a11y.js)
+ * @property {Uint8Array} glyph per item: its step state's glyph (GLYPHS; colour is never the only carrier of a state)
  * @property {{ item: number, symbol: string, color: string }[]} badges
  * @property {{ index: number, text: string, color: string }[]} edgeTexts edges with a value label
  * @property {Float32Array | null} progress per item: a folded box's done fraction
@@ -83,6 +85,9 @@ export function itemText(graph, state, i) {
     return { name: graph.titles?.[i] || graph.labels[i] || graph.modules[i] || 'module', sub: `${members} op${members === 1 ? '' : 's'}${p}`, cuttable: true };
   }
   const name = graph.labels[i] || graph.names[i] || graph.ids[i] || '';
+  // a node drawn as its whole (compact) module: the module's title, the op under it
+  const title = graph.titles?.[i];
+  if (title) return { name: title, sub: name, cuttable: true };
   const shape = graph.kinds[i] === 'accumulate_grad' || graph.kinds[i] === 'parameter' || graph.kinds[i] === 'input' ? graph.shapes[i] || '' : '';
   // unnamed leaves are already called e.g. "input 0 [3, 4]": no second shape
   return { name, sub: shape && !name.endsWith(shape) ? shape : '', cuttable: false };
@@ -167,6 +172,7 @@ export function itemStyles(graph, state, theme, shade = null) {
  * @property {number} [selectedEdge] visible edge index or -1
  * @property {number[]} [highlight] item indices to mark
  * @property {'gradient' | 'memory' | 'sensitivity' | 'gain'} [colorMode]
+ * @property {number} [focus] the item with the keyboard focus ring, -1 for none
  * @property {import('./memory.js').Memory | null} [memory]
  * @property {import('./sensitivity.js').Sensitivity | null} [sensitivity]
  * @property {import('./gain.js').Gain | null} [gain]
@@ -227,7 +233,8 @@ export function buildDrawing(graph, state, theme, view) {
     edges,
     selectedEdge,
     selectedEdgeIndex: se >= 0 && se < graph.m ? se : -1,
-    marks: { next, ran, selected: inRange(view.selected), highlight: (view.highlight ?? []).filter((i) => i >= 0 && i < graph.n) },
+    marks: { next, ran, selected: inRange(view.selected), highlight: (view.highlight ?? []).filter((i) => i >= 0 && i < graph.n), focus: inRange(view.focus ?? -1) },
+    glyph: Uint8Array.from(state.nodeState.subarray(0, graph.n), (st) => (st in GLYPHS ? st : 0)),
     badges,
     edgeTexts,
     progress: graph.boxes?.length ? state.progress : null,

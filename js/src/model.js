@@ -24,7 +24,8 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
  *   recorded engine run (`aw.explore(recording)`: no saved values, no edits, no probes)
  * @property {Frame[]} frames titled frames around unfolded modules, outermost first
  * @property {{ item: Int32Array, x: Float32Array, y: Float32Array }} copies leaf copies
- * @property {string[]} titles each box's title ("layers.3 · TransformerEncoderLayer"), "" for a node
+ * @property {string[]} titles each box's title ("layers.3 · TransformerEncoderLayer"); a node
+ *   drawn as its whole compact module: the module's title ("flat · Flatten", its op under it); "" otherwise
  * @property {Float32Array | null} boxW each item's box width as laid out (layout units)
  * @property {Float32Array | null} boxH each item's box height as laid out
  * @property {number} n
@@ -192,7 +193,7 @@ export function decodeGraph(raw) {
     compared: typeof g.compared === 'string' ? g.compared : '',
     bounds: graphBounds(g.bounds),
     frames: decodeFrames(g.frames),
-    titles: boxTitles(g.box_titles, n, boxes),
+    titles: withItemTitles(boxTitles(g.box_titles, n, boxes), g.item_titles),
     boxW,
     boxH,
     copies,
@@ -405,6 +406,7 @@ function csr(n, src) {
  *   null before the first step (nothing coloured yet)
  * @property {WaitingSlot[]} waiting
  * @property {string} status
+ * @property {string} announce the step as a sentence for a screen reader ("ran AddmmBackward0 in fc1, step 3 of 16; next ReluBackward0")
  * @property {string} notice a standing message from Python (graph freed by backward, released), or ""
  * @property {{ node: number, message: string, id: string | null } | null} error
  * @property {Map<number, import('./sensitivity.js').Edit>} edits what-if edits by visible edge index
@@ -465,6 +467,7 @@ export function decodeState(raw, graph) {
     normScale: s.norm_scale === 'run' || s.norm_scale === 'so far' ? s.norm_scale : null,
     waiting,
     status: typeof s.status === 'string' ? s.status : '',
+    announce: typeof s.announce === 'string' ? s.announce : '',
     notice: typeof s.notice === 'string' ? s.notice : '',
     error,
     edits: decodeEdits(s.edits, m),
@@ -511,6 +514,22 @@ export function boxTitles(raw, n, boxes) {
     if (k < raw.length && raw[k] != null) out[i] = String(raw[k]);
   });
   return out;
+}
+
+/**
+ * `titles` with the titles of the nodes drawn as their whole compact module (`item_titles`:
+ * `[item, title]` pairs; out-of-range items are dropped).
+ * @param {string[]} titles @param {unknown} raw
+ * @returns {string[]}
+ */
+export function withItemTitles(titles, raw) {
+  if (!Array.isArray(raw)) return titles;
+  for (const pair of raw) {
+    if (!Array.isArray(pair)) continue;
+    const i = Number(pair[0]);
+    if (Number.isInteger(i) && i >= 0 && i < titles.length && pair[1] != null) titles[i] = String(pair[1]);
+  }
+  return titles;
 }
 
 /**

@@ -4,7 +4,7 @@
  * NaN/inf dashed), the colour bar of the run's fixed scale, arrowheads whose tips stop at the
  * target box's border, and the badge symbols. Pure: numbers and strings in, no DOM.
  */
-import { ALARM_COLOR, DIFF_COLOR, RAN_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
+import { ALARM_COLOR, DIFF_COLOR, GLYPHS, RAN_COLOR, binWidth, decadeTicks, hexAlpha, scaleRange } from './style.js';
 import { formatNumber } from './format.js';
 
 /** Arrowheads: no head on an edge shorter than this on screen (pixels). */
@@ -186,4 +186,33 @@ export function tracePath(ctx, symbol, x, y, d) {
     ctx.moveTo(x + r, y);
     ctx.arc(x, y, r, 0, 2 * Math.PI);
   }
+}
+
+/**
+ * Step-state glyphs at each box's top-left corner (drawing.js GLYPHS: ▶ next, ✓ done, ✖
+ * failed, ∅ no gradient): the state reads without its colour.
+ * @param {CanvasRenderingContext2D} c
+ * @param {{ kind: string, index: number, x: number, y: number }[]} items boxes in view (CSS px)
+ * @param {Uint8Array} glyph per item: its state code @param {string} background @param {number} ppu
+ */
+export function paintGlyphs(c, items, glyph, background, ppu) {
+  const r = Math.max(6, Math.min(9, 0.4 * ppu));
+  c.textAlign = 'center';
+  c.textBaseline = 'middle';
+  c.font = `bold ${Math.round(1.3 * r)}px sans-serif`;
+  for (const b of items) {
+    if (b.kind === 'copy') continue;
+    const g = GLYPHS[/** @type {1 | 2 | 3 | 4} */ (glyph[b.index])];
+    if (!g) continue;
+    c.beginPath();
+    c.arc(b.x + 1, b.y + 1, r, 0, 2 * Math.PI);
+    c.fillStyle = background;
+    c.fill();
+    c.lineWidth = 1.5;
+    c.strokeStyle = g.color;
+    c.stroke();
+    c.fillStyle = g.color;
+    c.fillText(g.symbol, b.x + 1, b.y + 1.5);
+  }
+  c.textAlign = 'left';
 }

@@ -24,6 +24,10 @@ export const MSG = Object.freeze({
   EXPAND: 'expand',
   COLLAPSE: 'collapse',
   PLUMBING: 'plumbing',
+  /** the drawing's size in px (`{ width, height }`): collapse="auto" fits the graph to it */
+  VIEWPORT: 'viewport',
+  /** zooming out past legible: fold the deepest unfolded modules (`{ anchor }`) */
+  FOLD_LEVEL: 'fold_level',
   SEARCH: 'search',
   FIRST_NONFINITE: 'first_nonfinite',
   MEMORY: 'memory',
@@ -65,9 +69,9 @@ export const TRAIT = Object.freeze({
   SELECTED: 'selected',
   /** the selected real edge id ("src:output_nr"), or null */
   SELECTED_EDGE: 'selected_edge',
-  /** the widget's height in pixels */
+  /** the widget's height in pixels, or null: what the graph needs, within the window */
   HEIGHT: 'height',
-  /** the layout direction, 'TB' or 'LR' */
+  /** the layout direction asked for: 'auto', 'TB' or 'LR' (the payload's `orientation` is the one drawn) */
   ORIENTATION: 'orientation',
   /** whether plumbing nodes (views, reshapes...) are shown */
   SHOW_PLUMBING: 'show_plumbing',
@@ -87,7 +91,7 @@ export const WALKTHROUGH_FORMAT = 'autograd_widget.walkthrough/3';
 export const STATE_KEYS = Object.freeze([
   'seq', 'position', 'total', 'done', 'running', 'next', 'next_id', 'last',
   'node_state', 'progress', 'edge_norm', 'edge_flag', 'edge_values', 'edits', 'norm_range',
-  'norm_scale', 'waiting', 'status', 'error', 'notice',
+  'norm_scale', 'waiting', 'status', 'announce', 'error', 'notice',
 ]);
 
 /** The per-item/edge arrays of the state (`STATE_ARRAYS`). */
@@ -95,6 +99,6 @@ export const STATE_ARRAYS = Object.freeze(['node_state', 'progress', 'edge_norm'
 
 /** The scalars a walkthrough stores per step (`STEP_SCALARS`). */
 export const STEP_SCALARS = Object.freeze([
-  'position', 'total', 'done', 'next', 'next_id', 'last', 'status', 'waiting', 'error',
-  'norm_range', 'norm_scale',
+  'position', 'total', 'done', 'next', 'next_id', 'last', 'status', 'announce', 'waiting',
+  'error', 'norm_range', 'norm_scale',
 ]);

@@ -274,3 +274,14 @@ export function hexAlpha(hex, a) {
   const [r, g, b] = [0, 2, 4].map((k) => parseInt(h.slice(k, k + 2), 16));
   return `rgba(${r},${g},${b},${a})`;
 }
+
+/**
+ * The glyph painted at a box's corner for each step state (`NODE_STATE` code -> symbol and its
+ * colour): the state reads without colour too. Pending has none.
+ */
+export const GLYPHS = Object.freeze({
+  [NODE_STATE.next]: { symbol: '▶', color: '#c99700' },
+  [NODE_STATE.done]: { symbol: '✓', color: '#2e7d32' },
+  [NODE_STATE.failed]: { symbol: '✖', color: '#c62828' },
+  [NODE_STATE.no_gradient]: { symbol: '∅', color: '#6c757d' },
+});

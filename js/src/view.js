@@ -12,11 +12,12 @@
  * selection (clicks, the `selected` traits, focus), the drawing's cache and paints, the
  * keyboard, the model's events, theme and size.
  */
+import { createA11y } from './a11y.js';
 import { createCanvas } from './canvas.js';
 import { createChrome } from './chrome.js';
 import { createColorModes } from './colormodes.js';
 import { domHelpers } from './dom.js';
-import { buildDrawing } from './drawing.js';
+import { buildDrawing, itemSizes } from './drawing.js';
 import { focusFromTraits, focusOnSelected, focusOnSelectedEdge, highlightItems, selectedItems, traitId } from './focus.js';
 import { GESTURES, WALKTHROUGH_GESTURES, createHelp, shortcutFor } from './help.js';
 import { createHoverCard } from './hovercard.js';
@@ -27,6 +28,8 @@ import { createPlayback } from './playback.js';
 import { MSG, TRAIT } from './protocol.js';
 import { createSearch } from './search.js';
 import { createStore } from './store.js';
+import { createSemanticZoom } from './semzoom.js';
+import { createSizing } from './sizing.js';
 import { scaleNote } from './style.js';
 import { readTheme, watchTheme } from './theme.js';
 import { createViewport } from './viewport.js';
@@ -154,6 +157,7 @@ export function createView({ model, el, backend, options = {} }) {
     store,
     root,
     orientable: model.get(TRAIT.ORIENTATION) !== undefined,
+    orientation: () => model.get(TRAIT.ORIENTATION),
     runTarget,
     search: search.el,
     colorSelect: colors.select,
@@ -214,15 +218,36 @@ export function createView({ model, el, backend, options = {} }) {
     hover: (hit, ev) => (hit ? card.hover(hit, ev) : card.hide()),
     click: (hit, ev) => onClick(hit, ev),
     fit: () => viewport.fit(),
+    zoom: (next, x, y) => semzoom.zoom(next, x, y),
+  });
+  const semzoom = createSemanticZoom({ store, live, now, size: () => viewport.size(), move: (r) => viewport.move(r), refold: (type, group, anchor) => refold(type, group, anchor), frame: (path) => viewport.showFrame(path) });
+  const body = h('div', { class: 'agw-body' }, main);
+  const sizing = createSizing(doc, { model, root, body, plot, live, request, bounds: () => store.get().graph.bounds });
+  const a11y = createA11y(doc, {
+    store,
+    sizes: () => itemSizes(store.get().graph),
+    inView: () => (canvas.el.agwPainted?.items ?? []).filter((b) => b.kind !== 'copy').map((b) => b.index),
+    show: (i) => {
+      const { graph } = store.get();
+      if (!viewport.itemInView(i)) viewport.centreOn(graph.x[i], graph.y[i]);
+      paint();
+    },
+    inspect: (i) => {
+      const { graph } = store.get();
+      if (graph.isBox[i]) setFocus({ kind: 'box', path: graph.modules[i] ?? '' });
+      else onClick({ kind: 'node', index: i }, null);
+    },
+    leave: () => root.focus({ preventScroll: true }),
+    focusChanged: () => paint(),
   });
 
   // ---- DOM -------------------------------------------------------------------------------------
   const empty = h('div', { class: 'agw-empty', hidden: '' }, 'The graph has no nodes.');
-  main.append(plot, card.el, empty, minimap.el, help.el);
+  main.append(plot, a11y.list, card.el, empty, minimap.el, help.el);
   const side = h('aside', { class: 'agw-side', hidden: '', 'aria-label': 'Details' });
   side.append(...colors.panels, feed.el);
-  const body = h('div', { class: 'agw-body' }, main, side);
-  root.append(chrome.toolbar, chrome.nav, chrome.progress, chrome.status, chrome.waiting, chrome.notice, chrome.alert, body, colors.legend);
+  body.append(side);
+  root.append(chrome.toolbar, chrome.nav, chrome.progress, chrome.status, chrome.waiting, chrome.notice, chrome.alert, body, colors.legend, sizing.handle, a11y.announcer);
   el.appendChild(root);
   store.set({ theme: readTheme(root) }); // attached: the host's variables are visible
   store.set({ range: viewport.fitRange() });
@@ -239,7 +264,7 @@ export function createView({ model, el, backend, options = {} }) {
   /** @returns {import('./drawing.js').ViewSpec} */
   function currentView() {
     const { graph, range, selected, selectedEdge, highlight } = store.get();
-    return { range, size: viewport.size(), selected, selectedEdge, highlight: highlightItems(graph, highlight, moduleOf), ...colors.drawing() };
+    return { range, size: viewport.size(), selected, selectedEdge, focus: a11y.focused(), highlight: highlightItems(graph, highlight, moduleOf), ...colors.drawing() };
   }
 
   // ---- drawing ---------------------------------------------------------------------------------
@@ -258,7 +283,7 @@ export function createView({ model, el, backend, options = {} }) {
   function drawingNow() {
     const { graph, state, theme } = store.get();
     const view = currentView();
-    const key = [graph, state, theme, view.selected, view.selectedEdge, view.colorMode, view.memory, view.sensitivity, view.gain, ...(view.highlight ?? [])];
+    const key = [graph, state, theme, view.selected, view.selectedEdge, view.focus, view.colorMode, view.memory, view.sensitivity, view.gain, ...(view.highlight ?? [])];
     if (!built || built.key.length !== key.length || built.key.some((k, j) => k !== key[j])) built = { key, drawing: buildDrawing(graph, state, theme, view) };
     return built.drawing;
   }
@@ -269,7 +294,10 @@ export function createView({ model, el, backend, options = {} }) {
     const { graph, state, theme, range } = store.get();
     canvas.paint(graph, state, drawingNow(), range, viewport.size());
     minimap.update(graph, range, { edge: theme.idleEdge, node: theme.fontMuted, frame: theme.pending, bg: '' });
+    a11y.refresh();
   }
+
+
 
   /** Paint at the next animation frame, once however many changes (states of a run, pointer
    * moves) arrive before it; it paints what is current then. */
@@ -399,10 +427,10 @@ export function createView({ model, el, backend, options = {} }) {
     return graph.indexOf.get(id) ?? -1;
   }
 
-  /** Fold or unfold a module: the new graph keeps the view. @param {string} type @param {string} group */
-  function refold(type, group) {
+  /** Fold or unfold a module: the new graph keeps the view. @param {string} type @param {string | null} group @param {string | null} [anchor] */
+  function refold(type, group, anchor = null) {
     keepView = true;
-    send({ type, group });
+    send(type === MSG.FOLD_LEVEL ? { type, anchor } : { type, group });
   }
 
   /** @param {number} i @param {MouseEvent | null} mouse */
@@ -420,7 +448,7 @@ export function createView({ model, el, backend, options = {} }) {
   /**
    * A click on the drawing: a node selects it, a folded box unfolds (shift+click inspects it),
    * an edge selects the edge.
-   * @param {import('./canvas.js').Hit | null} hit @param {MouseEvent} ev
+   * @param {import('./canvas.js').Hit | null} hit @param {MouseEvent | null} ev (null: Enter on the item)
    */
   function onClick(hit, ev) {
     if (!hit) return;
@@ -445,8 +473,10 @@ export function createView({ model, el, backend, options = {} }) {
   const onGraph = () => {
     const graph = decodeGraph(model.get(TRAIT.GRAPH));
     store.set({ graph, state: decodeState(model.get(TRAIT.STATE), graph) }); // the card closes
+    sizing.apply(); // height null: what this graph needs
     viewport.graphChanged(keepView);
     keepView = false;
+    semzoom.landed();
     const { focus } = store.get();
     if (focus?.kind === 'box' && !graph.indexOf.has(`group:${focus.path}`)) store.set({ focus: null });
     refreshSelection();
@@ -465,6 +495,7 @@ export function createView({ model, el, backend, options = {} }) {
     const watching = plotted && viewport.itemInView(was.next);
     const state = decodeState(model.get(TRAIT.STATE), graph);
     store.set({ state }); // the card follows the step
+    a11y.stateChanged(was, state);
     viewport.keepNextInView(watching);
     if (hadEdits !== state.edits.size > 0 || hadScale !== scaleNote(state)) colors.renderLegend();
     feed.stateChanged(); // an edit in flight went through
@@ -491,7 +522,7 @@ export function createView({ model, el, backend, options = {} }) {
     store.set({ focus: focusOnSelectedEdge(store.get().focus, traitId(model.get(TRAIT.SELECTED)), traitId(model.get(TRAIT.SELECTED_EDGE))) });
     showFocus();
   };
-  const onHeight = () => applyHeight();
+  const onHeight = () => sizing.apply();
   /** @type {[string, () => void][]} */
   const listeners = [
     [`change:${TRAIT.GRAPH}`, onGraph],
@@ -502,16 +533,14 @@ export function createView({ model, el, backend, options = {} }) {
   ];
   for (const [ev, cb] of listeners) model.on(ev, cb);
   const stopWarnings = backend.onWarning((message) => {
+    semzoom.landed();
+    keepView = false;
     feed.warned(message); // Python rejected an edit just sent: said on the edge's panel
     if (store.get().mode !== 'idle') playback.stop();
     chrome.showAlert(message, 'warning');
   });
 
-  function applyHeight() {
-    const px = Number(model.get(TRAIT.HEIGHT)) || 600;
-    root.style.height = `${Math.max(240, px)}px`;
-  }
-  applyHeight();
+  sizing.apply();
 
   // ---- theme and size --------------------------------------------------------------------------
   const stopTheme = watchTheme(root, () => {
@@ -529,6 +558,7 @@ export function createView({ model, el, backend, options = {} }) {
       const w = Math.floor(plot.clientWidth);
       const hgt = Math.floor(plot.clientHeight);
       if (w <= 0 || hgt <= 0 || !viewport.resized(w, hgt)) return;
+      sizing.measured(w, hgt); // Python fits the folds to the drawing's new size
       if (!plotted) {
         store.set({ theme: readTheme(root) }); // now attached: the host's variables are visible
         ensurePlot();
@@ -560,6 +590,8 @@ export function createView({ model, el, backend, options = {} }) {
     help.destroy();
     minimap.destroy();
     resizer?.disconnect();
+    sizing.destroy();
+    a11y.destroy();
     root.removeEventListener('keydown', onKey);
     root.removeEventListener('mousedown', focusOnPress);
     canvas.destroy();

@@ -189,5 +189,14 @@ export function createViewport({ store, plot, height, now, paint, requestPaint }
     return true;
   }
 
-  return { size, fitRange: () => fitting().range, fit, move, itemInView, zoomBy, zoomTo, followStep, keepNextInView, aim, applyJump, selected, graphChanged, resized };
+  /** Fit module `path`'s frame in the view (legibly: its start when it is too big). @param {string} path */
+  function showFrame(path) {
+    const { graph } = store.get();
+    const f = graph.frames.find((fr) => fr.path === path);
+    if (!f) return;
+    store.set({ range: fitView([f.x0, f.x1, f.y0, f.y1], size(), { orientation: graph.orientation }).range, fitted: false });
+    paint();
+  }
+
+  return { size, fitRange: () => fitting().range, fit, move, itemInView, zoomBy, zoomTo, centreOn: centre, showFrame, followStep, keepNextInView, aim, applyJump, selected, graphChanged, resized };
 }

@@ -95,11 +95,16 @@ describe('render', () => {
     // nothing is loaded from anywhere (plotly's modebar had an upload button): no script, link,
     // image or frame in the widget
     expect(el.querySelectorAll('script, link, img, iframe')).toHaveLength(0);
-    const names = [...el.querySelectorAll('button')].map((b) => b.textContent);
+    const names = [...el.querySelectorAll('button:not(.agw-sr-item)')].map((b) => b.textContent);
+    // the drawing's items are buttons too, offscreen (a11y.js): one per item in view
+    expect([...el.querySelectorAll('.agw-sr-item')].map((b) => b.textContent)).toEqual(['AddBackward0, next', 'PowBackward0, pending', 'AccumulateGrad (input 0 []), pending', 'AccumulateGrad (x) [], pending']);
     expect(names).toEqual(['Step', 'Back', 'Run to node', 'Run to end', 'Reset', 'Play', 'Fit', 'First NaN/Inf', '?', '×']); // '?': keyboard help, '×': its close button (issue 17)
     expect(el.querySelector('input[type=range]').getAttribute('aria-label')).toMatch(/Speed/);
     const status = el.querySelector('.agw-status');
-    expect(status.getAttribute('aria-live')).toBe('polite');
+    // the step is said by one polite live region (a11y.js), not by the status line too
+    expect(status.getAttribute('aria-live')).toBeNull();
+    expect(el.querySelectorAll('[aria-live]')).toHaveLength(1);
+    expect(el.querySelector('.agw-announce').getAttribute('aria-live')).toBe('polite');
     expect(status.textContent).toBe('step 0 / 4 → next AddBackward0');
     cleanup();
     expect(el.querySelector('canvas')).toBeNull();

@@ -44,6 +44,8 @@ def test_bench_browser_tiny_writes_section(tmp_path: Path) -> None:
         ("TransformerEncoder", "explore -> painted"),
         ("TransformerEncoder", "step round trip"),
         ("TransformerEncoder", "unfold round trip"),
+        ("TransformerEncoder", "semantic zoom out: fold"),
+        ("TransformerEncoder", "semantic zoom in: open"),
         ("chain", "explore -> painted"),
     }, body
     watch = [ln for ln in body.splitlines() if ln.startswith("| watch 300 steps")]

@@ -201,6 +201,9 @@ READ = """canvas => {
 # Resolve once `canvas.dataset.painted` has not moved for `quiet` animation frames 40 ms apart.
 SETTLE = """async ([canvas, quiet]) => {
   const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 40)));
+  // Python is fitting the drawing to a new size (sizing.js): its answer may redraw it
+  const root = canvas.closest('.agw-root');
+  for (let k = 0; k < 300 && root?.dataset.fitting; k++) await frame();
   let last = canvas.dataset.painted;
   for (let q = 0; q < quiet; ) {
     await frame();
@@ -263,6 +266,10 @@ def widget_root(page, i: int = 0):
         arg=canvas(root).element_handle(),
         timeout=CELL_TIMEOUT * 1000,
     )
+    # Python answered the drawing's size (the folds and direction fitted to it)
+    root.scroll_into_view_if_needed()
+    page.wait_for_function("r => r.dataset.fitted", arg=root.element_handle(),
+                           timeout=CELL_TIMEOUT * 1000)
     return root
 
 

@@ -72,9 +72,12 @@ def run_cell(page, i: int, timeout: float = CELL_TIMEOUT) -> str:
 
 
 def widget_in(page, i: int):
-    """The widget's root element in cell `i`'s output, once its canvas has painted."""
+    """The widget's root element in cell `i`'s output, once its canvas has painted and Python
+    answered its size (the folds and direction fitted to it: `data-fitted`)."""
     root = cell(page, i).locator(".agw-root")
     root.locator(".agw-plot canvas.agw-canvas[data-painted]").first.wait_for(state="attached")
+    root.first.scroll_into_view_if_needed()
+    page.wait_for_function("r => r.dataset.fitted", arg=root.first.element_handle())
     return root
 
 
@@ -101,6 +104,8 @@ PAINTED = f"""root => {{
 SETTLE = f"""async ([root, quiet, max]) => {{
   const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
   const count = () => Number(({CANVAS})(root)?.dataset.painted ?? 0);
+  // Python is fitting the drawing to a new size (sizing.js): its answer may redraw it
+  for (let k = 0; k < 600 && root.dataset.fitting; k++) await frame();
   let n = count(), still = 0;
   for (let k = 0; k < max && still < quiet; k++) {{
     await frame();
@@ -398,9 +403,18 @@ def save(root, name: str) -> None:
     root.screenshot(path=str(ARTIFACTS / name))
 
 
+def items_in_view(root) -> list[str]:
+    """What the drawing's accessible layer says of each item in view, in reading order
+    ("AddmmBackward0, in fc1, done, gradient in ‖g‖ 0.42"): the offscreen list a screen
+    reader and browser find read (js/src/a11y.js)."""
+    settle(root)
+    return root.locator(".agw-sr-list .agw-sr-item").all_text_contents()
+
+
 def node_count(page, root) -> int:
-    """How many items (nodes and folded boxes) the canvas shows, at least partly."""
-    return len([b for b in painted(page, root)["items"] if b["kind"] != "copy"])
+    """How many items (nodes and folded boxes) the drawing shows, at least partly: read
+    through its accessible layer."""
+    return len(items_in_view(root))
 
 
 def click_label(page, root, text: str, shift: bool = False) -> None:

@@ -128,8 +128,9 @@ def nan_widget():
 
 PAINTED = "() => +document.querySelector('canvas.agw-canvas').dataset.painted"
 # the item index of the first node whose name label reads `text`
+# (any line: a module of one op is titled by its module, the op's name under it)
 ITEM_NAMED = """text => document.querySelector('canvas.agw-canvas').agwPainted.labels
-  .find((l) => l.kind === 'node' && l.line === 0 && l.text === text)?.index ?? -1"""
+  .find((l) => l.kind === 'node' && l.text === text)?.index ?? -1"""
 SELECTED = "() => document.querySelector('canvas.agw-canvas').agwPainted.marks.selected"
 
 

@@ -296,7 +296,7 @@ def test_saved_tab_and_memory_mode(page, lab_server):
     above = [
         item_box(drawn, i)
         for i, t in item_labels(drawn).items()
-        if t[0] == "Addmm" and item_box(drawn, i)["y"] < bias["y"]
+        if "Addmm" in t and item_box(drawn, i)["y"] < bias["y"]  # ("2 · Linear" over "Addmm")
     ]
     assert above, item_labels(drawn)
     b = max(above, key=lambda b: b["y"])  # the nearest Addmm above module 2's bias
@@ -318,7 +318,7 @@ def test_saved_tab_and_memory_mode(page, lab_server):
     marked = painted(page, root)["marks"]["highlight"]
     assert len(marked) == 1, marked
     p = reveal(page, root, index=marked[0])  # it hangs under module 2: pan to it, if need be
-    assert item_labels(p)[marked[0]][0] == "Tanh", item_labels(p)
+    assert item_labels(p)[marked[0]][-1] == "Tanh", item_labels(p)  # ("1 · Tanh" over "Tanh")
     assert p["marks"]["highlight"] == marked
     save(root, "inspector_saved_tab.png")
     assert "selected AddmmBackward0" in run_cell(page, 1)

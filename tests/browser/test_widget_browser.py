@@ -303,11 +303,18 @@ def test_zoom_fit_hover_select(page, lab_server):
 
 def badges_seen(page, root) -> list[dict]:
     """The stale/freed badges painted on the canvas, each with the colour the canvas shows at
-    its centre (`seen`): painted, not merely recorded."""
+    its centre (`seen`: of the 3x3 px there, the badge's colour when one shows it, so a thin
+    symbol whose centre falls between device pixels still counts): painted, not merely
+    recorded."""
     p = painted(page, root)
     badges = p["marks"]["badges"]
-    seen = pixels(page, root, [(b["x"], b["y"] + 1) for b in badges])
-    return [{**b, "seen": s} for b, s in zip(badges, seen, strict=True)]
+    out = []
+    for b in badges:
+        spots = [(b["x"] + dx, b["y"] + 1 + dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+        seen = pixels(page, root, spots)
+        want = rgb(b["color"])
+        out.append({**b, "seen": want if want in seen else seen[4]})
+    return out
 
 
 def rgb(hex_colour: str) -> str:
@@ -411,7 +418,7 @@ model = nn.Sequential(
 images, labels = torch.randn(4, 3, 16, 16), torch.tensor([3, 1, 4, 1])
 with aw.track(model):
     loss = F.cross_entropy(model(images), labels)
-w = aw.explore(loss, model=model, orientation="LR", height=420)
+w = aw.explore(loss, model=model)
 print(len(w.graph), "nodes;", list(w.folds), "folded")
 w"""
 #: Backward's order on CNN_CELL's graph: the loss, the head (Linear's four nodes, the flatten's
@@ -420,29 +427,34 @@ CNN_HEAD_STEPS = 8
 
 
 def test_readme_screenshot_light_and_dark(page, lab_server):
-    """A small CNN (eight identical Conv-BN-ReLU blocks, folded into one box "1–8 ×8") laid out
-    left to right, stopped where backward enters the folded blocks: gradients coloured by norm on
-    the edges that have flowed, the pool's Mean that just ran ringed, the folded box that runs
-    next haloed, frames titled with module classes, the fixed colour bar. The light screenshot is
-    the README's; the dark one checks the widget follows the theme."""
+    """A small CNN (eight identical Conv-BN-ReLU blocks, folded into one box "1–8 ×8") opened
+    with default options, shown whole (every item in view, legibly), stopped where backward
+    enters the folded blocks: gradients coloured by norm on the edges that have flowed, the
+    pool's Mean that just ran ringed, the folded box that runs next haloed, modules titled with
+    their classes, the fixed colour bar. The light screenshot is the README's; the dark one
+    checks the widget follows the theme."""
     page.set_viewport_size({"width": 1600, "height": 1000})
     open_notebook(page, lab_server, "readme.ipynb", [CNN_CELL])
     out = run_cell(page, 0, timeout=120)
-    assert "['1–8 ×8'] folded" in out, out
+    assert "'1–8 ×8'" in out, out
     # more room for the drawing: the file browser closed, as a reader would
     page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
     root = widget_in(page, 0)
     for k in range(1, CNN_HEAD_STEPS + 1):
         button(root, "Step").click()
         expect(status(root)).to_contain_text(f"step {k} /")
-    expect(status(root)).to_contain_text("ran MeanBackward1")
+    expect(status(root)).to_contain_text("ran MeanBackward1")  # the pool, "9 · AdaptiveAvgPool2d"
     expect(status(root)).to_contain_text("→ next ReluBackward0")  # the last block's ReLU
     page.mouse.move(0, 0)
     root.scroll_into_view_if_needed()
     p = painted(page, root)
     assert not label_problems(p), label_problems(p)
+    # the whole model at first sight: every item in view (the drawing's accessible list says)
+    m = re.search(r"(\d+) of (\d+) items in view",
+                  root.locator(".agw-sr-list").get_attribute("aria-label") or "")
+    assert m and m.group(1) == m.group(2), m
     marks = p["marks"]
-    assert marks["ran"] == item_index(p, "Mean"), marks
+    assert marks["ran"] == item_index(p, "9"), marks  # "9 · AdaptiveAvgPool2d" over "Mean"
     assert marks["next"] == item_index(p, "1–8"), marks  # the folded blocks, first word
     save(root, "widget.png")
     README_IMAGE.write_bytes((ARTIFACTS / "widget.png").read_bytes())

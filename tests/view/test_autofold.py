@@ -1,5 +1,6 @@
-"""Fold depth of collapse="auto" (view/folding.py, view/autofold.py), module classes recorded at
-capture (graph.module_classes) and the titles that name them (view/labels.py)."""
+"""collapse="auto" by pixels (view/autofold.py: the whole graph legible in the drawing), module
+classes recorded at capture (graph.module_classes) and the titles that name them
+(view/labels.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,9 @@ from torch import nn
 
 import autograd_widget as aw
 from autograd_widget.view import labels, modules, visible
-from autograd_widget.view.autofold import auto_folds
-from autograd_widget.view.folding import (
-    AUTO_ITEMS,
-    RepeatedSubgraph,
-    find_subgraph_runs,
-    plan_collapsed,
-)
+from autograd_widget.view.autofold import Pins, choose_folds
+from autograd_widget.view.fitrule import LEGIBLE_PPU, Viewport, default_viewport, fit_scale
+from autograd_widget.view.folding import RepeatedSubgraph, find_subgraph_runs
 from autograd_widget.view.repeats import find_repeats
 from tests.helpers.models import make_mlp, make_transformer
 
@@ -29,11 +26,17 @@ def tracked(model, *inputs, loss=lambda o: o.float().pow(2).mean()):
     return aw.capture(loss(out), model=model)
 
 
+def scale_of(layout, viewport=None):
+    b = layout.bounds
+    return fit_scale(b[1] - b[0], b[3] - b[2], viewport or default_viewport())
+
+
 def check_visible(w):
-    """`widget.visible` counts exactly the items the scene draws, and at most AUTO_ITEMS."""
+    """`widget.visible` counts exactly the items the scene draws, and the whole drawing is
+    legible at Fit in the default viewport."""
     scene = w._session.scene
     assert len(w.visible) == scene.visible.n_items == len(set(w.visible))
-    assert len(w.visible) <= AUTO_ITEMS
+    assert scale_of(scene.layout) >= LEGIBLE_PPU, scene.layout.bounds
     return w.visible
 
 
@@ -199,8 +202,7 @@ def test_titles_name_the_class():
 
 # ----------------------------------------------------------------------------- fold depth
 def test_small_graph_shows_every_node():
-    g = tracked(make_mlp((4, 16, 16, 16, 3)), torch.randn(5, 4))
-    assert len(g) <= AUTO_ITEMS
+    g = tracked(make_mlp((4, 16, 3)), torch.randn(5, 4))
     w = aw.explore(g)
     assert sorted(check_visible(w)) == sorted(g.nodes)
     assert w.folds == {} and w.collapsed == []
@@ -209,30 +211,24 @@ def test_small_graph_shows_every_node():
 
 def test_cnn_with_identical_residual_blocks_folds_them_first():
     g = tracked(ResNet(), torch.randn(1, 3, 6, 6))
-    assert AUTO_ITEMS < len(g) < 75
     w = aw.explore(g)
     vis = check_visible(w)
     assert next(iter(w.folds)) == "blocks.0–3 ×4"  # then the runs nested in its blocks
     assert "box:blocks.0–3 ×4" in vis
-    # The fold was enough: nothing else is collapsed, the stem and head show every node.
-    assert w.collapsed == []
-    assert len(vis) == len(g) - 4 * w.folds["blocks.0–3 ×4"].nodes_per_unit + 1
+    # The top-level structure is there: the stem and the head are not hidden in one box.
+    assert "box:" not in " ".join(v for v in vis if "stem" in v)
+    assert not {"", "blocks"} & set(w.collapsed)
     w.close()
 
 
 def test_transformer_encoder_six_layers():
     g = tracked(make_transformer(6, 16), torch.randn(2, 4, 16))
-    assert len(g) > AUTO_ITEMS
     w = aw.explore(g)
     vis = check_visible(w)
-    (key,) = w.folds
+    key = next(iter(w.folds))
     assert key in ("layers.0–5 ×6", "layers.1–5 ×5")
     run = w.folds[key]
-    # What the run leaves out (layer 0 when its input needs no gradient) is shown as deep as
-    # fits: more than the layer's box.
-    if key == "layers.1–5 ×5":
-        assert "box:layers.0" not in vis
-        assert any(m.startswith("layers.0") for m in modules.module_paths(g))
+    assert "box:" + key in vis
     assert labels.run_title(g, run) == f"{key} · TransformerEncoderLayer"
     w.close()
 
@@ -243,47 +239,101 @@ def test_gpt2_like_decoder_in_plain_torch():
     assert len(g) > 300
     w = aw.explore(g)
     vis = check_visible(w)
-    assert list(w.folds) == ["h.0–5 ×6"]
+    assert next(iter(w.folds)) == "h.0–5 ×6"
+    assert "box:h.0–5 ×6" in vis
     assert labels.run_title(g, w.folds["h.0–5 ×6"]) == "h.0–5 ×6 · GPTBlock"
-    # Embeddings, final norm and the tied head all fit around the run box: shown node by node.
-    assert w.collapsed == []
-    tied = [n for n in g.nodes.values() if n.leaf_name == "wte.weight"]
-    assert len(tied) == 1 and tied[0].id in vis
     # Stepping through the folded drawing still gives the engine's gradients.
     w.stepper.run()
     assert w.stepper.compare_with_engine() == []
     w.close()
 
 
-def test_depth_search_without_runs_keeps_the_most_detail():
+def test_more_pixels_show_more_detail_and_a_huge_drawing_folds_nothing():
     g = tracked(Uneven(10), torch.randn(2, 3, 8))
     assert find_repeats(g) == [] and len(g) > 400
-    w = aw.explore(g)
-    vis = check_visible(w)
-    # Below the top level (containers `h` and `up` are open), and every module left collapsed
-    # is one whose opening would go over budget.
-    collapsed = set(w.collapsed)
-    assert collapsed and all(p.count(".") >= 1 for p in collapsed)
-    for p in collapsed:
-        trial = (collapsed - {p}) | set(modules.children(p, modules.module_paths(g)))
-        assert visible.visible_graph(g, trial).n_items > AUTO_ITEMS
+    items = []
+    for width, height in ((500, 300), (820, 450), (1600, 1000), (40000, 40000)):
+        plan = choose_folds(g, dict, Viewport(width, height))
+        items.append(plan.items)
+        assert plan.fits or width == 500, (width, plan.scale)
+        assert plan.scale == pytest.approx(scale_of(plan.layout, Viewport(width, height)))
+    assert items == sorted(items) and items[-1] == len(g), items
     # Deterministic: the same records, the same plan.
-    again = auto_folds(aw.BackwardGraph.from_dict(g.to_dict()), dict)
-    assert sorted(again.collapsed) == w.collapsed and again.items == len(vis)
+    a = choose_folds(g, dict, Viewport(820, 450))
+    b = choose_folds(aw.BackwardGraph.from_dict(g.to_dict()), dict, Viewport(820, 450))
+    assert a.collapsed == b.collapsed and a.items == b.items and a.orientation == b.orientation
+
+
+def test_the_chosen_level_is_the_finest_that_fits():
+    """Opening every module the plan leaves collapsed (their children collapsed: the next
+    level) no longer fits, in either direction; the plan is no coarser than the top level."""
+    g = tracked(Uneven(10), torch.randn(2, 3, 8))
+    vp = Viewport(820, 450)
+    plan = choose_folds(g, dict, vp)
+    assert plan.fits and "" not in plan.collapsed
+    paths = modules.module_paths(g)
+    trial = {c for p in plan.collapsed for c in modules.children(p, paths)}
+    for o in ("TB", "LR"):
+        other = choose_folds(g, dict, vp, orientation=o, fixed=({}, frozenset(trial)))
+        assert not other.fits, o
+
+
+def test_a_drawing_too_big_for_any_fold_is_laid_out_all_the_same():
+    """A random DAG with no structure to fold, in a small drawing: nothing fits, the coarsest
+    candidate is drawn (Fit falls back to the legible part), with its layout."""
+    torch.manual_seed(0)
+    vals = [torch.randn(2, requires_grad=True) for _ in range(4)]
+    ops = [torch.sin, torch.cos, torch.exp, torch.tanh, torch.sigmoid]
+    for i in range(300):
+        a, b = vals[-1 - i % 3], vals[i % len(vals)]
+        vals.append(ops[(i * i) % 5](a) * b if i % 4 else ops[i % 5](a) + b)
+    g = aw.capture(vals[-1].sum())
+    plan = choose_folds(g, dict, Viewport(400, 300))
+    assert not plan.fits and plan.layout is not None and plan.orientation in ("TB", "LR")
+    assert plan.layout.n_nodes == plan.items
+
+
+def test_auto_orientation_picks_the_larger_scale():
+    g = tracked(make_mlp((4, 16, 16, 16, 16, 16, 16, 3)), torch.randn(5, 4))
+    wide = choose_folds(g, dict, Viewport(3000, 300))
+    tall = choose_folds(g, dict, Viewport(300, 3000))
+    assert (wide.orientation, tall.orientation) == ("LR", "TB")
+    for plan, vp in ((wide, Viewport(3000, 300)), (tall, Viewport(300, 3000))):
+        other = "TB" if plan.orientation == "LR" else "LR"
+        alt = choose_folds(g, dict, vp, orientation=other)
+        assert alt.items >= plan.items or alt.scale <= plan.scale
+
+
+def test_user_folds_and_unfolds_are_kept():
+    g = tracked(ResNet(), torch.randn(1, 3, 6, 6))
+    vp = Viewport(820, 450)
+    runs = lambda: visible.fold_keys(find_repeats(g), modules.module_paths(g))  # noqa: E731
+    plan = choose_folds(g, runs, vp)
+    assert "blocks.0–3 ×4" in plan.folds
+    opened = choose_folds(g, runs, vp, pins=Pins(opened=frozenset({"blocks.0–3 ×4"})))
+    assert "blocks.0–3 ×4" not in opened.folds
+    closed = choose_folds(g, runs, Viewport(40000, 40000), pins=Pins(closed=frozenset({"head"})))
+    assert closed.collapsed == {"head"} and closed.folds == {}
+
+
+def test_scene_refits_on_resize_keeping_the_users_own_folds():
+    g = tracked(ResNet(), torch.randn(1, 3, 6, 6))
+    w = aw.explore(g)
+    scene = w._session.scene
+    assert w.folds
+    v = scene.version
+    assert scene.fit_to(Viewport(40000, 40000))  # room for everything: nothing folded
+    assert w.folds == {} and w.collapsed == [] and scene.version == v + 1
+    w.collapse("head")
+    assert not scene.fit_to(Viewport(40001, 40000)) or "head" in w.collapsed
+    assert "head" in w.collapsed
+    scene.fit_to(Viewport(820, 450))
+    assert "head" in w.collapsed and w.folds
+    key = next(iter(w.folds))
+    w.unfold(key)
+    scene.fit_to(Viewport(700, 400))
+    assert key not in w.folds and "head" in w.collapsed
     w.close()
-
-
-def test_plan_counts_what_the_visible_graph_draws():
-    g = tracked(Uneven(6), torch.randn(2, 3, 8))
-    for limit in (5, 12, 30, 60, 120):
-        collapsed, estimate = plan_collapsed(g, limit=limit)
-        real = visible.visible_graph(g, collapsed).n_items
-        assert real <= estimate <= limit or collapsed == {""}
-        # Hidden plumbing is no item: the plan spends the room on more detail.
-        hidden, est_h = plan_collapsed(
-            g, limit=limit, shown=lambda n: n.is_root or not visible.is_plumbing(n.name))
-        assert visible.visible_graph(g, hidden, False).n_items <= est_h
-        assert len(hidden) <= len(collapsed) or est_h <= limit
 
 
 def test_top_level_over_budget_opens_through_repeated_subgraphs():
@@ -295,16 +345,13 @@ def test_top_level_over_budget_opens_through_repeated_subgraphs():
     runs = [r for r in w.folds.values() if isinstance(r, RepeatedSubgraph)]
     assert runs and max(r.count for r in runs) >= 100
     w.close()
-    # With no structure to fold, the model is one box.
-    collapsed, items = plan_collapsed(g, limit=10)
-    assert collapsed == {""} and items == 1 + sum(1 for n in g.nodes.values() if n.module is None)
 
 
 # ----------------------------------------------------------------------------- no modules
 def test_graph_without_modules_folds_repeated_subgraphs():
     x = torch.randn(3, requires_grad=True)
     g = aw.capture(sum((x * (i + 1)).sin() for i in range(40)).sum())
-    assert modules.module_paths(g) == [] and len(g) > AUTO_ITEMS
+    assert modules.module_paths(g) == []
     w = aw.explore(g)
     vis = check_visible(w)
     (key,) = w.folds
@@ -344,8 +391,8 @@ def test_subgraph_runs_shapes():
     assert run.count >= 29 and "TanhBackward0" in run.ops
     shared = {n.id for n in g.nodes.values() if n.kind == "accumulate_grad"}
     assert not shared & set(run.node_ids)  # shared weights stay outside the box
-    plan = auto_folds(g, dict)
-    assert plan.items <= AUTO_ITEMS and list(plan.folds) == [run.label]
+    plan = choose_folds(g, dict, Viewport(820, 450))
+    assert plan.fits and list(plan.folds) == [run.label]
     # A chain of one op repeated.
     y = torch.randn(2, requires_grad=True)
     z = y
@@ -362,7 +409,7 @@ def test_subgraph_runs_shapes():
         a, b = vals[-1 - i % 3], vals[i % len(vals)]
         vals.append(ops[(i * i) % 5](a) * b if i % 4 else ops[i % 5](a) + b)
     gr = aw.capture(vals[-1].sum())
-    plan = auto_folds(gr, dict)
+    plan = choose_folds(gr, dict, Viewport(820, 450))
     assert all(r.count >= 3 for r in plan.folds.values())
 
 
@@ -377,4 +424,5 @@ def test_other_modes_unchanged():
     w = aw.explore(g, collapse="modules")
     assert w.folds == {} and w.collapsed == ["blocks.0", "blocks.1", "blocks.2", "blocks.3",
                                              "head", "stem"]
+
     w.close()

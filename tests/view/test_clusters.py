@@ -13,10 +13,12 @@ from hypothesis import strategies as hst
 from torch import nn
 
 import autograd_widget as aw
-from autograd_widget.view.clusters import ClusterLayouter
+from autograd_widget.view.clusters import TITLE_CHAR_W, TITLE_PAD_W, ClusterLayouter
 from autograd_widget.view.drawn import drawn_crossings
+from autograd_widget.view.labels import module_title
 from autograd_widget.view.layout import MAX_DUMMY_SPAN
 from autograd_widget.view.modules import parent as parent_path
+from autograd_widget.view.placement import compact_modules, item_titles
 from autograd_widget.view.scene import Scene, compute_layout
 from autograd_widget.view.visible import visible_graph
 
@@ -67,14 +69,20 @@ def test_every_unfolded_module_is_a_titled_frame_holding_its_items_and_frames_ne
     vis = visible_graph(g)
     lay = compute_layout(g, "TB", vis)
     paths = {f.path for f in lay.frames}
-    assert {"inp", "blocks", "blocks.0", "blocks.0.ff", "blocks.2.norm", "out"} <= paths
+    assert {"blocks", "blocks.0", "blocks.0.ff"} <= paths
+    # a module of one op (plus plumbing) is no frame: its op is one box titled by the module
+    compact = compact_modules(g)
+    assert {"inp", "blocks.2.norm", "out"} <= set(compact) and not set(compact) & paths
+    titles = item_titles(g, vis)
+    assert {titles[int(vis.real_item[r])] for r in compact.values()} >= {
+        module_title(g, m) for m in ("inp", "out")}
     by_path = {f.path: f for f in lay.frames}
     nodes = list(g.nodes.values())
     for j, r in enumerate(vis.item_real.tolist()):
         node = nodes[r]
         if node.module and node.kind != "accumulate_grad":
             # a node sits inside its module's frame and inside every enclosing frame
-            p = node.module
+            p = node.module if node.module not in compact else parent_path(node.module)
             while p:
                 assert inside(by_path[p], float(lay.x[j]), float(lay.y[j])), (node.id, p)
                 p = parent_path(p)
@@ -90,6 +98,13 @@ def test_every_unfolded_module_is_a_titled_frame_holding_its_items_and_frames_ne
             if parent_path(a.path) == parent_path(b.path) and a.path != b.path:
                 assert a.x1 <= b.x0 + 1e-4 or b.x1 <= a.x0 + 1e-4 or \
                     a.y1 <= b.y0 + 1e-4 or b.y1 <= a.y0 + 1e-4, (a.path, b.path)
+
+
+def test_a_frame_is_never_narrower_than_its_title():
+    g = net_graph()
+    lay = compute_layout(g, "TB", visible_graph(g))
+    for f in lay.frames:
+        assert f.x1 - f.x0 >= len(f.title) * TITLE_CHAR_W + TITLE_PAD_W - 1e-4, f
 
 
 def test_no_two_boxes_overlap_and_every_edge_runs_from_centre_to_centre():
@@ -130,7 +145,7 @@ def test_unfolding_one_module_relays_out_that_cluster_only_and_keeps_its_place()
     assert after.anchor(path="blocks.1") == pytest.approx(anchor, abs=1e-4)
     frames_after = {f.path: f for f in after.frames}
     # every other cluster keeps its inner layout: its frame only translates
-    for path in ("blocks.0", "blocks.2", "blocks.0.ff", "inp", "out"):
+    for path in ("blocks.0", "blocks.2", "blocks.0.ff"):
         fa, fb = frames_after[path], frames_before[path]
         assert fa.width == pytest.approx(fb.width, abs=1e-4)
         assert fa.y1 - fa.y0 == pytest.approx(fb.y1 - fb.y0, abs=1e-4)

@@ -61,6 +61,11 @@ MALFORMED = [
     {"type": "watch_step", "step": 0, "node": 5}, {"type": "timeline_rows"},
     {"type": "timeline_rows", "request": 1, "module": ["layers"]},
     {"type": "gain", "request": "1"}, {"type": "gain"},
+    # the drawing's size and semantic zoom
+    {"type": "viewport", "request": 1, "width": math.nan, "height": 400},
+    {"type": "viewport", "request": 1, "width": 10**9, "height": 400},
+    {"type": "viewport", "request": 1, "width": True, "height": 400}, {"type": "viewport"},
+    {"type": "fold_level", "anchor": 5}, {"type": "fold_level", "anchor": ["0"]},
 ]
 
 
