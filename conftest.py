@@ -32,6 +32,11 @@ NEEDS_TORCH = {
 }  # fmt: skip
 
 
+#: Doctests that step inside a compiled region: skipped, with the note users see, where this
+#: torch keeps regions opaque (tests/helpers/compiled.py `regions_opaque_here`).
+OPEN_REGIONS = ("autograd_widget.engine.step.regioncalls.",)
+
+
 def _needed_torch(name: str) -> tuple[str, str] | None:
     import torch
 
@@ -41,6 +46,19 @@ def _needed_torch(name: str) -> tuple[str, str] | None:
             have = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
             return None if have >= tuple(int(p) for p in version.split(".")) else (version, why)
     return None
+
+
+@pytest.fixture
+def open_regions():
+    """Skip where this torch's compiled regions stay opaque (`regions_opaque_here`: an older
+    torch lays the compiled backward's arguments out otherwise), with the note the user sees."""
+    import torch
+
+    from tests.helpers.compiled import regions_opaque_here
+
+    why = regions_opaque_here()
+    if why is not None:
+        pytest.skip(f"compiled regions are one opaque node on torch {torch.__version__}: {why}")
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +73,8 @@ def _doctest_names(request):
         import torch
 
         pytest.skip(f"needs torch >= {needed[0]} (installed: {torch.__version__}): {needed[1]}")
+    if request.node.name.startswith(OPEN_REGIONS):
+        request.getfixturevalue("open_regions")
     import torch
 
     import autograd_widget as aw

@@ -59,3 +59,4 @@ def docs_site(tmp_path_factory, docs_cache):
     assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout}\n{run.stderr}"
     print(f"docs built in {time.perf_counter() - t0:.1f} s")
     return out
+

@@ -54,6 +54,7 @@ def _bit_equal(got, ref):
         assert torch.equal(a, b), (a - b).abs().max()
 
 
+@pytest.mark.usefixtures("open_regions")
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_regions_are_captured_with_their_ops(models, backend, name):
@@ -143,6 +144,7 @@ def test_ops_results_against_the_compiled_kernels(models, backend, name):
     g.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 @pytest.mark.parametrize("keep", ["summaries", "tensors", 2_000])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_back_reset_and_keep_inside_a_region(models, backend, keep):

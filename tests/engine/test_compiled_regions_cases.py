@@ -61,6 +61,7 @@ def sqrt_net():
     return m, cm, x
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_nan_born_inside_a_region_is_found_there(sqrt_net):
     m, cm, x = sqrt_net
     loss = cm(x).sum()
@@ -85,6 +86,7 @@ def test_nan_born_inside_a_region_is_found_there(sqrt_net):
     g.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_donated_buffers_refuse_clearly_and_the_hint_avoids_it():
     torch._dynamo.reset()
     torch.manual_seed(0)
@@ -174,6 +176,7 @@ def test_opaque_fallback_without_the_private_attribute(mlp, monkeypatch):
          "lays out the compiled backward's arguments otherwise"),
     ],
 )  # fmt: skip
+@pytest.mark.usefixtures("open_regions")
 def test_opaque_fallback_names_why(mlp, monkeypatch, what, patch, note):
     m, cm, x = mlp
     loss = cm(x).sum()
@@ -189,6 +192,7 @@ def test_opaque_fallback_names_why(mlp, monkeypatch, what, patch, note):
     g.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_a_warm_cache_module_is_read_and_its_shapes_worked_out(mlp, monkeypatch):
     """A warm compile cache gives `CachedAutogradLazyBackwardCompileInfo(bw_module_fn)`, whose
     module has no node metadata: the shapes come from fake-tensor propagation (the real
@@ -222,6 +226,7 @@ def test_a_warm_cache_module_is_read_and_its_shapes_worked_out(mlp, monkeypatch)
     fresh.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_edits_inside_a_region_are_refused_and_around_it_work(mlp):
     m, cm, x = mlp
     loss = cm(x).sum()
@@ -243,6 +248,7 @@ def test_edits_inside_a_region_are_refused_and_around_it_work(mlp):
     g.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_breakpoints_waiting_and_records_inside_a_region(mlp):
     m, cm, x = mlp
     loss = cm(x).sum()
@@ -265,6 +271,7 @@ def test_breakpoints_waiting_and_records_inside_a_region(mlp):
     g.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_record_keeps_each_region_one_node_and_replays_it_opaque(mlp, tmp_path):
     m, cm, x = mlp
     loss = cm(x).sum()
@@ -295,6 +302,7 @@ def test_record_keeps_each_region_one_node_and_replays_it_opaque(mlp, tmp_path):
     w.close()
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_dynamic_shapes_give_an_opaque_region_with_a_note():
     """A region compiled with dynamic shapes has symbolic sizes inside: drawn opaque, with a
     note. torch compiles its backward at once (donating buffers): with donated buffers off it is
@@ -320,6 +328,7 @@ def test_dynamic_shapes_give_an_opaque_region_with_a_note():
         torch._dynamo.reset()
 
 
+@pytest.mark.usefixtures("open_regions")
 @pytest.mark.slow
 def test_max_autotune_on_cpu_steps_like_the_default_mode():
     """mode="max-autotune" is out of scope; on CPU it compiles like inductor's default mode and

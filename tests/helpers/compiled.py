@@ -14,13 +14,43 @@ tests build their own models for that).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-__all__ = ["MODELS", "Compiled", "compile_model", "leaf_grads", "reference_grads"]
+__all__ = [
+    "MODELS",
+    "Compiled",
+    "compile_model",
+    "leaf_grads",
+    "reference_grads",
+    "regions_opaque_here",
+]
+
+
+@functools.cache
+def regions_opaque_here() -> str | None:
+    """None where this torch's compiled regions open (their aten ops stepped one by one); else
+    the note `graph.regions` gives for every region on it (an older torch lays the compiled
+    backward's arguments out otherwise: the region is then one opaque node saying so, which
+    tests/engine/test_compiled_older_torch.py checks). Found by compiling one tiny function
+    (once per test session), not from a version number: which torch added the layout the
+    reader needs is a fact of torch's, read here as it is."""
+    import autograd_widget as aw
+
+    fn = torch.compile(lambda a: (a * 2.0).sin(), backend="aot_eager", dynamic=False)
+    out = fn(torch.ones(3, requires_grad=True)).sum()
+    g = aw.capture(out)
+    try:
+        regions = list(g.regions.values())
+        assert regions, "a compiled function gave no region"
+        return None if regions[0].available else regions[0].note
+    finally:
+        g.close()
+        torch._dynamo.reset()
 
 
 class Block(torch.nn.Module):

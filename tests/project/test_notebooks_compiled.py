@@ -10,6 +10,9 @@ import pytest
 
 from tests.helpers.notebook_outputs import execute, text_of
 
+# Regions that open (conftest.py `open_regions`): an older torch keeps them opaque.
+pytestmark = pytest.mark.usefixtures("open_regions")
+
 
 @pytest.mark.slow
 def test_compiled_notebook_opens_a_region_and_steps_inside():

@@ -67,6 +67,7 @@ def test_compiled_backward_fallbacks(region, monkeypatch):
     assert torch.__version__ in found.note
 
 
+@pytest.mark.usefixtures("open_regions")
 def test_layout_args_and_metas(region, monkeypatch):
     _loss, fn = region()
     module = compat.compiled_backward(fn).module

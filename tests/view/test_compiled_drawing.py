@@ -20,6 +20,9 @@ from autograd_widget.view.inspect import inspect_node, memory_report
 from tests.helpers.compiled import compile_model
 from tests.helpers.wire import arr, send
 
+# Regions that open (conftest.py `open_regions`): an older torch keeps them opaque.
+pytestmark = pytest.mark.usefixtures("open_regions")
+
 
 @pytest.fixture(scope="module")
 def compiled():
