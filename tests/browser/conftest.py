@@ -47,6 +47,14 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _kernels_shut_down_after_each_test(request) -> Iterator[None]:
+    """A test that used the shared JupyterLab leaves no kernel running behind it."""
+    yield
+    if "lab_server" in request.fixturenames:
+        request.getfixturevalue("lab_server").shutdown_kernels()
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     with playwright_sync.sync_playwright() as p:
