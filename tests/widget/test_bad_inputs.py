@@ -529,7 +529,7 @@ def test_set_materialize_grads_false_gets_none_like_in_the_engine():
 
 
 # --------------------------------------------------------------------------- compiled / autocast
-def test_torch_compile_node_is_stepped_as_one_opaque_node():
+def test_torch_compiled_model_steps_to_the_engines_gradients_and_leaves_backward_usable():
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
