@@ -206,10 +206,16 @@ def _checkpoint_record(name: str, raw: Any) -> SavedValue:
         rec.nbytes = numel * dtype.itemsize
         known = f"{list(shape)} {dtype_name(dtype)} on {device}, {rec.nbytes} bytes when recomputed"
     frame = frame_of(raw)
-    inputs = region_inputs(frame) if frame is not None else []
+    rec.value = f"recomputed during backward ({known})"
+    if frame is None:  # this torch keeps the checkpoint's bookkeeping where it is not read
+        rec.note = (
+            f"{CHECKPOINT_NOTE}. Recomputed value: {known}. The tensors its region holds to "
+            f"recompute from are unknown on torch {compat.torch_version()} (not counted)."
+        )
+        return rec
+    inputs = region_inputs(frame)
     rec.storages = _storages(inputs)
     held = sum(nb for _, nb in rec.storages)
-    rec.value = f"recomputed during backward ({known})"
     rec.note = (
         f"{CHECKPOINT_NOTE}. Recomputed value: {known}. The region holds its "
         f"{len(inputs)} input tensor(s) ({held} bytes) to recompute from."

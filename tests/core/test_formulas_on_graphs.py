@@ -15,7 +15,7 @@ import autograd_widget as aw
 from autograd_widget.core.formulas.api import covered_types, evaluate, node_formula
 from autograd_widget.core.formulas.doc import formulas_markdown
 from tests.helpers.formula_programs import engine_reduce
-from tests.helpers.torch_versions import WHY_META, needs_torch
+from tests.helpers.torch_versions import WHY_META, needs_checkpoint_frames, needs_torch
 from tests.zoo import models as zoo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,6 +102,7 @@ def test_node_formula_for_unknown_and_accumulate_grad():
 
 
 @needs_torch("2.10", WHY_META)
+@needs_checkpoint_frames()
 def test_shapes_inside_a_checkpoint_region_are_read_without_recomputing():
     calls = []
 

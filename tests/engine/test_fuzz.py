@@ -214,6 +214,12 @@ def test_bent_programs_fail_clearly_or_match_the_engine(spec: FuzzSpec, keep) ->
         msg = str(err)
         if all(r.grad_fn is None for r in b.roots) and "is a leaf tensor" in msg:
             return  # by design: leaves alone have nothing to step (the error names the fix)
+        if "has no usable grad_fn" in msg:
+            # torch refuses Python the grad_fn of a multi-output view whose base changed in
+            # place (`t.grad_fn` raises; on 2.10.0 the engine, in C++, still ran such a root):
+            # nothing to capture, and the message names the fix.
+            assert "recompute the output" in msg, msg
+            return
         assert engine_err is not None, f"refused a program the engine runs: {err}"
         assert any(fix in msg for fix in ACTIONABLE), msg
         if isinstance(err, RuntimeError) and "grad_outputs" in msg:  # the engine's own words

@@ -21,7 +21,13 @@ from torch.utils.checkpoint import checkpoint
 import autograd_widget as aw
 from autograd_widget.view.inspect import inspect_node, memory_report
 from autograd_widget.view.scene import Scene
-from tests.helpers.torch_versions import WHY_FIND, WHY_GROUP, WHY_META, needs_torch
+from tests.helpers.torch_versions import (
+    WHY_FIND,
+    WHY_GROUP,
+    WHY_META,
+    needs_checkpoint_frames,
+    needs_torch,
+)
 from tests.zoo.models import MODELS, forward, params
 
 
@@ -131,6 +137,7 @@ def test_stepping_run_to_back_and_reset_mid_run(setup, keep):
 
 
 @needs_torch("2.10", WHY_FIND)
+@needs_checkpoint_frames()
 def test_back_then_step_forward_recomputes_only_what_it_must(setup):
     model, graph, ps, want = setup
     st = aw.Stepper(graph, keep="tensors")
@@ -148,6 +155,7 @@ def test_back_then_step_forward_recomputes_only_what_it_must(setup):
 
 
 @needs_torch("2.10", WHY_META)
+@needs_checkpoint_frames()
 def test_inspecting_never_recomputes(setup):
     model, graph, _ps, _want = setup
     mem = graph.saved_memory()
