@@ -15,7 +15,8 @@ never unpack them; this module does that from the `SavedTensor` alone:
 - `value_meta(raw)`: the shape/dtype/device torch recorded at save time for its determinism check
   (the default `determinism_check="default"`), else None;
 - `region_inputs(frame)`: the tensors the region holds to recompute from (its forward inputs):
-  what a checkpointed region really keeps alive, which memory accounting must count.
+  what a checkpointed region really keeps alive, which memory accounting must count (torch 2.13
+  keeps them in the frame's `saved_args`, 2.10 in a no-op node's saved tensors: both read).
 
 Guarantees: nothing here unpacks a checkpointed value, runs a recomputation or changes torch's
 state; on a torch whose checkpoint internals differ, `is_checkpointed` still works (it only needs
@@ -107,7 +108,10 @@ def frame_of(raw: Any) -> Any | None:
             obj = cell.cell_contents
         except ValueError:  # an empty cell
             continue
-        if hasattr(obj, "weak_holders") and hasattr(obj, "saved_args"):
+        # torch 2.13 keeps the region's inputs in `saved_args`; 2.10 in a no-op node's saved
+        # tensors (`input_saver`, see `region_inputs`).
+        if hasattr(obj, "weak_holders") and (hasattr(obj, "saved_args")
+                                             or hasattr(obj, "input_saver")):
             return obj
     return None
 
@@ -153,6 +157,17 @@ def region_inputs(frame: Any) -> list[torch.Tensor]:
         [torch.Size([3])]
     """
     out: list[torch.Tensor] = []
+    if not hasattr(frame, "saved_args"):  # torch 2.10: `_NoopSaveInputs` saved them
+        saver = getattr(getattr(frame, "input_saver", None), "grad_fn", None)
+        raws = list(getattr(saver, "_raw_saved_tensors", ()) or ())
+        for raw in raws[1:]:  # the first is torch's dummy (a region may have no tensor input)
+            try:
+                data = saved_data(raw)
+            except RuntimeError:  # freed by a backward without retain_graph
+                continue
+            if isinstance(data, torch.Tensor):
+                out.append(data)
+        return out
     for arg in getattr(frame, "saved_args", ()) or ():
         data = getattr(arg, "data", arg) if not isinstance(arg, torch.Tensor) else arg
         if isinstance(data, torch.Tensor):

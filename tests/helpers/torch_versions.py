@@ -58,7 +58,8 @@ def needs_torch(version: str, why: str) -> pytest.MarkDecorator:
 #: Why a test needs a torch whose checkpoint bookkeeping autograd_widget reads.
 WHY_FRAMES = (
     "non-reentrant checkpoint's per-region frame, read from its unpack hook (a checkpointed "
-    "value's shape, its region's inputs, one recompute per region): read on 2.13, not on 2.10.0"
+    "value's shape, its region's inputs, one recompute per region): read in the layouts of "
+    "torch 2.10 and 2.13, not found in this one"
 )
 
 
