@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import torch
@@ -487,11 +489,56 @@ class _Probe:
         self.kind, self.index = kind, index
 
 
+def _bw_prologue(fn: Any) -> Callable[[Any, Any, Any, Any], list]:
+    """The function that builds the argument list of node `fn`'s compiled backward from (saved
+    tensors, symints, opaque objects, incoming grads), as this torch has it:
+
+    - 2.13: the generated `CompiledFunction._bw_prologue_fn(saved, symints, opaque, grads)`;
+    - 2.10 (seen on 2.10.0): the module-level `_backward_prologue_functional(saved, symints,
+      metadata, subclass_metadata, *grads)` of aot_autograd's runtime wrappers;
+    - 2.6 (seen on 2.6.0): the static `CompiledFunction._backward_prologue(ctx, *grads)`, which
+      reads only `ctx.saved_tensors` and `ctx.symints`.
+
+    Raises AttributeError when none is there (the caller turns it into a note). The older two
+    have no opaque objects: a region with some raises ValueError.
+    """
+    cls = fn._forward_cls
+    new = getattr(cls, "_bw_prologue_fn", None)
+    if new is not None:
+        return new
+
+    def no_opaque(opaque: Any) -> None:
+        if opaque:
+            raise ValueError("opaque objects in a backward this torch lays out without them")
+
+    old = getattr(cls, "_backward_prologue", None)
+    if callable(old):
+        def from_ctx(saved: Any, symints: Any, opaque: Any, grads: Any) -> list:
+            no_opaque(opaque)
+            ctx = SimpleNamespace(saved_tensors=tuple(saved), symints=list(symints))
+            return list(old(ctx, *grads))
+        return from_ctx
+    try:
+        from torch._functorch._aot_autograd import runtime_wrappers
+    except ImportError:
+        runtime_wrappers = None
+    functional = getattr(runtime_wrappers, "_backward_prologue_functional", None)
+    if callable(functional) and hasattr(cls, "metadata"):
+        meta, sub = cls.metadata, getattr(cls, "maybe_subclass_metadata", None)
+
+        def from_metadata(saved: Any, symints: Any, opaque: Any, grads: Any) -> list:
+            no_opaque(opaque)
+            return list(functional(tuple(saved), list(symints), meta, sub, *grads))
+        return from_metadata
+    raise AttributeError(f"type object '{cls.__name__}' has no attribute '_bw_prologue_fn'")
+
+
 def compiled_backward_layout(fn: Any) -> list[BackwardArg] | str:
     """What each argument of the compiled backward of node `fn` is, in order, or a note saying
     why it cannot be told (never raises).
 
-    torch 2.13 builds the argument list with a generated prologue,
+    torch 2.13 builds the argument list with a generated prologue (2.10 and 2.6 with the
+    functions `_bw_prologue` names),
     `[*symints, *saved_tensors, *opaque_objects, *surviving grads, *tokens, *rng states]`; which
     grads survive depends on the region's aliasing metadata. Rather than re-deriving that, the
     prologue is called once with marker objects (it passes non-tensors through untouched), so
@@ -505,7 +552,7 @@ def compiled_backward_layout(fn: Any) -> list[BackwardArg] | str:
     if _node_name(fn) != COMPILED_NODE_NAME:
         return f"{_node_name(fn)} is not a compiled region ({COMPILED_NODE_NAME})"
     try:
-        prologue = fn._forward_cls._bw_prologue_fn
+        prologue = _bw_prologue(fn)
         n_saved = len(fn._raw_saved_tensors) + len(getattr(fn, "_tensors_no_vc_check", ()) or ())
         symints, opaque = list(fn.symints), list(getattr(fn, "opaque_objects", []) or [])
         n_grads = len(fn._input_metadata)
@@ -536,7 +583,7 @@ def compiled_backward_args(fn: Any, grads: list) -> list:
     if _node_name(fn) != COMPILED_NODE_NAME:
         raise ValueError(f"{_node_name(fn)} is not a compiled region ({COMPILED_NODE_NAME})")
     saved = (*fn.saved_tensors, *(getattr(fn, "_tensors_no_vc_check", ()) or ()))
-    return list(fn._forward_cls._bw_prologue_fn(
+    return list(_bw_prologue(fn)(
         saved, fn.symints, getattr(fn, "opaque_objects", []) or [], list(grads)))
 
 

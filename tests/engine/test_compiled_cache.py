@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.torch_versions import needs_torch
+
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("open_regions")]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +65,8 @@ def _run(which: str, cache: Path) -> dict:
     return json.loads(line[len("RESULT ") :])
 
 
+@needs_torch("2.10", "AOTAutograd's compile cache hits on a warm run (none on 2.6.0; 2.8 not "
+                     "tried)")
 def test_a_warm_compile_cache_gives_available_regions(tmp_path):
     first = _run("first", tmp_path)
     assert first["info"] == "AutogradLazyBackwardCompileInfo"
