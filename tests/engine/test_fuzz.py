@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import autograd_widget as aw
@@ -202,6 +202,12 @@ def first_line(err: BaseException) -> str:
 
 @settings(deadline=None, max_examples=300, suppress_health_check=SLOW_OK)
 @given(spec=fuzz_specs(), keep=st.sampled_from(["summaries", "tensors", 300]))
+@example(  # found on torch 2.8.0 and 2.10.0: a split view of a base changed in place is the root
+    spec=FuzzSpec(seed=0, leaves=(((3, 4), "float32"),),
+                  steps=(("inplace_saved", 0, 0, 0), ("split", 0, 0, 0)),
+                  root_mode="explicit", mutate=0, freed=True),
+    keep="summaries",
+)  # fmt: skip
 def test_bent_programs_fail_clearly_or_match_the_engine(spec: FuzzSpec, keep) -> None:
     b = build(spec)
     want, engine_err = engine_result(b)
@@ -212,14 +218,14 @@ def test_bent_programs_fail_clearly_or_match_the_engine(spec: FuzzSpec, keep) ->
         s = Stepper(graph, keep=keep)
     except (TypeError, ValueError, RuntimeError) as err:
         msg = str(err)
-        if all(r.grad_fn is None for r in b.roots) and "is a leaf tensor" in msg:
-            return  # by design: leaves alone have nothing to step (the error names the fix)
         if "has no usable grad_fn" in msg:
             # torch refuses Python the grad_fn of a multi-output view whose base changed in
             # place (`t.grad_fn` raises; on 2.10.0 the engine, in C++, still ran such a root):
             # nothing to capture, and the message names the fix.
             assert "recompute the output" in msg, msg
             return
+        if all(r.grad_fn is None for r in b.roots) and "is a leaf tensor" in msg:
+            return  # by design: leaves alone have nothing to step (the error names the fix)
         assert engine_err is not None, f"refused a program the engine runs: {err}"
         assert any(fix in msg for fix in ACTIONABLE), msg
         if isinstance(err, RuntimeError) and "grad_outputs" in msg:  # the engine's own words
