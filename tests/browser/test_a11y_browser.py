@@ -42,28 +42,24 @@ y = torch.tensor(3.0, requires_grad=True)
 w = aw.explore(x**2 + y, params={"x": x, "y": y})
 w"""
 
-# A model whose frames do not fit at a legible scale: collapse="none" keeps every frame.
-DEEP_CELL = """\
+
+def encoder_cell(layers: int, options: str = "") -> str:
+    """A notebook cell: a tracked TransformerEncoder of `layers` layers explored with `options`."""
+    return f"""\
 import torch, torch.nn as nn
 import autograd_widget as aw
 torch.manual_seed(0)
 layer = nn.TransformerEncoderLayer(16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
-model = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+model = nn.TransformerEncoder(layer, {layers}, enable_nested_tensor=False)
 with aw.track(model):
     loss = model(torch.randn(2, 4, 16, requires_grad=True)).pow(2).mean()
-w = aw.explore(loss, model=model, collapse="none", height=560)
+w = aw.explore(loss, model=model{options})
 w"""
 
-ENCODER_CELL = """\
-import torch, torch.nn as nn
-import autograd_widget as aw
-torch.manual_seed(0)
-layer = nn.TransformerEncoderLayer(16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
-model = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
-with aw.track(model):
-    loss = model(torch.randn(2, 4, 16, requires_grad=True)).pow(2).mean()
-w = aw.explore(loss, model=model)
-w"""
+
+# A model whose frames do not fit at a legible scale: collapse="none" keeps every frame.
+DEEP_CELL = encoder_cell(3, ', collapse="none", height=560')
+ENCODER_CELL = encoder_cell(6)
 
 CHAIN_CELL = """\
 import torch, torch.nn as nn
