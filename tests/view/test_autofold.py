@@ -278,16 +278,21 @@ def test_the_chosen_level_is_the_finest_that_fits():
         assert not other.fits, o
 
 
-def test_a_drawing_too_big_for_any_fold_is_laid_out_all_the_same():
-    """A random DAG with no structure to fold, in a small drawing: nothing fits, the coarsest
-    candidate is drawn (Fit falls back to the legible part), with its layout."""
+def random_dag(n: int) -> torch.Tensor:
+    """A loss over `n` random elementwise ops on earlier values: no repeated structure."""
     torch.manual_seed(0)
     vals = [torch.randn(2, requires_grad=True) for _ in range(4)]
     ops = [torch.sin, torch.cos, torch.exp, torch.tanh, torch.sigmoid]
-    for i in range(300):
+    for i in range(n):
         a, b = vals[-1 - i % 3], vals[i % len(vals)]
         vals.append(ops[(i * i) % 5](a) * b if i % 4 else ops[i % 5](a) + b)
-    g = aw.capture(vals[-1].sum())
+    return vals[-1].sum()
+
+
+def test_a_drawing_too_big_for_any_fold_is_laid_out_all_the_same():
+    """A random DAG with no structure to fold, in a small drawing: nothing fits, the coarsest
+    candidate is drawn (Fit falls back to the legible part), with its layout."""
+    g = aw.capture(random_dag(300))
     plan = choose_folds(g, dict, Viewport(400, 300))
     assert not plan.fits and plan.layout is not None and plan.orientation in ("TB", "LR")
     assert plan.layout.n_nodes == plan.items
@@ -402,13 +407,7 @@ def test_subgraph_runs_shapes():
     # (the first multiply feeds the leaf, not another multiply: it differs)
     assert chain.ops == ("MulBackward0",) and chain.count == 199
     # A graph with no repeated structure keeps every node (nothing folds by chance).
-    torch.manual_seed(0)
-    vals = [torch.randn(2, requires_grad=True) for _ in range(4)]
-    ops = [torch.sin, torch.cos, torch.exp, torch.tanh, torch.sigmoid]
-    for i in range(120):
-        a, b = vals[-1 - i % 3], vals[i % len(vals)]
-        vals.append(ops[(i * i) % 5](a) * b if i % 4 else ops[i % 5](a) + b)
-    gr = aw.capture(vals[-1].sum())
+    gr = aw.capture(random_dag(120))
     plan = choose_folds(gr, dict, Viewport(820, 450))
     assert all(r.count >= 3 for r in plan.folds.values())
 
