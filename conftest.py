@@ -101,6 +101,19 @@ def _doctest_names(request):
     g.close()
 
 
+def pytest_configure(config):
+    """A run started as a background job (`cmd &` in a shell without job control) inherits
+    SIGINT ignored, and Python then installs no handler of its own: the Ctrl-C guard (which
+    stands aside when SIGINT is not Python's) would be tested as absent. Give the run Python's
+    default handler, as an interactive or CI run has."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 # --------------------------------------------------------------------------- per-part times
 _PART_SECONDS: dict[str, float] = {}
 
