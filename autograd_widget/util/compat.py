@@ -15,7 +15,8 @@ newer torch has are read HERE and nowhere else, each with what the package does 
 - `torch.utils.checkpoint.GraphExecGroup` (torch 2.10): one recompute per pass. Without it
   `exec_group_class()` is None: every read of a checkpointed value outside the engine
   recomputes its region.
-- `torch.autograd.graph.node_creation_hook` (torch 2.15): `node_creation_hook()` is None.
+- `torch.autograd.graph.node_creation_hook` (torch 2.14; seen on 2.14.1, absent on 2.13.0):
+  `node_creation_hook()` is None.
 
 `SAVED_DATA_TORCH` etc. name the versions for the notes users read; `torch_version()` is the
 installed one. Tests switch a feature off (`monkeypatch.setattr(compat, "SAVED_DATA", False)`) to
@@ -80,7 +81,7 @@ SAVED_DATA: bool = all(
     hasattr(getattr(torch._C._autograd, "SavedTensor", None), a) for a in ("data", "unpack_hook")
 )
 #: The torch that added `torch.autograd.graph.node_creation_hook`.
-NODE_CREATION_HOOK_TORCH = "2.15"
+NODE_CREATION_HOOK_TORCH = "2.14"
 
 _NODE_API = ("_input_metadata", "_sequence_nr", "next_functions", "name", "metadata")
 
@@ -328,7 +329,7 @@ def exec_group_class() -> Any | None:
 
 
 def node_creation_hook() -> Any | None:
-    """`torch.autograd.graph.node_creation_hook` (torch >= 2.15), else None.
+    """`torch.autograd.graph.node_creation_hook` (torch >= 2.14), else None.
 
     Example:
         >>> node_creation_hook() is None or callable(node_creation_hook())
