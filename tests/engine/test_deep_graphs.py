@@ -251,9 +251,6 @@ SIGINT_SCRIPT = """
 import os, random, signal, sys, threading, time, torch, autograd_widget as aw
 from autograd_widget import Stepper
 
-# Ctrl-C raises KeyboardInterrupt even when this runs in a background job (a shell without job
-# control starts those with SIGINT ignored, and Python then installs no handler of its own).
-signal.signal(signal.SIGINT, signal.default_int_handler)
 arm = [0]  # > 0: Ctrl-C from inside the arm[0]-th Py node called from now (no clock involved)
 
 class Py(torch.autograd.Function):  # Python frames inside nodes: Ctrl-C lands there too
