@@ -617,10 +617,13 @@ def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> 
     saying why not (never raises).
 
     A module rebuilt from a warm compile cache (`bw_module_fn()`) comes without any node
-    metadata. The fake inputs mirror the real ones without unpacking a saved tensor: the node's
-    `_raw_saved_tensors[i].data` (metadata only), its `_input_metadata` for the gradients,
-    its `symints`. Runs `torch.fx.passes.fake_tensor_prop.FakeTensorProp` on `module` (which
-    belongs to the caller: `bw_module_fn()` builds a new one per call).
+    metadata. The fake inputs mirror the real ones: the node's saved values (on torch >= 2.10
+    `_raw_saved_tensors[i].data`, without unpacking; on an older torch, which cannot look, the
+    saved values unpacked through `saved_value`'s guard, which refuses, having run nothing, a
+    read that would run a `saved_tensors_hooks` unpack hook), its `_input_metadata` for the
+    gradients, its `symints`. Only their shapes, dtypes and devices are kept (fake tensors).
+    Runs `torch.fx.passes.fake_tensor_prop.FakeTensorProp` on `module` (which belongs to the
+    caller: `bw_module_fn()` builds a new one per call).
 
     Example:
         >>> compiled_backward_metas(z.grad_fn, None, [])  # nothing to do without a module
@@ -633,14 +636,18 @@ def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> 
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-        raws = list(fn._raw_saved_tensors) + list(getattr(fn, "_tensors_no_vc_check", ()) or ())
+        extra = list(getattr(fn, "_tensors_no_vc_check", ()) or ())
+        if SAVED_DATA:
+            saved = [raw.data for raw in fn._raw_saved_tensors] + extra
+        else:
+            saved = list(saved_value(fn, "saved_tensors")) + extra
         symints = list(fn.symints)
         metas = list(fn._input_metadata)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
         args: list[Any] = []
         for a in layout:
             if a.kind == "saved":
-                data = raws[a.index].data
+                data = saved[a.index]
                 args.append(mode.from_tensor(data) if isinstance(data, torch.Tensor) else data)
             elif a.kind == "grad":
                 m = metas[a.index]

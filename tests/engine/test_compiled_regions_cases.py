@@ -13,7 +13,6 @@ import torch
 import autograd_widget as aw
 from autograd_widget.engine.diagnose.failure import explain_failure
 from autograd_widget.util import compat
-from tests.helpers.torch_versions import needs_torch
 
 BACKEND = "aot_eager"
 
@@ -198,8 +197,6 @@ def test_opaque_fallback_names_why(mlp, monkeypatch, what, patch, note):
 
 
 @pytest.mark.usefixtures("open_regions")
-@needs_torch("2.10", "SavedTensor.data: a compile-cache region's shapes are worked out from its "
-                     "saved values without unpacking them")
 def test_a_warm_cache_module_is_read_and_its_shapes_worked_out(mlp, monkeypatch):
     """A warm compile cache gives `CachedAutogradLazyBackwardCompileInfo(bw_module_fn)`, whose
     module has no node metadata: the shapes come from fake-tensor propagation (the real

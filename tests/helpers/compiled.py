@@ -36,9 +36,9 @@ def regions_opaque_here() -> str | None:
     """None where this torch's compiled regions open (their aten ops stepped one by one); else
     the note `graph.regions` gives for every region on it (an older torch lays the compiled
     backward's arguments out otherwise: the region is then one opaque node saying so, which
-    tests/engine/test_compiled_older_torch.py checks). Found by compiling one tiny function
-    (once per test session), not from a version number: which torch added the layout the
-    reader needs is a fact of torch's, read here as it is."""
+    tests/util/test_compat_compiled.py and test_compiled_regions_cases.py check). Found by compiling
+    one tiny function (once per test session), not from a version number: which torch added the
+    layout the reader needs is a fact of torch's, read here as it is."""
     import autograd_widget as aw
 
     fn = torch.compile(lambda a: (a * 2.0).sin(), backend="aot_eager", dynamic=False)

@@ -90,17 +90,31 @@ def test_layout_args_and_metas(region, monkeypatch):
             assert torch.equal(v, g)
     with pytest.raises(ValueError, match="not a compiled region"):
         compat.compiled_backward_args(torch.ones(1, requires_grad=True).exp().grad_fn, [g])
-    # metas: a module without any (a warm cache's) gets them by fake propagation
-    bare = copy.deepcopy(module)
+    # metas: a module without any (a warm cache's) gets them by fake propagation, the saved
+    # values looked at (torch >= 2.10) or, on an older torch, unpacked through the guard
+    versions = [saved_data for saved_data in (True, False) if compat.SAVED_DATA or not saved_data]
+    for saved_data in versions:
+        monkeypatch.setattr(compat, "SAVED_DATA", saved_data)
+        bare = copy.deepcopy(module)
+        for n in bare.graph.nodes:
+            n.meta = {}
+        before = [t._version for t in fn.saved_tensors]
+        assert compat.compiled_backward_metas(fn, bare, layout) == ""
+        assert [t._version for t in fn.saved_tensors] == before
+        for a, b in zip(bare.graph.nodes, module.graph.nodes):
+            if b.op == "call_function" and isinstance(b.meta.get("val"), torch.Tensor):
+                assert a.meta["val"].shape == b.meta["val"].shape
+                assert a.meta["val"].dtype == b.meta["val"].dtype
+    # an older torch where reading a saved value would first run an unpack hook: a note
+    def refuse(fn, attr):
+        raise compat.UnpackRefused("unpack", "my_hooks")
+
+    monkeypatch.setattr(compat, "saved_value", refuse)
     for n in bare.graph.nodes:
         n.meta = {}
-    if not compat.SAVED_DATA:  # the saved values cannot be looked at without unpacking
-        assert "could not be worked out" in compat.compiled_backward_metas(fn, bare, layout)
-        return
-    assert compat.compiled_backward_metas(fn, bare, layout) == ""
-    for a, b in zip(bare.graph.nodes, module.graph.nodes):
-        if b.op == "call_function" and isinstance(b.meta.get("val"), torch.Tensor):
-            assert a.meta["val"].shape == b.meta["val"].shape
+    note = compat.compiled_backward_metas(fn, bare, layout)
+    assert "could not be worked out (UnpackRefused: reading it would first run unpack" in note
+    monkeypatch.undo()
     assert compat.compiled_backward_metas(fn, module, layout) == ""  # has them: nothing done
     bare = copy.deepcopy(bare)
     for n in bare.graph.nodes:
