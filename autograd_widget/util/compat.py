@@ -26,6 +26,7 @@ run the older torch's path on the pinned one; the compat runs (`make compat`) ru
 from __future__ import annotations
 
 import gc
+import inspect
 import sys
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -496,11 +497,13 @@ def _bw_prologue(fn: Any) -> Callable[[Any, Any, Any, Any], list]:
 
     - 2.13: the generated `CompiledFunction._bw_prologue_fn(saved, symints, opaque, grads)`;
     - 2.10 (seen on 2.10.0): the module-level `_backward_prologue_functional(saved, symints,
-      metadata, subclass_metadata, *grads)` of aot_autograd's runtime wrappers;
+      metadata, subclass_metadata, *grads)` of aot_autograd's runtime wrappers; 2.12 (seen on
+      2.12.1) adds the opaque objects after the symints and a keyword `codegen_unwrap_fn`
+      (the class's `_bw_prologue_unwrap_fn`), told apart by the function's signature;
     - 2.6 (seen on 2.6.0): the static `CompiledFunction._backward_prologue(ctx, *grads)`, which
       reads only `ctx.saved_tensors` and `ctx.symints`.
 
-    Raises AttributeError when none is there (the caller turns it into a note). The older two
+    Raises AttributeError when none is there (the caller turns it into a note). 2.6 and 2.10
     have no opaque objects: a region with some raises ValueError.
     """
     cls = fn._forward_cls
@@ -526,6 +529,15 @@ def _bw_prologue(fn: Any) -> Callable[[Any, Any, Any, Any], list]:
     functional = getattr(runtime_wrappers, "_backward_prologue_functional", None)
     if callable(functional) and hasattr(cls, "metadata"):
         meta, sub = cls.metadata, getattr(cls, "maybe_subclass_metadata", None)
+        params = inspect.signature(functional).parameters
+        if "ctx_opaque_objects" in params:  # 2.12
+            extra = {"codegen_unwrap_fn": getattr(cls, "_bw_prologue_unwrap_fn", None)} \
+                if "codegen_unwrap_fn" in params else {}
+
+            def with_opaque(saved: Any, symints: Any, opaque: Any, grads: Any) -> list:
+                return list(functional(tuple(saved), list(symints), list(opaque or ()), meta,
+                                       sub, *grads, **extra))  # fmt: skip
+            return with_opaque
 
         def from_metadata(saved: Any, symints: Any, opaque: Any, grads: Any) -> list:
             no_opaque(opaque)

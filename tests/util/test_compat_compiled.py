@@ -132,6 +132,55 @@ def test_layout_args_and_metas(region, monkeypatch):
     assert "is not a compiled region" in compat.compiled_backward_layout(plain)
 
 
+@pytest.mark.usefixtures("open_regions")
+@pytest.mark.parametrize("torch_layout", ["2.6", "2.10", "2.12"])
+def test_each_torchs_prologue_gives_the_same_layout_and_args(region, monkeypatch, torch_layout):
+    """The prologues of torch 2.6, 2.10 and 2.12 (each seen in that torch's source and run in
+    its compat venv), simulated on this torch by delegating to its own prologue: `_bw_prologue`
+    calls each with its own signature, and the layout and the arguments are this torch's."""
+    _loss, fn = region()
+    cls = fn._forward_cls
+    real = cls._bw_prologue_fn
+    layout, args = compat.compiled_backward_layout(fn), compat.compiled_backward_args(
+        fn, [torch.ones(3, 2)])
+    from torch._functorch._aot_autograd import runtime_wrappers
+
+    calls = []
+    monkeypatch.setattr(cls, "_bw_prologue_fn", None)
+    if torch_layout == "2.6":
+        def backward_prologue(ctx, *grads):  # reads only ctx.saved_tensors and ctx.symints
+            calls.append(ctx)
+            return real(ctx.saved_tensors, ctx.symints, [], list(grads))
+
+        monkeypatch.setattr(cls, "_backward_prologue", staticmethod(backward_prologue),
+                            raising=False)  # fmt: skip
+    elif torch_layout == "2.10":
+        def functional(saved, symints, metadata, subclass_metadata, *grads):
+            assert metadata is cls.metadata
+            calls.append(metadata)
+            return real(saved, symints, [], list(grads))
+
+        monkeypatch.setattr(runtime_wrappers, "_backward_prologue_functional", functional,
+                            raising=False)  # fmt: skip
+    else:
+        unwrap = object()
+        monkeypatch.setattr(cls, "_bw_prologue_unwrap_fn", unwrap, raising=False)
+
+        def functional(ctx_saved_tensors, ctx_symints, ctx_opaque_objects, metadata,
+                       maybe_subclass_metadata, *flat_args, codegen_unwrap_fn=None):
+            assert metadata is cls.metadata and codegen_unwrap_fn is unwrap
+            calls.append(metadata)
+            return real(ctx_saved_tensors, ctx_symints, ctx_opaque_objects, list(flat_args))
+
+        monkeypatch.setattr(runtime_wrappers, "_backward_prologue_functional", functional,
+                            raising=False)  # fmt: skip
+    assert compat.compiled_backward_layout(fn) == layout
+    again = compat.compiled_backward_args(fn, [torch.ones(3, 2)])
+    assert len(again) == len(args) and calls
+    for a, b in zip(again, args):
+        assert (torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b)
+
+
 def test_donated_buffer_config(monkeypatch):
     from types import SimpleNamespace
 
