@@ -140,13 +140,14 @@ def test_each_torchs_prologue_gives_the_same_layout_and_args(region, monkeypatch
     calls each with its own signature, and the layout and the arguments are this torch's."""
     _loss, fn = region()
     cls = fn._forward_cls
-    real = cls._bw_prologue_fn
+    real = compat._bw_prologue(fn)  # this torch's, as (saved, symints, opaque, grads)
     layout, args = compat.compiled_backward_layout(fn), compat.compiled_backward_args(
         fn, [torch.ones(3, 2)])
     from torch._functorch._aot_autograd import runtime_wrappers
 
     calls = []
-    monkeypatch.setattr(cls, "_bw_prologue_fn", None)
+    monkeypatch.setattr(cls, "_bw_prologue_fn", None, raising=False)
+    monkeypatch.setattr(cls, "_backward_prologue", None, raising=False)  # 2.6's, where it is
     if torch_layout == "2.6":
         def backward_prologue(ctx, *grads):  # reads only ctx.saved_tensors and ctx.symints
             calls.append(ctx)
