@@ -373,10 +373,11 @@ CASES = [
     Case("1e400-in-an-int-field", lambda c: c.text(
         lambda t: t.replace('"all_runs": [["n0", 0,', '"all_runs": [["n0", 1e400,', 1)),
          r"all_runs\[0\]\[1\]: expected an int in 0\.\.2\*\*64-1, got inf"),
+    # Python 3.10 words it "Exceeds the limit (4300)", later ones "(4300 digits)"
     Case("int-of-5000-digits", lambda c: c.text(
         lambda t: t.replace('"all_runs": [["n0", 0,', '"all_runs": [["n0", ' + "9" * 5000 + ",",
                             1)),
-         r"its manifest is not valid JSON \(Exceeds the limit \(4300 digits\)"),
+         r"its manifest is not valid JSON \(Exceeds the limit \(4300( digits)?\)"),
     Case("duplicate-key", lambda c: c.text(lambda t: t.replace('"meta": {', '"meta": {"rank": 1, ',
                                                                1)),
          r"its manifest is not strict JSON: the key 'rank' appears twice in one object"),
