@@ -16,11 +16,13 @@ __all__ = [
     "WHY_CULPRIT",
     "WHY_FIND",
     "WHY_FRAMES",
+    "WHY_FRAMES_HOOK",
     "WHY_GROUP",
     "WHY_META",
     "WHY_PACKED",
     "WHY_STALE",
     "checkpoint_frames_hidden",
+    "checkpoint_frames_skip",
     "needs_checkpoint_frames",
     "needs_torch",
     "torch_at_least",
@@ -61,6 +63,11 @@ WHY_FRAMES = (
     "value's shape, its region's inputs, one recompute per region): read in the layouts of "
     "torch 2.10 and 2.13, not found in this one"
 )
+#: The frame is reached through `SavedTensor.unpack_hook`, which an older torch lacks.
+WHY_FRAMES_HOOK = (
+    "SavedTensor.unpack_hook: non-reentrant checkpoint's per-region frame is reached through a "
+    "checkpointed value's unpack hook (its shape, its region's inputs, one recompute per region)"
+)
 
 
 @functools.cache
@@ -78,11 +85,22 @@ def checkpoint_frames_hidden() -> bool:
     return not is_checkpointed(raw) or frame_of(raw) is None
 
 
-def needs_checkpoint_frames() -> pytest.MarkDecorator:
-    """Skip where `checkpoint_frames_hidden()`: what users see there is tested by the unknown
-    paths (a note, nothing counted, nothing guessed)."""
-    return pytest.mark.skipif(
-        checkpoint_frames_hidden(),
-        reason=f"torch {torch.__version__} does not show it: {WHY_FRAMES}",
-    )
+def checkpoint_frames_skip() -> str | None:
+    """Why a test that reads checkpoint frames cannot run on this torch, or None where it can:
+    before `SavedTensor.unpack_hook` (torch 2.10) the version it needs; from it, where the
+    frame is laid out a way `core.checkpoint` does not know (`checkpoint_frames_hidden`)."""
+    from autograd_widget.util.compat import SAVED_DATA, SAVED_DATA_TORCH
 
+    if not SAVED_DATA:
+        return (f"needs torch >= {SAVED_DATA_TORCH} (installed: {torch.__version__}): "
+                f"{WHY_FRAMES_HOOK}")  # fmt: skip
+    if checkpoint_frames_hidden():
+        return f"torch {torch.__version__} does not show it: {WHY_FRAMES}"
+    return None
+
+
+def needs_checkpoint_frames() -> pytest.MarkDecorator:
+    """Skip where `checkpoint_frames_skip()` says why: what users see there is tested by the
+    unknown paths (a note, nothing counted, nothing guessed)."""
+    why = checkpoint_frames_skip()
+    return pytest.mark.skipif(why is not None, reason=why or "")
