@@ -17,6 +17,9 @@ newer torch has are read HERE and nowhere else, each with what the package does 
   recomputes its region.
 - `torch.autograd.graph.node_creation_hook` (torch 2.14; seen on 2.14.1, absent on 2.13.0):
   `node_creation_hook()` is None.
+- torch.compile's backward: where its module is kept and how its arguments are laid out
+  (`_bw_prologue`: one way each on 2.6, 2.10, 2.12 and 2.13, all read). A torch laying it out
+  otherwise gets an opaque region with a note (`compiled_backward_layout` returns the note).
 
 `SAVED_DATA_TORCH` etc. name the versions for the notes users read; `torch_version()` is the
 installed one. Tests switch a feature off (`monkeypatch.setattr(compat, "SAVED_DATA", False)`) to
