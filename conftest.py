@@ -74,9 +74,9 @@ def _doctest_names(request):
         return
     needed = _needed_torch(request.node.name)
     if needed is not None:
-        import torch
+        from tests.helpers.torch_versions import needs_torch_reason
 
-        pytest.skip(f"needs torch >= {needed[0]} (installed: {torch.__version__}): {needed[1]}")
+        pytest.skip(needs_torch_reason(*needed))
     if request.node.name.startswith(OPEN_REGIONS):
         request.getfixturevalue("open_regions")
     if request.node.name.startswith(READS_CHECKPOINT_FRAMES):

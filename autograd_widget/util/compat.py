@@ -533,18 +533,17 @@ def _bw_prologue(fn: Any) -> Callable[[Any, Any, Any, Any], list]:
     if callable(functional) and hasattr(cls, "metadata"):
         meta, sub = cls.metadata, getattr(cls, "maybe_subclass_metadata", None)
         params = inspect.signature(functional).parameters
-        if "ctx_opaque_objects" in params:  # 2.12
-            extra = {"codegen_unwrap_fn": getattr(cls, "_bw_prologue_unwrap_fn", None)} \
-                if "codegen_unwrap_fn" in params else {}
-
-            def with_opaque(saved: Any, symints: Any, opaque: Any, grads: Any) -> list:
-                return list(functional(tuple(saved), list(symints), list(opaque or ()), meta,
-                                       sub, *grads, **extra))  # fmt: skip
-            return with_opaque
+        takes_opaque = "ctx_opaque_objects" in params  # 2.12; 2.10 has none
+        extra = {"codegen_unwrap_fn": getattr(cls, "_bw_prologue_unwrap_fn", None)} \
+            if "codegen_unwrap_fn" in params else {}
 
         def from_metadata(saved: Any, symints: Any, opaque: Any, grads: Any) -> list:
-            no_opaque(opaque)
-            return list(functional(tuple(saved), list(symints), meta, sub, *grads))
+            head: list[Any] = [tuple(saved), list(symints)]
+            if takes_opaque:
+                head.append(list(opaque or ()))
+            else:
+                no_opaque(opaque)
+            return list(functional(*head, meta, sub, *grads, **extra))
         return from_metadata
     raise AttributeError(f"type object '{cls.__name__}' has no attribute '_bw_prologue_fn'")
 

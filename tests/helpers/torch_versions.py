@@ -25,6 +25,7 @@ __all__ = [
     "checkpoint_frames_skip",
     "needs_checkpoint_frames",
     "needs_torch",
+    "needs_torch_reason",
     "torch_at_least",
 ]
 
@@ -49,12 +50,14 @@ def torch_at_least(version: str) -> bool:
     return have[: len(want)] >= want
 
 
+def needs_torch_reason(version: str, why: str) -> str:
+    """The one wording of "this test needs a newer torch": the version, the installed one, why."""
+    return f"needs torch >= {version} (installed: {torch.__version__}): {why}"
+
+
 def needs_torch(version: str, why: str) -> pytest.MarkDecorator:
     """Skip the test on a torch older than `version`, saying which torch it needs and why."""
-    return pytest.mark.skipif(
-        not torch_at_least(version),
-        reason=f"needs torch >= {version} (installed: {torch.__version__}): {why}",
-    )
+    return pytest.mark.skipif(not torch_at_least(version), reason=needs_torch_reason(version, why))
 
 
 #: Why a test needs a torch whose checkpoint bookkeeping autograd_widget reads.
@@ -92,8 +95,7 @@ def checkpoint_frames_skip() -> str | None:
     from autograd_widget.util.compat import SAVED_DATA, SAVED_DATA_TORCH
 
     if not SAVED_DATA:
-        return (f"needs torch >= {SAVED_DATA_TORCH} (installed: {torch.__version__}): "
-                f"{WHY_FRAMES_HOOK}")  # fmt: skip
+        return needs_torch_reason(SAVED_DATA_TORCH, WHY_FRAMES_HOOK)
     if checkpoint_frames_hidden():
         return f"torch {torch.__version__} does not show it: {WHY_FRAMES}"
     return None
