@@ -1,0 +1,102 @@
+"""Run a script on several gloo ranks, torchrun-style, bounded in time, leaving no process behind.
+
+Every distributed test spawns its ranks through `run_ranks`: each rank is a fresh Python process
+(`python script RANK WORLD PORT OUT *args`), the port comes from the OS, every rank and the whole run
+have one timeout, and a rank still alive at the end is killed (its process group too). A rank's
+script starts with `RANK_PRELUDE`, which parses those arguments and joins the gloo group.
+
+Example (not run here: it spawns processes):
+    outs = run_ranks(tmp_path, CHILD, world=2)   # CHILD: text that uses rank, world, out
+    assert all(o.endswith("ok\\n") for o in outs)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).parents[2]
+
+#: Prepended to every rank's script: `rank`, `world`, `out` (a folder, str), `argv` (the extra
+#: arguments), one gloo process group joined with a bounded timeout, torch on one thread.
+RANK_PRELUDE = textwrap.dedent(
+    """
+    import datetime, os, sys
+    import torch, torch.distributed as dist
+    rank, world, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    argv = sys.argv[5:]
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=60))
+    """
+)
+
+#: Ends a rank's script: skips the interpreter's teardown (gloo threads still joinable there make
+#: it abort now and then on a loaded machine) after flushing what was printed.
+RANK_EXIT = "\nsys.stdout.flush(); sys.stderr.flush(); os._exit(0)\n"
+
+gloo_only = pytest.mark.skipif(
+    not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+    reason="torch.distributed with gloo is not available",
+)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that the OS says is free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(tmp_path: Path, body: str, *, world: int = 2, args: tuple[str, ...] = (),
+              timeout: float = 120.0, expect_ok: bool = True, name: str = "rank.py") -> list[str]:
+    """Run `RANK_PRELUDE + body + RANK_EXIT` on `world` ranks; return each rank's output.
+
+    `expect_ok`: fail the test (with every rank's output) when a rank exits non-zero. On timeout
+    every rank is killed and the test fails saying so, with what the ranks printed."""
+    script = tmp_path / name
+    script.write_text(RANK_PRELUDE + textwrap.dedent(body) + RANK_EXIT)
+    port = str(free_port())
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(rank), str(world), port, str(tmp_path), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
+            start_new_session=True,
+        )
+        for rank in range(world)
+    ]
+    outs: list[str] = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=timeout)
+            outs.append(out)
+    except subprocess.TimeoutExpired:
+        _kill(procs)
+        printed = [p.communicate()[0] for p in procs]
+        pytest.fail(f"the {world} ranks did not finish within {timeout} s:\n" + "\n".join(
+            f"--- rank {r}:\n{o}" for r, o in enumerate(printed)))
+    finally:
+        _kill(procs)
+    if expect_ok:
+        for rank, (p, out) in enumerate(zip(procs, outs)):
+            assert p.returncode == 0, f"rank {rank} exited {p.returncode}:\n{out}"
+    return outs
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
