@@ -13,10 +13,14 @@ folder) gives, cell by cell, the same outputs as the committed ones, compared as
   addresses (`0x7f...`), the scratch folder a notebook works in (`/tmp/aw-debug-...`), the time
   a step took (`0.113 ms`) and file sizes printed in MB (the standalone page carries the
   front-end bundle, whose size changes with any front-end edit).
-Every other character counts: a changed number, a reworded message, a new line all make the
+Then the texts are compared as text and numbers (`same_text`): every character outside a number
+counts (a reworded message, a new line, `nan` for a number), and so do integers (a step, a count)
+and how many numbers there are; a decimal number (`0.6084`, `1.16e+04`) may differ by what another
+CPU's rounding makes of it: a relative 1e-4 (RTOL), or one unit in its last printed digit (the
+same value a hair away from a rounding boundary prints one digit apart). Anything more makes the
 committed notebook stale. The outputs are made and compared on the torch the notebooks record
 (`metadata.autograd_widget.torch`); on another torch (`make compat`) the comparison is skipped
-(printed values may differ in the last digit).
+(another torch may compute, not only round, differently).
 
 Regenerate after changing a notebook or what it prints (`make notebooks`):
 
@@ -26,6 +30,8 @@ Regenerate after changing a notebook or what it prints (`make notebooks`):
 Example:
     normalize("at 0x7f3a2c1d90 in /tmp/aw-debug-k2j3/run.html (1.3 MB), 0.113 ms")
     'at 0x… in <scratch>/run.html (… MB), … ms'
+    same_text("loss 0.01889 at step 157", "loss 0.0189 at step 157")
+    True
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-__all__ = ["NOTEBOOKS", "cell_outputs", "differences", "executed", "normalize", "write"]
+__all__ = ["NOTEBOOKS", "RTOL", "cell_outputs", "differences", "executed", "normalize",
+           "same_text", "write"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -55,6 +62,43 @@ _VOLATILE = [
     (re.compile(r"\b\d+(?:\.\d+)? MB\b"), "… MB"),
     (re.compile(r"\b\d+\.\d+ ms\b"), "… ms"),
 ]
+
+
+#: How far a decimal number may move and still be the same output (module docstring).
+RTOL = 1e-4
+# A number on its own: not a piece of a version (2.13.0), of a dotted name (layers.0.attn) or of
+# a longer number. Integers are compared exactly, decimals (a point or an exponent) loosely.
+_NUMBER = re.compile(r"(?<![\d.])[-+]?(?:\d+\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?!\.?\d)")
+
+
+def _last_digit(token: str) -> float:
+    """One unit in the last printed digit of a decimal number ("86.44": 0.01, "1.3e+06": 1e5)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _same_number(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    decimal = ("." in a or "e" in a.lower()) and ("." in b or "e" in b.lower())
+    if not decimal:
+        return False  # integers, or an integer against a decimal: exactly, or not the same
+    x, y = float(a), float(b)
+    slack = max(RTOL * max(abs(x), abs(y)), _last_digit(a), _last_digit(b))
+    return abs(x - y) <= slack * (1 + 1e-9)
+
+
+def same_text(committed: str, fresh: str) -> bool:
+    """Whether two normalised outputs are the same, as the module docstring says: the text
+    around the numbers and every integer exactly, each decimal number within RTOL or one unit
+    of its last printed digit."""
+    if committed == fresh:
+        return True
+    a, b = _NUMBER.split(committed), _NUMBER.split(fresh)
+    nums_a, nums_b = _NUMBER.findall(committed), _NUMBER.findall(fresh)
+    return (a == b and len(nums_a) == len(nums_b)
+            and all(_same_number(x, y) for x, y in zip(nums_a, nums_b, strict=True)))
 
 
 def normalize(text: str) -> str:
@@ -142,9 +186,9 @@ def differences(name: str) -> list[str]:
     new = [c for c in fresh.cells if c.cell_type == "code"]
     for (i, old), cell in zip(code, new, strict=True):
         have, want = cell_outputs(old), cell_outputs(cell)
-        if have != want:
+        if len(have) != len(want) or not all(map(same_text, have, want)):
             first = next((a, b) for a, b in zip(have + [""] * len(want), want + [""] * len(have))
-                         if a != b)
+                         if not same_text(a, b))
             out.append(f"{name} cell {i}: committed {first[0][:120]!r}, today {first[1][:120]!r}")
     return out
 

@@ -9,10 +9,47 @@ import json
 import pytest
 import torch
 
-from tests.helpers.notebook_outputs import NOTEBOOKS, differences, execute, executed, text_of
+from tests.helpers.notebook_outputs import (
+    NOTEBOOKS,
+    differences,
+    execute,
+    executed,
+    same_text,
+    text_of,
+)
 from tests.helpers.torch_versions import WHY_CULPRIT, needs_torch
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("committed, fresh", [
+    ("loss at steps 0, 50: [2.598, 2.427]", "loss at steps 0, 50: [2.598, 2.427]"),
+    ("step 149: loss 0.01889", "step 149: loss 0.0189"),  # the last digit, another CPU
+    ("step 151: loss 86.44", "step 151: loss 86.45"),
+    ("tensor(0.60840005)", "tensor(0.60840011)"),  # many digits: within 1e-4
+    ("153  1.16e+04  5.39e+03", "153  1.17e+04  5.39e+03"),
+    ("grew: [('embed', 'x3.4e+05')]", "grew: [('embed', 'x3.5e+05')]"),
+    ("-0.000 and 0.000", "0.000 and -0.000"),
+])
+def test_outputs_compare_equal_when_only_the_last_digits_moved(committed, fresh):
+    assert same_text(committed, fresh)
+
+
+@pytest.mark.parametrize("committed, fresh", [
+    ("step 149: loss 0.01889", "step 149: loss 0.01912"),  # a real change in a number
+    ("step 151: loss 86.44", "step 151: loss 86.47"),
+    ("1.16e+04", "1.16e+05"),
+    ("first non-finite step: 157", "first non-finite step: 158"),  # integers: exactly
+    ("18 non-finite", "19 non-finite"),
+    ("torch 2.13.0+cpu", "torch 2.14.0+cpu"),  # a version is text, not a number
+    ("encoder.layers.0.self_attn", "encoder.layers.1.self_attn"),
+    ("step 157: loss nan", "step 157: loss 1.0"),
+    ("born at: LogSoftmaxBackward0", "born at: SoftmaxBackward0"),  # text: exactly
+    ("[2.598, 2.427]", "[2.598, 2.427, 2.1]"),
+    ("loss 2.598\n", "loss 2.598"),
+])
+def test_outputs_compare_different_on_a_real_change(committed, fresh):
+    assert not same_text(committed, fresh)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -26,8 +26,7 @@ def test_compiled_notebook_opens_a_region_and_steps_inside():
     assert "leaf gradients equal: True" in text
     assert "inner edges summarised: True" in text and "compare_with_engine: []" in text
     assert "inductor, leaf gradients equal: True" in text and "within tolerance: True" in text
-    worst = float(re.search(r"largest \|ops - kernels\|: (\S+)", text).group(1))
-    assert worst < 1e-5
+    assert "largest |ops - kernels| below 1e-6: True" in text  # a bound: the value is the CPU's
     assert re.search(r"first NaN/Inf on n\d+/\d+:\d+>n\d+/\d+:\d+ \| born in n\d+/\d+ aten::", text)
     assert "failed at CompiledFunctionBackward | donated" in text
     assert "donated_buffer = False" in text
