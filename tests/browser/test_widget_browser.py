@@ -7,6 +7,7 @@ fixture), and leaves a screenshot under tests/artifacts/.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -40,8 +41,20 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 expect.set_options(timeout=20_000)
 
-#: The README's screenshot (README.md shows it; this test writes it).
+#: The README's screenshot (README.md shows it; `make screenshots` rewrites it from this test).
 README_IMAGE = Path(__file__).resolve().parents[2] / "notebooks" / "img" / "widget.png"
+#: Set to 1 by `make screenshots`: only then does the test copy its screenshot over the README's
+#: (`make test` writes no tracked file: its screenshots stay under tests/artifacts/, ignored).
+UPDATE_SCREENSHOTS = "AW_UPDATE_SCREENSHOTS"
+
+
+def keep_readme_image(shot: Path, target: Path = README_IMAGE) -> bool:
+    """Copy the fresh screenshot `shot` over the README's `target` when AW_UPDATE_SCREENSHOTS=1
+    (`make screenshots`), and say whether it did; otherwise leave the tracked image alone."""
+    if os.environ.get(UPDATE_SCREENSHOTS) != "1":
+        return False
+    target.write_bytes(shot.read_bytes())
+    return True
 
 Z_CELL = """\
 import torch
@@ -432,7 +445,8 @@ def test_readme_screenshot_light_and_dark(page, lab_server):
     enters the folded blocks: gradients coloured by norm on the edges that have flowed, the
     pool's Mean that just ran ringed, the folded box that runs next haloed, modules titled with
     their classes, the fixed colour bar. The light screenshot is the README's; the dark one
-    checks the widget follows the theme."""
+    checks the widget follows the theme. `make screenshots` copies the light one over the
+    README's (notebooks/img/widget.png); `make test` leaves it under tests/artifacts/."""
     page.set_viewport_size({"width": 1600, "height": 1000})
     open_notebook(page, lab_server, "readme.ipynb", [CNN_CELL])
     out = run_cell(page, 0, timeout=120)
@@ -457,7 +471,7 @@ def test_readme_screenshot_light_and_dark(page, lab_server):
     assert marks["ran"] == item_index(p, "9"), marks  # "9 · AdaptiveAvgPool2d" over "Mean"
     assert marks["next"] == item_index(p, "1–8"), marks  # the folded blocks, first word
     save(root, "widget.png")
-    README_IMAGE.write_bytes((ARTIFACTS / "widget.png").read_bytes())
+    keep_readme_image(ARTIFACTS / "widget.png")
     light = background(page, root)
     page.evaluate(
         "() => window.jupyterapp.commands.execute('apputils:change-theme', "
