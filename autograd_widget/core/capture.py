@@ -18,6 +18,7 @@ from ..util.gcpause import gc_paused
 from ..util.warn import warn_user
 from . import track as track_module
 from .freed import FREED_WARNING, freed_by_backward
+from .fsdp import remember, sharding_of
 from .graph import BackwardGraph
 from .live import LiveRefs, drain_parked
 from .records import Edge, Node, TensorMeta
@@ -349,6 +350,12 @@ def capture(
     _check_not_only_leaves(roots, isinstance(outputs, torch.Tensor) or len(roots) == 1)
     gos = _normalise_grad_outputs(grad_outputs, roots)
     names = _leaf_names(model, params)
+    sharding = sharding_of(model) if model is not None else None
+    if sharding is not None:  # FSDP2: the leaves are the unsharded parameters (core/fsdp.py)
+        for key, name in sharding.names().items():
+            names.setdefault(key, name)
+        if sharding.note:
+            warn_user(sharding.note)
 
     fns: list = []
     index: dict = {}
@@ -388,7 +395,8 @@ def capture(
             if node.module is None and len(ms) == 1:
                 node.module = next(iter(ms))
 
-    if model is not None and not _model_in_graph(model, nodes, fns):
+    unsharded = set(sharding.names()) if sharding is not None else set()
+    if model is not None and not _model_in_graph(model, nodes, fns, unsharded):
         model = None  # it names nothing here: no class name, no module classes from it
     live = LiveRefs(fns, list(roots), gos, by_fn=index)
     model_name = type(model).__name__ if model is not None else None
@@ -397,17 +405,20 @@ def capture(
         nodes, edges, [(f"n{i}", nr) for i, nr in root_edges], live=live, model_name=model_name,
         module_classes=_module_classes(nodes, model), regions=regions, programs=programs,
     )
+    remember(graph, sharding)
     if freed_by_backward(graph):
         warn_user(FREED_WARNING)
     return graph
 
 
-def _model_in_graph(model: torch.nn.Module, nodes: dict[str, Node], fns: list) -> bool:
-    """True when some parameter of `model` is a leaf of the graph, or when that cannot be told
-    (`model` has no parameters; a custom Function may hold them inside, out of sight, as a
-    reentrant checkpoint does); else warn, naming the model's class and what the graph's leaves
-    are instead."""
-    own = {id(p) for p in model.parameters()}
+def _model_in_graph(
+    model: torch.nn.Module, nodes: dict[str, Node], fns: list, unsharded: set[int]
+) -> bool:
+    """True when some parameter of `model` (or an unsharded FSDP2 parameter of it: the ids in
+    `unsharded`) is a leaf of the graph, or when that cannot be told (`model` has no parameters; a
+    custom Function may hold them inside, out of sight, as a reentrant checkpoint does); else
+    warn, naming the model's class and what the graph's leaves are instead."""
+    own = {id(p) for p in model.parameters()} | unsharded
     if not own:
         return True  # a parameterless model (an activation, a functional wrapper): nothing to match
     leaves = [n for n in nodes.values() if n.kind == "accumulate_grad"]
