@@ -19,6 +19,8 @@ run time):
   regioncalls.py: running them (the compiled node called once, the ops as an FX interpreter);
 - recompute.py: one `torch.utils.checkpoint` group per pass (each checkpointed region
   recomputed once per run, as the engine does);
+- sharded.py: FSDP2 models, stepped by hand: each FSDP module unsharded before the first step
+  that reads its parameters and resharded after the last (FSDP's own unshard/reshard);
 - edits.py: the set of what-if edits; whatif.py: applying them (a replay as a transaction) and
   the unedited reference run a `LeafDiff` compares with;
 - compare.py: running the real engine once and listing where it disagrees; bitequal.py: the

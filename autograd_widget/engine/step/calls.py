@@ -20,6 +20,11 @@ Two engine facts beyond AUTOGRAD_FACTS.md, verified on torch 2.13:
   the engine uses the real output shape, which Python cannot see; a backward that ignores those
   gradients (the normal case) sees no difference, one that uses them sees a broadcastable zero.
 
+FSDP2's bookkeeping node (`RegisterPostBackwardFunctionBackward`) returns its gradients unchanged;
+its Python backward also runs FSDP's post-backward (reduce-scatter, reshard), which is the engine's
+business, not a step's: it is called as the pass-through it is (`CustomInfo.passthrough`), so
+stepping leaves FSDP's state alone (engine/step/sharded.py).
+
 `IN_STEP_CODES` names the functions here that run inside a step's rollback-protected block and may
 raise on the user's behalf (their code runs under them): the Ctrl-C guard (guard.py) treats a
 SIGINT landing in them as landing in the user's node, rolling the step back whole.
@@ -34,6 +39,7 @@ from typing import Any
 
 import torch
 
+from ...core.fsdp import is_post_backward
 from ...core.records import Node
 from ...util.dtypes import dtype_from_name
 
@@ -129,6 +135,9 @@ class CustomInfo:
     zeros: tuple[tuple[tuple[int, ...], torch.dtype, torch.device], ...]
     #: Why this node must never be called by hand (None: it may be).
     refuse: str | None = None
+    #: FSDP's `RegisterPostBackwardFunctionBackward`: its gradients pass through unchanged, and
+    #: its Python backward (FSDP's post-backward: reduce-scatter, reshard) is not run by hand.
+    passthrough: bool = False
 
 
 def _reentrant_checkpoint(fn: Any, node: Node) -> str | None:
@@ -186,8 +195,14 @@ def custom_info(fn: Any, node: Node) -> CustomInfo:
         )
     zeros = tuple((m.shape, dtype_from_name(m.dtype), torch.device(m.device)) for m in node.inputs)
     return CustomInfo(
-        node.name, needs, valid, n_tensors, nontensor, _materializes(fn), zeros, refuse
+        node.name, needs, valid, n_tensors, nontensor, _materializes(fn), zeros, refuse,
+        is_post_backward(fn),
     )
+
+
+def _pass_through(*grads: Any) -> tuple:
+    """What FSDP's `RegisterPostBackwardFunction.backward` returns, without its side effects."""
+    return (None, *grads)
 
 
 def apply_custom(info: CustomInfo, fn: Any, args: list) -> tuple:
@@ -214,20 +229,21 @@ def apply_custom(info: CustomInfo, fn: Any, args: list) -> tuple:
     """
     if info.refuse is not None:
         raise RuntimeError(info.refuse)
+    call = _pass_through if info.passthrough else fn.apply
     if info.materialize is False or all(a is not None for a in args):
-        res = fn.apply(*args)
+        res = call(*args)
     else:
         filled = [
             torch.zeros(z[0], dtype=z[1], device=z[2]) if a is None else a
             for a, z in zip(args, info.zeros)
         ]
         if info.materialize:
-            res = fn.apply(*filled)
+            res = call(*filled)
         else:
             try:
-                res = fn.apply(*filled)
+                res = call(*filled)
             except Exception:
-                res = fn.apply(*args)
+                res = call(*args)
     if not isinstance(res, tuple):
         res = (res,)
     nf = len(info.needs)

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ...core.fsdp import graph_sharding
 from ...core.graph import BackwardGraph
 from ...core.records import Edge, Node
 from ...util.compat import NoGradientEdge, check_step_api, gradient_edge
@@ -121,6 +122,10 @@ def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int] | N
     autograd gives no gradient edge (a view of a leaf taken under `no_grad()`: the engine's
     `torch.autograd.grad(..., allow_unused=True)` gives None for it).
 
+    An FSDP2 parameter (the sharded DTensor `model.parameters()` returns) is found through its
+    unsharded tensor, the graph's leaf (core/fsdp.py): its slot holds this rank's local gradient
+    of the whole parameter, before FSDP's reduce-scatter.
+
     Example:
         >>> grad_slot(g, x), grad_slot(g, z)
         (('n3', 0), ('n0', 0))
@@ -129,6 +134,12 @@ def grad_slot(graph: BackwardGraph, tensor: torch.Tensor) -> tuple[str, int] | N
         return graph.gradient_edge(tensor)
     except NoGradientEdge:
         return None
+    except ValueError:
+        sharding = graph_sharding(graph)
+        leaf = sharding.unsharded_for(tensor) if sharding is not None else None
+        if leaf is None or leaf is tensor:
+            raise
+        return graph.gradient_edge(leaf)
     except NotImplementedError:  # a sparse leaf: torch's helper needs `view`
         node, slot = gradient_edge(tensor)
         found = graph.id_of(node)

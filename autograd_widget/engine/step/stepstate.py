@@ -36,6 +36,7 @@ from .guard import Guard
 from .plan import ACCUMULATE, CUSTOM, FUNCTION, REGION, Plan, nbytes, step_bytes
 from .recompute import RecomputeGroups
 from .results import GradView, StepInfo, StepRecord
+from .sharded import sharded_steps
 
 __all__ = ["ADVANCE_CODE", "FLOWED", "StepState"]
 
@@ -95,6 +96,7 @@ class StepState:
         self.nograd: set[int] = set()
         self.groups = RecomputeGroups(graph, plan)  # checkpoint regions: one group per pass
         self.fanin = FanIn(plan, seeds)  # undoes in-place fan-in adds of kept steps
+        self.shards = sharded_steps(graph, plan)  # FSDP2: unshard in the engine's order
         self.reset()
 
     def reset(self) -> None:
@@ -166,6 +168,10 @@ class StepState:
             >>> state.advance(4) is None, state.pos  # None: no node raised
             (True, 4)
         """
+        shards = self.shards
+        if shards is not None and not shards.inside:  # sharded.py: in segments, unsharding
+            return shards.advance(self, stop, replay=replay, capture=capture, retain=retain,
+                                  fill=fill)  # fmt: skip
         plan = self.plan
         fns = self.graph.require_live("step this graph").fns
         slots, ev = self.slots, self.edge_val
@@ -680,6 +686,8 @@ class StepState:
         self.owned = {}
         self.renv = {}
         self.groups.close()
+        if self.shards is not None:
+            self.shards.close()
 
 
 #: The loop's code object: the Ctrl-C guard looks for its frame (guard.py).
