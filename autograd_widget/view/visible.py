@@ -64,6 +64,8 @@ PLUMBING = frozenset(
         "UnsqueezeBackward1",
         "ViewAsRealBackward0",
         "ViewAsComplexBackward0",
+        # FSDP2's bookkeeping: passes each gradient through unchanged (output i is input i)
+        "RegisterPostBackwardFunctionBackward",
     }
 )
 
@@ -285,10 +287,12 @@ def visible_graph(
     members = {names[k]: by_group[cuts[k]:cuts[k + 1]].astype(np.int32)
                for k in range(len(names))}
 
-    src, _, dst, _ = edge_arrays(graph, index)
+    src, out_nr, dst, in_nr = edge_arrays(graph, index)
     # Edges between two visible items map straight across (vectorised); an edge out of a
     # hidden node is reached through the visible node before it; an edge into a hidden node is
-    # contracted through the plumbing. Output order: by real edge, contractions in place.
+    # contracted through the plumbing (through a hidden node of several inputs, a pass-through
+    # such as FSDP's, input i leads on to output i only). Output order: by real edge,
+    # contractions in place.
     a_of, b_of = real_item[src], real_item[dst]
     hid_u, hid_v = hidden[src], hidden[dst]
     direct = np.flatnonzero(~hid_u & ~hid_v & (a_of != b_of))
@@ -304,17 +308,20 @@ def visible_graph(
         for k in into_hidden.tolist():
             a = int(a_of[k])
             # Contract through hidden plumbing (iteratively: chains of views are common).
-            stack = [int(dst[k])]
-            seen: set[int] = set()
+            stack = [(int(dst[k]), int(in_nr[k]))]
+            seen: set[tuple[int, int]] = set()
             while stack:
-                h = stack.pop()
-                if h in seen:
+                h, slot = stack.pop()
+                if (h, slot) in seen:
                     continue
-                seen.add(h)
+                seen.add((h, slot))
+                several = len(nodes[h].inputs) > 1
                 for k2 in out_edges.get(h, ()):
+                    if several and int(out_nr[k2]) != slot:
+                        continue
                     w = int(dst[k2])
                     if hidden[w]:
-                        stack.append(w)
+                        stack.append((w, int(in_nr[k2])))
                     else:
                         b = int(real_item[w])
                         if a != b:
