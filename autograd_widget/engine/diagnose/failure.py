@@ -23,6 +23,10 @@ The three failures a real backward meets most, told apart from the engine's own 
   compiled by torch.compile whose backward was compiled during an ordinary backward() (no
   retain_graph) with `torch._functorch.config.donated_buffer` on refuses every further call, a
   manual step included; the hint says how to avoid it.
+- "collective": the node failed inside a collective (gloo's "Connection closed by peer", an
+  NCCL error, a collective's timeout): another rank stopped, and the bug is on that rank. One
+  process cannot tell which peer; `explain_peer_wait` says it once the ranks' recordings are read
+  together (record/ranks.py), naming the `peer` rank and its failing node.
 - "other": anything else (a custom Function's backward raising): the node and the error's first
   line.
 
@@ -43,18 +47,31 @@ from ...core.checkpoint import is_checkpointed
 from ...core.saved import saved_names, storage_key
 from ...util import compat
 from ...util.compat import DONATED_BUFFER_ERROR
+from .collective import is_collective_error
 
 if TYPE_CHECKING:
     from ...core.graph import BackwardGraph
 
-__all__ = ["ANOMALY_HINT", "FailureExplanation", "FailureKind", "explain_failure"]
+__all__ = [
+    "ANOMALY_HINT",
+    "COLLECTIVE_HINT",
+    "FailureExplanation",
+    "FailureKind",
+    "explain_failure",
+    "explain_peer_wait",
+]
 
-FailureKind = Literal["inplace", "freed", "donated", "other"]
+FailureKind = Literal["inplace", "freed", "donated", "collective", "other"]
 
 #: How to see where an in-place op was, when the graph has no forward traceback.
 ANOMALY_HINT = (
     "run the forward under `torch.autograd.set_detect_anomaly(True)` to see where the in-place "
     "op was"
+)
+#: What to do when a node failed inside a collective and the failing peer is not known yet.
+COLLECTIVE_HINT = (
+    "another rank stopped: load every rank's recording together (aw.load_recording with "
+    "'{rank}' in the path) and first_failure() names the rank whose own node raised"
 )
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 _PREFIX = re.compile(r"^\w+ in n\d+(?:/\d+)? \([^)]*\): ")  # what a stepper's failure record adds
@@ -70,8 +87,10 @@ class FailureExplanation:
     or `saved_tensors[i]` of a custom Function), `saved_version` / `current_version`, `culprit`
     (the id of the node whose in-place op bumped it, when it is in the graph) and `culprit_name`
     (its type, also when it is not), `candidates` (node ids, when several could be it),
-    `traceback` (the culprit's forward stack under anomaly mode, else None). `hint`: what to do.
-    `error`: the error's first line.
+    `traceback` (the culprit's forward stack under anomaly mode, else None). For "collective":
+    `peer` (the rank whose own failure made this one wait, when known), `culprit` /
+    `culprit_name` (that rank's failing node). `hint`: what to do. `error`: the error's first
+    line.
 
     Example:
         >>> e = FailureExplanation("n2", "other", "n2 (MyBackward) raised: boom")
@@ -91,6 +110,7 @@ class FailureExplanation:
     traceback: list[str] | None = None
     hint: str = ""
     error: str = ""
+    peer: int | None = None
 
 
 def explain_failure(graph: BackwardGraph, node_id: str, error: str) -> FailureExplanation | None:
@@ -155,6 +175,13 @@ def explain_failure(graph: BackwardGraph, node_id: str, error: str) -> FailureEx
             hint="pass retain_graph=True to the first backward() (or capture and step before "
             "calling backward())",
         )  # fmt: skip
+    if is_collective_error(msg):
+        return FailureExplanation(
+            node_id, "collective",
+            f"{who} failed inside a collective: another rank stopped or never came "
+            f"({_short(first)})",
+            error=first, hint=COLLECTIVE_HINT,
+        )  # fmt: skip
     hint = ""
     if node.kind == "custom_function":
         hint = "the backward() of this custom autograd.Function raised: the error is in its code"
@@ -162,6 +189,64 @@ def explain_failure(graph: BackwardGraph, node_id: str, error: str) -> FailureEx
         node_id, "other", f"{who} raised: {first}", traceback=node.traceback or _tb(fn),
         hint=hint, error=first,
     )  # fmt: skip
+
+
+def explain_peer_wait(
+    node: str, node_name: str, error: str, peer: int | None, peer_node: str | None = None,
+    peer_node_name: str | None = None, peer_error: str = "",
+) -> FailureExplanation:
+    """The "collective" explanation of a rank that failed waiting in a collective on `peer`.
+
+    Args:
+        node: this rank's failing node id ("" when the error came after every node had run:
+            DDP's all-reduce waits at the end of the backward).
+        node_name: its type ("" when `node` is "").
+        error: this rank's error (a collective's: gloo's "Connection closed by peer", ...).
+        peer: the rank whose own node raised (None: no rank's own node raised in the files
+            read; the stop came from elsewhere, a crash or a failure outside the recordings).
+        peer_node, peer_node_name, peer_error: that rank's failing node, its type, its error.
+
+    Guarantees: never raises; `culprit` / `culprit_name` are the peer's node (that rank's
+    graph's id, not this one's).
+
+    Example:
+        >>> e = explain_peer_wait("n4", "_AllReduceBackward", "Connection closed by peer", 1,
+        ...                       "n2", "BoomBackward", "boom")
+        >>> e.kind, e.peer, e.culprit
+        ('collective', 1, 'n2')
+        >>> print(e.sentence)
+        n4 (_AllReduceBackward) failed inside a collective, waiting on rank 1, whose own node
+        n2 (BoomBackward) raised: boom
+    """
+    first = _first_line(error)
+    where = f"{node} ({node_name})" if node else "the backward (after its last node)"
+    if peer is None:
+        return FailureExplanation(
+            node, "collective",
+            f"{where} failed inside a collective ({_short(first)}); no rank's own node raised in "
+            "the files read: a rank stopped outside them (a crash, the forward, a missing file)",
+            error=first, hint="look at every rank's log for the one that stopped first",
+        )  # fmt: skip
+    what = ""
+    if peer_node:
+        what = f", whose own node {peer_node} ({peer_node_name or '?'}) raised"
+        if peer_error:
+            what += f": {_first_line(peer_error)}"
+    return FailureExplanation(
+        node, "collective",
+        f"{where} failed inside a collective, waiting on rank {peer}{what}",
+        culprit=peer_node or None, culprit_name=peer_node_name or None, error=first, peer=peer,
+        hint=f"the bug is on rank {peer}: look at rank {peer}'s recording",
+    )  # fmt: skip
+
+
+def _first_line(text: str) -> str:
+    text = _PREFIX.sub("", text or "", count=1).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _tb(fn: Any) -> list[str] | None:
