@@ -32,8 +32,8 @@ from ..util.fields import (
     opt_str,
     short,
 )
-from .records import Edge, LeafKind, Node, NodeKind, TensorMeta
-from .regions import Region
+from .records import Edge, LeafKind, Node, NodeKind, RegionEdge, TensorMeta
+from .regions import Region, RegionInput, RegionOutput
 
 __all__ = ["MAX_DIMS", "GraphParts", "parse_graph_dict", "parse_shape"]
 
@@ -61,7 +61,7 @@ def parse_shape(v: Any, where: str) -> tuple[int, ...]:
     return tuple(need_int(n, at(where, i), 0, _MAX_DIM) for i, n in enumerate(dims))
 
 
-def _node(nd: Any, where: str) -> Node:
+def _node(nd: Any, where: str, seq_lo: int = 0) -> Node:
     nd = need_dict(nd, where)
     for key in ("id", "name", "kind", "sequence_nr", "inputs"):
         if key not in nd:
@@ -80,7 +80,7 @@ def _node(nd: Any, where: str) -> Node:
         id=need_str(nd["id"], at(where, "id")),
         name=need_str(nd["name"], at(where, "name")),
         kind=need_choice(nd["kind"], at(where, "kind"), _KINDS),
-        sequence_nr=need_int(nd["sequence_nr"], at(where, "sequence_nr")),
+        sequence_nr=need_int(nd["sequence_nr"], at(where, "sequence_nr"), seq_lo),
         inputs=inputs,
         module=opt_str(nd.get("module"), at(where, "module")),
         leaf_name=opt_str(nd.get("leaf_name"), at(where, "leaf_name")),
@@ -185,14 +185,18 @@ def parse_regions(d: Mapping[str, Any], nodes: Mapping[str, Node]) -> dict[str, 
         d: what `BackwardGraph.to_dict()` returned.
         nodes: the graph's nodes (`parse_graph_dict`).
 
-    Guarantees: anything malformed is a `FieldError` naming the region.
+    Guarantees: every field of every region is type- and range-checked before a record is built
+    (ops as strictly as the graph's nodes, traceback lines as strings, integers as ints in range,
+    ids unique, every edge's ends the region's node or its ops), so nothing malformed reaches a
+    record (no OverflowError, no nesting a later save recurses into); anything malformed is a
+    `FieldError` naming the region and the field.
 
     Example:
         >>> parse_regions({"regions": []}, {})
         {}
         >>> parse_regions({"regions": [{"node": "n0"}]}, {"n0": g.nodes["n0"]})
         Traceback (most recent call last):
-        autograd_widget.util.fields.FieldError: regions[0]: ...
+        autograd_widget.util.fields.FieldError: regions[0].index: missing
     """
     items = d.get("regions") or []
     if not isinstance(items, list) or len(items) > len(nodes):
@@ -200,12 +204,75 @@ def parse_regions(d: Mapping[str, Any], nodes: Mapping[str, Node]) -> dict[str, 
     out: dict[str, Region] = {}
     for i, rd in enumerate(items):
         where = at("regions", i)
-        try:
-            region = Region.from_dict(rd)
-        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
-            raise FieldError(where, f"not a region ({type(e).__name__}: {short(str(e))})") from None
+        region = _region(rd, where)
         if region.node not in nodes or region.node in out:
             why = f"{short(region.node)} is not a node with one region"
             raise FieldError(at(where, "node"), why)
         out[region.node] = region
     return out
+
+
+#: The largest small count in a region (an index, a position, a slot): a signed 32-bit int.
+_SMALL = 2**31 - 1
+_INPUT_KINDS: tuple[str, ...] = ("saved", "gradient", "symint", "opaque", "other")
+
+
+def _region(rd: Any, where: str) -> Region:
+    """One region dict (`Region.to_dict()` output), every field checked."""
+    rd = need_dict(rd, where)
+    for key in ("node", "index", "ops", "edges", "inputs", "outputs", "available", "note"):
+        if key not in rd:
+            raise FieldError(at(where, key), "missing")
+    nid = need_str(rd["node"], at(where, "node"))
+    ops: list[Node] = []
+    ids = {nid}
+    for k, od in enumerate(need_list(rd["ops"], at(where, "ops"))):
+        w = at(at(where, "ops"), k)
+        op = _node(od, w, seq_lo=-1)  # an FX node without a seq_nr is -1
+        if op.id in ids:
+            raise FieldError(at(w, "id"), f"a second op {short(op.id)} (op ids are unique)")
+        ids.add(op.id)
+        ops.append(op)
+    edges = []
+    for k, e in enumerate(need_list(rd["edges"], at(where, "edges"))):
+        w = at(at(where, "edges"), k)
+        src, nr, dst, slot = need_list(e, w, length=4)
+        edge = RegionEdge(need_str(src, at(w, 0)), need_int(nr, at(w, 1), 0, _SMALL),
+                          need_str(dst, at(w, 2)), need_int(slot, at(w, 3), 0, _SMALL))
+        for end, name in ((0, edge.src), (2, edge.dst)):
+            if name not in ids:
+                raise FieldError(at(w, end), f"{short(name)} is neither the region's node nor "
+                                 "one of its ops")
+        edges.append(edge)
+    inputs = []
+    for k, x in enumerate(need_list(rd["inputs"], at(where, "inputs"))):
+        w = at(at(where, "inputs"), k)
+        x = need_dict(x, w)
+        meta = x.get("meta")
+        if meta is not None:
+            shape, dtype, device = need_list(meta, at(w, "meta"), length=3)
+            meta = TensorMeta(parse_shape(shape, at(at(w, "meta"), 0)),
+                              need_str(dtype, at(at(w, "meta"), 1)),
+                              need_str(device, at(at(w, "meta"), 2)))
+        inputs.append(RegionInput(
+            need_str(x.get("name"), at(w, "name")),
+            need_choice(x.get("kind"), at(w, "kind"), _INPUT_KINDS),
+            need_int(x.get("position"), at(w, "position"), 0, _SMALL),
+            need_int(x.get("index"), at(w, "index"), -1, _SMALL), meta,
+            [need_str(u, at(at(w, "users"), j))
+             for j, u in enumerate(need_list(x.get("users", []), at(w, "users")))],
+        ))  # fmt: skip
+    outputs = []
+    for k, o in enumerate(need_list(rd["outputs"], at(where, "outputs"))):
+        w = at(at(where, "outputs"), k)
+        o = need_dict(o, w)
+        outputs.append(RegionOutput(
+            need_int(o.get("slot"), at(w, "slot"), 0, _SMALL), opt_str(o.get("src"), at(w, "src")),
+            need_int(o.get("output_nr", 0), at(w, "output_nr"), 0, _SMALL),
+            opt_str(o.get("input"), at(w, "input")),
+        ))  # fmt: skip
+    return Region(
+        nid, need_int(rd["index"], at(where, "index"), 0, _SMALL), ops, edges, inputs, outputs,
+        need_bool(rd["available"], at(where, "available")), need_str(rd["note"], at(where, "note")),
+        need_str(rd.get("source", ""), at(where, "source")),
+    )  # fmt: skip

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ from .jsonsafe import decode_float
 __all__ = [
     "U64",
     "FieldError",
+    "NotStrict",
     "at",
     "need_bool",
     "need_choice",
@@ -34,6 +36,7 @@ __all__ = [
     "opt_int",
     "opt_str",
     "short",
+    "strict_loads",
 ]
 
 #: The largest unsigned 64-bit integer: no count, id or size in a file is larger.
@@ -220,3 +223,39 @@ def need_choice(v: Any, where: str, choices: tuple[Any, ...]) -> Any:
         names = ", ".join(repr(c) if c is not None else "null" for c in choices)
         raise FieldError(where, f"expected one of {names}, got {short(v)}")
     return v
+
+
+class NotStrict(ValueError):
+    """What strict JSON refuses and `json.loads` lets through: a NaN/Infinity token, a key twice
+    in one object (the second would silently replace the first)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise NotStrict(f"the key {short(dup)} appears twice in one object")
+    return d
+
+
+def _constant(name: str) -> Any:
+    raise NotStrict(f"{name} is not a JSON number (write 'nan', 'inf' or '-inf')")
+
+
+def strict_loads(raw: str | bytes | bytearray | memoryview) -> Any:
+    """JSON as the package's files write it (UTF-8, `allow_nan=False`), read strictly: a NaN or
+    Infinity token or a key twice in one object raise `NotStrict`; invalid JSON, bad UTF-8 or an
+    integer past Python's digit limit a ValueError; nesting deeper than the recursion limit a
+    RecursionError (the caller words it). A number too large for a float (`1e400`) reads as
+    inf, which a typed field then refuses (`need_int`).
+
+    Example:
+        >>> strict_loads(b'{"a": [1, "nan"]}')
+        {'a': [1, 'nan']}
+        >>> strict_loads('{"a": 1, "a": 2}')
+        Traceback (most recent call last):
+        autograd_widget.util.fields.NotStrict: the key 'a' appears twice in one object
+    """
+    text = str(raw, "utf-8") if isinstance(raw, bytes | bytearray | memoryview) else raw
+    return json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
