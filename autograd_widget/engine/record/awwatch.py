@@ -13,7 +13,8 @@ Format (version 1.0): the 8 bytes `AWWATCH\\n`, then records, each `tag` (4 ASCI
   little-endian arrays: the order (int32), the edge, parameter and slot norms (float32), whose
   lengths the structure fixes.
 
-Why: a training process may be killed at any moment. `Writer` appends each completed step with
+Why: a training process may be killed at any moment. `Writer` (awwatch_write.py, the writing
+half: re-exported here with `save` and the record builders) appends each completed step with
 one `os.write` of one whole record, so a killed process leaves every completed step intact and
 at most one truncated record at the end, which `read` drops (saying so in its warnings). No zip
 (its directory sits at the end of the file), no pickle: JSON and raw numbers, read by any
@@ -23,38 +24,47 @@ Reading is strict and bounded: every length is checked against what is left of t
 a fixed limit before anything is read, every checksum, every JSON field's type and range, every
 index against its structure, steps strictly increasing; anything else raises ValueError saying
 what is wrong and what to do. `save` writes a whole file beside the target and renames it
-(complete or absent).
+(complete or absent); neither it nor `Writer` ever replaces or truncates what is at the path
+(awwatch_write.py says what they refuse).
 """
 
 from __future__ import annotations
 
-import json
+import mmap
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...core.graph import BackwardGraph
-from ...util.atomic import atomic_write
-from ...util.jsonsafe import decode_float, encode_float
+from ...core.graphdict import MAX_DIMS
+from ...util.fields import FieldError, need_float, short, strict_loads
 from ...util.regular import open_regular
+from ...util.warn import warn_user
+from .awwatch_write import (
+    CRC,
+    EXTENSION,
+    FORMAT,
+    MAGIC,
+    RECORD,
+    U32,
+    VERSION,
+    Writer,
+    head_record,
+    save,
+    step_record,
+    structure_record,
+)
 from .structure import Structure
 from .trainstep import TrainingStep
 
-__all__ = ["EXTENSION", "FORMAT", "MAGIC", "VERSION", "Writer", "read", "save"]
+__all__ = ["EXTENSION", "FORMAT", "MAGIC", "VERSION", "Writer", "head_record", "read", "save",
+           "step_record", "structure_record"]
 
-FORMAT = "autograd_widget.watch"
-#: (major, minor): a reader reads every file of its major version (minors only add JSON fields).
-VERSION = (1, 0)
-EXTENSION = ".awwatch"
-MAGIC = b"AWWATCH\n"
-_HEADER = struct.Struct("<4sQ")
-_CRC = struct.Struct("<I")
-_U32 = struct.Struct("<I")
+_HEADER, _CRC, _U32 = RECORD, CRC, U32  # the layout awwatch_write.py writes
 #: The largest record read (a structure of ~1M nodes is ~300 MB of JSON).
 MAX_RECORD = 1 << 30
 #: The largest JSON part of a step record.
@@ -63,142 +73,35 @@ _NODE_KINDS = {"function", "accumulate_grad", "custom_function", "cpp_function"}
 _LEAF_KINDS = {None, "parameter", "input"}
 
 
-# ------------------------------------------------------------------------------ writing
-def _record(tag: bytes, payload: bytes) -> bytes:
-    return _HEADER.pack(tag, len(payload)) + payload + _CRC.pack(zlib.crc32(payload))
-
-
-def _json(obj: Any) -> bytes:
-    return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode("utf-8")
-
-
-def head_record(every: int, meta: Mapping[str, Any]) -> bytes:
-    """The `HEAD` record (magic not included)."""
-    return _record(b"HEAD", _json({"format": FORMAT, "version": list(VERSION), "every": every,
-                                   "meta": dict(meta)}))  # fmt: skip
-
-
-def structure_record(sid: int, structure: Structure) -> bytes:
-    """The `STRC` record of structure number `sid`."""
-    return _record(b"STRC", _json({"id": sid, "graph": structure.graph.to_dict()}))
-
-
-def step_record(st: TrainingStep) -> bytes:
-    """The `STEP` record of one training step."""
-    doc: dict[str, Any] = {
-        "step": st.step, "watched": st.watched, "loss": encode_float(st.loss),
-        "scale": encode_float(st.scale), "nonfinite_params": list(st.nonfinite_params),
-        "failure": None if st.failure is None else list(st.failure),
-    }  # fmt: skip
-    arrays = b""
-    if st.watched:
-        assert st.order is not None and st.edge_norms is not None
-        assert st.param_norms is not None and st.slot_norms is not None
-        doc.update({
-            "structure": st.structure, "n_order": len(st.order),
-            "nonfinite": [[e, a, b] for e, (a, b) in st.nonfinite.items()],
-            "slot_nonfinite": [[e, a, b] for e, (a, b) in st.slot_nonfinite.items()],
-            "births": [[i, c, bool(x)] for i, (c, x) in st.births.items()],
-            "warnings": list(st.warnings),
-        })  # fmt: skip
-        arrays = b"".join((
-            np.ascontiguousarray(st.order, dtype="<i4").tobytes(),
-            np.ascontiguousarray(st.edge_norms, dtype="<f4").tobytes(),
-            np.ascontiguousarray(st.param_norms, dtype="<f4").tobytes(),
-            np.ascontiguousarray(st.slot_norms, dtype="<f4").tobytes(),
-        ))  # fmt: skip
-    text = _json(doc)
-    return _record(b"STEP", _U32.pack(len(text)) + text + arrays)
-
-
-class Writer:
-    """Appends a watch to `path` as it runs: the head at once, then each structure and step
-    with one `os.write` of one whole record (see the module docstring).
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 2.0))
-        ...     w.close(); head, graphs, steps, warnings = read(Path(d) / "w.awwatch")
-        >>> head["every"], [s.loss for s in steps], warnings
-        (1, [2.0], [])
-    """
-
-    def __init__(self, path: Path, every: int, meta: Mapping[str, Any]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._write(MAGIC + head_record(every, meta))
-
-    def _write(self, data: bytes) -> None:
-        if self.fd is None:
-            raise RuntimeError(f"the watch file {self.path} is closed")
-        view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
-
-    def structure(self, sid: int, structure: Structure) -> None:
-        """Append structure number `sid` (before the first step that uses it).
-
-        Example:
-            >>> import tempfile
-            >>> with tempfile.TemporaryDirectory() as d:
-            ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.structure(0, Structure(g))
-            ...     w.close(); read(Path(d) / "w.awwatch")[1]
-            [<Structure 4 nodes, 3 edges, 2 parameters>]
-        """
-        self._write(structure_record(sid, structure))
-
-    def step(self, st: TrainingStep) -> None:
-        """Append one completed step.
-
-        Example:
-            >>> import tempfile
-            >>> with tempfile.TemporaryDirectory() as d:
-            ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 1.0))
-            ...     w.close(); [s.step for s in read(Path(d) / "w.awwatch")[2]]
-            [0]
-        """
-        self._write(step_record(st))
-
-    def close(self) -> None:
-        """Close the file (a second call does nothing).
-
-        Example:
-            >>> import tempfile
-            >>> with tempfile.TemporaryDirectory() as d:
-            ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.close(); w.close(); w.fd
-        """
-        fd, self.fd = self.fd, None
-        if fd is not None:
-            os.close(fd)
-
-
-def save(path: Path, every: int, meta: Mapping[str, Any], structures: Sequence[Structure],
-         steps: Iterable[TrainingStep]) -> None:  # fmt: skip
-    """Write a whole watch to `path`: beside it first, then renamed (complete or absent).
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     save(Path(d) / "w.awwatch", 2, {"rank": 0}, [], [TrainingStep(0, False, 1.0)])
-        ...     read(Path(d) / "w.awwatch")[0]["meta"]
-        {'rank': 0}
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written: set[int] = set()
-    with atomic_write(path) as f:  # util/atomic.py: the one way the package writes a file
-        f.write(MAGIC + head_record(every, meta))
-        for st in steps:
-            if st.structure is not None and st.structure not in written:
-                for sid in range(len(written), st.structure + 1):
-                    f.write(structure_record(sid, structures[sid]))
-                    written.add(sid)
-            f.write(step_record(st))
-
-
 # ------------------------------------------------------------------------------ reading
+#: The largest `STRC` record `read` accepts by default: 16 MiB of graph JSON (~50,000 nodes; a
+#: node is ~300 bytes), which reads in about a second and a few hundred MB of Python objects
+#: (JSON costs up to ~25x its text). `read(path, max_structure_bytes=...)` raises it.
+MAX_STRUCTURE = 16 << 20
+#: The largest `HEAD` record (its meta holds plain values only).
+MAX_HEAD = 1 << 20
+#: Step numbers are below this (a signed 32-bit int, as the widget's and the page's step
+#: indices are).
+MAX_STEP = 2**31 - 1
+#: A step's JSON may hold this much whatever its structure (loss, failure message, warnings) ...
+_STEP_JSON_BASE = 1 << 20
+#: ... and this much per node, edge, parameter and recorded slot of the largest structure read
+#: (a NaN count, a birth and its cause, a parameter's name).
+_STEP_JSON_PER_ITEM = 256
+#: A structure declares at most this many output slots per byte of its record, beyond the
+#: floor: indexing a structure costs a list entry per slot (`Structure.out_edge`), so a node
+#: claiming 10**12 outputs in a few bytes is refused before anything is allocated.
+_SLOTS_PER_BYTE = 16
+_SLOTS_FLOOR = 1 << 20
+#: What the search for the next whole record after a damaged one may checksum, per byte of the
+#: file (beyond the floor): a file of fake tags cannot make it quadratic.
+_RESYNC_PER_BYTE = 2
+_RESYNC_FLOOR = 64 << 20
+_TAGS = (b"HEAD", b"STRC", b"STEP")
+#: An int64, the most a NaN/Inf count or an element count can be.
+_I63 = 2**63 - 1
+
+
 def _bad(path: Path, why: str) -> ValueError:
     return ValueError(
         f"{path} is not a readable autograd_widget watch: {why}. Watch the run again with "
@@ -208,8 +111,8 @@ def _bad(path: Path, why: str) -> ValueError:
 
 def _int(v: Any, what: str, lo: int = 0, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v >= hi):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi})"
-        raise TypeError(f"{what} must be an int {rng}, got {v!r}")
+        rng = f">= {lo}" if hi is None else f">= {lo} and < {hi}"
+        raise TypeError(f"{what} must be an int {rng}, got {short(v)}")
     return v
 
 
@@ -223,18 +126,19 @@ def _opt_str(v: Any, what: str) -> str | None:
     return None if v is None else _str(v, what)
 
 
-def _list(v: Any, what: str) -> list:
+def _list(v: Any, what: str, max_len: int | None = None) -> list:
     if not isinstance(v, list):
         raise TypeError(f"{what} must be a list, got {type(v).__name__}")
+    if max_len is not None and len(v) > max_len:
+        raise ValueError(f"{what} holds {len(v)} items, more than its structure has ({max_len})")
     return v
 
 
 def _float(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
-        raise TypeError(f"{what} must be a number, got {v!r}")
-    out = decode_float(v)
-    assert out is not None
-    return out
+    try:
+        return need_float(v, what)
+    except FieldError as e:  # an int of 400 digits is a ValueError here, never an OverflowError
+        raise TypeError(str(e)) from None
 
 
 def _dict(v: Any, what: str) -> dict:
@@ -247,36 +151,47 @@ _NODE_FIELDS = {"id", "name", "kind", "sequence_nr", "inputs", "module", "leaf_n
                 "leaf_kind", "num_outputs", "is_root"}  # fmt: skip
 
 
-def check_graph(d: Any) -> BackwardGraph:
+def check_graph(d: Any, max_slots: int | None = None) -> BackwardGraph:
     """A `BackwardGraph` from `to_dict()` output, every field checked first (ids `n0, n1, ...`
-    in order, kinds, sequence numbers, shapes, edges within their nodes' slots, each output
-    slot used once). TypeError or ValueError naming the field otherwise.
+    in order, kinds, sequence numbers, shapes of at most `MAX_DIMS` dimensions and at most
+    2**63-1 elements, edges within their nodes' slots, each output slot used once, at most
+    `max_slots` output slots in all, compiled regions as core/graphdict.py reads them).
+    TypeError or ValueError naming the field otherwise.
 
     Example:
         >>> check_graph(g.to_dict())
         <BackwardGraph 4 nodes, 3 edges, 1 root(s), 2 leaves, not live>
+        >>> d = g.to_dict(); d["nodes"][1]["num_outputs"] = 10**12
+        >>> check_graph(d, max_slots=1000)
+        Traceback (most recent call last):
+        ValueError: graph.nodes[1].num_outputs: 1000000000000 output slots, more than ...
     """
     d = _dict(d, "graph")
     _opt_str(d.get("model_name"), "graph.model_name")
     nodes = _list(d.get("nodes"), "graph.nodes")
     n_out, n_in = [], []
+    slots = 0
     for i, nd in enumerate(nodes):
         where = f"graph.nodes[{i}]"
         nd = _dict(nd, where)
         if set(nd) != _NODE_FIELDS:
             raise ValueError(f"{where} has fields {sorted(nd)}, not {sorted(_NODE_FIELDS)}")
         if nd["id"] != f"n{i}":
-            raise ValueError(f"{where}.id is {nd['id']!r}, not 'n{i}'")
+            raise ValueError(f"{where}.id is {short(nd['id'])}, not 'n{i}'")
         _str(nd["name"], f"{where}.name")
         if nd["kind"] not in _NODE_KINDS:
-            raise ValueError(f"{where}.kind {nd['kind']!r} is not one of {sorted(_NODE_KINDS)}")
+            raise ValueError(f"{where}.kind {short(nd['kind'])} is not one of "
+                             f"{sorted(_NODE_KINDS)}")  # fmt: skip
         _int(nd["sequence_nr"], f"{where}.sequence_nr", 0, 2**64)
         for k, m in enumerate(_list(nd["inputs"], f"{where}.inputs")):
             m = _list(m, f"{where}.inputs[{k}]")
             if len(m) != 3:
                 raise ValueError(f"{where}.inputs[{k}] must be [shape, dtype, device]")
-            for n in _list(m[0], f"{where}.inputs[{k}] shape"):
-                _int(n, f"{where}.inputs[{k}] shape entry")
+            numel = 1
+            for n in _list(m[0], f"{where}.inputs[{k}] shape", MAX_DIMS):
+                numel *= _int(n, f"{where}.inputs[{k}] shape entry", 0, _I63 + 1)
+            if numel > _I63:
+                raise ValueError(f"{where}.inputs[{k}] shape holds more than 2**63-1 elements")
             _str(m[1], f"{where}.inputs[{k}] dtype")
             _str(m[2], f"{where}.inputs[{k}] device")
         _opt_str(nd["module"], f"{where}.module")
@@ -285,8 +200,12 @@ def check_graph(d: Any) -> BackwardGraph:
             for line in _list(nd["traceback"], f"{where}.traceback"):
                 _str(line, f"{where}.traceback line")
         if nd["leaf_kind"] not in _LEAF_KINDS:
-            raise ValueError(f"{where}.leaf_kind {nd['leaf_kind']!r} is not a leaf kind")
-        n_out.append(_int(nd["num_outputs"], f"{where}.num_outputs"))
+            raise ValueError(f"{where}.leaf_kind {short(nd['leaf_kind'])} is not a leaf kind")
+        n_out.append(_int(nd["num_outputs"], f"{where}.num_outputs", 0, 2**63))
+        slots += n_out[-1]
+        if max_slots is not None and slots > max_slots:
+            raise ValueError(f"{where}.num_outputs: {n_out[-1]} output slots, more than a "
+                             f"structure of this size declares ({max_slots} in all)")
         n_in.append(len(nd["inputs"]))
         if not isinstance(nd["is_root"], bool):
             raise TypeError(f"{where}.is_root must be true or false")
@@ -294,7 +213,8 @@ def check_graph(d: Any) -> BackwardGraph:
     used: set[tuple[int, int]] = set()
     for k, e in enumerate(_list(d.get("edges"), "graph.edges")):
         e = _list(e, f"graph.edges[{k}]")
-        if len(e) != 4 or e[0] not in ids or e[2] not in ids:
+        if len(e) != 4 or not isinstance(e[0], str) or not isinstance(e[2], str) or (
+                e[0] not in ids or e[2] not in ids):  # fmt: skip
             raise ValueError(f"graph.edges[{k}] must be [src node id, output_nr, dst id, slot]")
         src, dst = ids[e[0]], ids[e[2]]
         nr = _int(e[1], f"graph.edges[{k}] output_nr", 0, max(n_out[src], 1))
@@ -304,35 +224,40 @@ def check_graph(d: Any) -> BackwardGraph:
         used.add((src, nr))
     for k, r in enumerate(_list(d.get("roots"), "graph.roots")):
         r = _list(r, f"graph.roots[{k}]")
-        if len(r) != 2 or r[0] not in ids:
+        if len(r) != 2 or not isinstance(r[0], str) or r[0] not in ids:
             raise ValueError(f"graph.roots[{k}] must be [node id, slot]")
-        _int(r[1], f"graph.roots[{k}] slot")
+        _int(r[1], f"graph.roots[{k}] slot", 0, 2**63)
     for key, value in _dict(d.get("module_classes") or {}, "graph.module_classes").items():
-        _str(value, f"graph.module_classes[{key!r}]")
+        _str(value, f"graph.module_classes[{short(key)}]")
     return BackwardGraph.from_dict(d)
 
 
 def _counts(v: Any, what: str, n: int) -> dict[int, tuple[int, int]]:
+    """index -> (NaN count, Inf count), each index once, counts in -1..2**63-1 (-1: present,
+    not counted)."""
     out = {}
-    for k, item in enumerate(_list(v, what)):
+    for k, item in enumerate(_list(v, what, n)):
         item = _list(item, f"{what}[{k}]")
         if len(item) != 3:
             raise ValueError(f"{what}[{k}] must be [index, NaN count, Inf count]")
-        out[_int(item[0], f"{what}[{k}] index", 0, n)] = (
-            _int(item[1], f"{what}[{k}] NaN count", -1), _int(item[2], f"{what}[{k}] Inf count", -1)
-        )  # fmt: skip
+        i = _int(item[0], f"{what}[{k}] index", 0, n)
+        if i in out:
+            raise ValueError(f"{what}[{k}]: index {i} is listed twice")
+        out[i] = (_int(item[1], f"{what}[{k}] NaN count", -1, _I63 + 1),
+                  _int(item[2], f"{what}[{k}] Inf count", -1, _I63 + 1))  # fmt: skip
     return out
 
 
-def _step(payload: bytes | memoryview, structures: list[Structure], previous: int
-          ) -> TrainingStep:  # fmt: skip
+def _step(payload: bytes | memoryview, structures: list[Structure], previous: int,
+          json_cap: int = MAX_STEP_JSON) -> TrainingStep:  # fmt: skip
     if len(payload) < _U32.size:
         raise ValueError("a step record is shorter than its JSON length")
     (n,) = _U32.unpack_from(payload)
-    if n > MAX_STEP_JSON or _U32.size + n > len(payload):
-        raise ValueError(f"a step's JSON length {n} exceeds its record")
-    doc = _dict(json.loads(str(payload[_U32.size : _U32.size + n], "utf-8")), "step")
-    step = _int(doc.get("step"), "step.step", previous + 1)
+    if n > min(json_cap, MAX_STEP_JSON) or _U32.size + n > len(payload):
+        raise ValueError(f"a step's JSON length {n} exceeds its record or what its structures "
+                         f"need ({min(json_cap, MAX_STEP_JSON)} bytes)")  # fmt: skip
+    doc = _dict(strict_loads(payload[_U32.size : _U32.size + n]), "step")
+    step = _int(doc.get("step"), "step.step", previous + 1, MAX_STEP)
     watched = doc.get("watched")
     if not isinstance(watched, bool):
         raise TypeError("step.watched must be true or false")
@@ -368,6 +293,8 @@ def _step(payload: bytes | memoryview, structures: list[Structure], previous: in
     order = np.frombuffer(rest, dtype="<i4", count=n_order)
     if n_order and (order.min() < 0 or order.max() >= n_nodes):
         raise ValueError(f"step {step}'s order names a node outside its structure")
+    if n_order and np.unique(order).size != n_order:  # the engine runs a node once per backward
+        raise ValueError(f"step {step}'s order names a node twice")
     arr = np.frombuffer(rest, dtype="<f4", offset=4 * n_order)
     st.structure, st.order = sid, order
     st.edge_norms, st.param_norms = arr[:n_e], arr[n_e : n_e + n_p]
@@ -375,11 +302,14 @@ def _step(payload: bytes | memoryview, structures: list[Structure], previous: in
     st.nonfinite = _counts(doc.get("nonfinite"), "step.nonfinite", n_e)
     st.slot_nonfinite = _counts(doc.get("slot_nonfinite"), "step.slot_nonfinite", n_x)
     births = {}
-    for k, b in enumerate(_list(doc.get("births"), "step.births")):
+    for k, b in enumerate(_list(doc.get("births"), "step.births", n_nodes)):
         b = _list(b, f"step.births[{k}]")
         if len(b) != 3 or not isinstance(b[2], bool):
             raise ValueError(f"step.births[{k}] must be [node index, cause, expected]")
-        births[_int(b[0], f"step.births[{k}] node", 0, n_nodes)] = (_str(b[1], "a cause"), b[2])
+        i = _int(b[0], f"step.births[{k}] node", 0, n_nodes)
+        if i in births:
+            raise ValueError(f"step.births[{k}]: node {i} is listed twice")
+        births[i] = (_str(b[1], "a cause"), b[2])
     st.births = births
     st.warnings = tuple(_str(w, "a warning") for w in _list(doc.get("warnings"), "warnings"))
     if failure is not None:
@@ -392,13 +322,194 @@ def _step(payload: bytes | memoryview, structures: list[Structure], previous: in
     return st
 
 
-def read(path: Path) -> tuple[dict[str, Any], list[Structure], list[TrainingStep], list[str]]:
+class _Reader:
+    """One pass over a watch file: each record's header checked against what its kind may
+    hold (`_cap`) and what is left of the file before its payload is read; a damaged record
+    followed by whole ones skipped up to the next whole record (`_resync`)."""
+
+    def __init__(self, path: Path, f: Any, size: int, max_structure: int) -> None:
+        self.path, self.f, self.size, self.max_structure = path, f, size, max_structure
+        self.warnings: list[str] = []
+        self.structures: list[Structure] = []
+        self.steps: list[TrainingStep] = []
+        self.head: dict[str, Any] | None = None
+        self.items = 0  # nodes + edges + parameters + slots of the largest structure
+        #: (byte of the damaged record, its tag, why, where reading went on, steps read before)
+        self.damage: list[tuple[int, bytes, str, int, int]] = []
+        self.resync_budget = _RESYNC_FLOOR + _RESYNC_PER_BYTE * size
+
+    def cap(self, tag: bytes) -> int:
+        """The most bytes a record of kind `tag` may hold, from what was read before it."""
+        if tag == b"HEAD":
+            return MAX_HEAD
+        if tag == b"STRC":
+            return self.max_structure
+        if tag == b"STEP":
+            return _U32.size + self.json_cap() + 4 * self.items
+        return 0
+
+    def json_cap(self) -> int:
+        return min(MAX_STEP_JSON, _STEP_JSON_BASE + _STEP_JSON_PER_ITEM * self.items)
+
+    def run(self) -> None:
+        f, size, path = self.f, self.size, self.path
+        if f.read(len(MAGIC)) != MAGIC:
+            raise _bad(path, f"it does not start with {MAGIC!r}")
+        pos = len(MAGIC)
+        while pos < size:
+            f.seek(pos)
+            raw = f.read(_HEADER.size)
+            if len(raw) < _HEADER.size:
+                self.warnings.append(_TRUNCATED.format(path=path))
+                return
+            tag, length = _HEADER.unpack(raw)
+            left = size - pos - _HEADER.size - _CRC.size
+            body = None
+            if tag not in _TAGS:
+                why = f"its tag {tag!r} is not a record's"
+            elif length > self.cap(tag):
+                if tag == b"STRC" and length <= left and self.framed(pos, length):
+                    raise self.too_big(pos, length)  # whole, just larger than the limit
+                why = f"it claims {length} bytes, more than a {tag.decode()} record holds here"
+            elif length > left:
+                why = f"it claims {length} bytes, past the end of the file"
+            else:
+                body = f.read(length + _CRC.size)  # the payload and its checksum, one read
+                ok = _CRC.unpack_from(body, length)[0] == zlib.crc32(memoryview(body)[:length])
+                why = "" if ok else "its checksum does not match"
+            if why:
+                nxt = self.resync(pos)
+                if nxt is None:
+                    self.last(pos, tag, length, left, why)
+                    return
+                self.damage.append((pos, tag, why, nxt, len(self.steps)))
+                pos = nxt
+                continue
+            assert body is not None
+            self.apply(tag, memoryview(body)[:length], pos)
+            pos += _HEADER.size + length + _CRC.size
+
+    def last(self, pos: int, tag: bytes, length: int, left: int, why: str) -> None:
+        """A damaged record with no whole record after it: the last one. Cut short (a killed
+        writer) is a warning; anything else an error."""
+        cap = self.cap(tag)
+        if tag in _TAGS and length <= cap and length > left:
+            self.warnings.append(_TRUNCATED.format(path=self.path))
+            return
+        if tag == b"STRC" and self.max_structure < length <= left:
+            raise self.too_big(pos, length)
+        if tag in _TAGS and length > cap:
+            hint = " (max_structure_bytes)" if tag == b"STRC" else ""
+            raise _bad(self.path, f"a record claims {length} bytes at byte {pos} (the limit for "
+                                  f"a {tag.decode()} record here is {cap}{hint})")
+        if tag in _TAGS:
+            raise _bad(self.path, f"the checksum of the {tag!r} record at byte {pos} does not "
+                                  "match (the file was damaged)")  # fmt: skip
+        raise _bad(self.path, f"the record at byte {pos} is damaged ({why})")
+
+    def framed(self, pos: int, length: int) -> bool:
+        """Whether a record of `length` bytes at `pos` ends where the file or a record begins."""
+        end = pos + _HEADER.size + length + _CRC.size
+        if end == self.size:
+            return True
+        self.f.seek(end)
+        return self.f.read(4) in _TAGS
+
+    def too_big(self, pos: int, length: int) -> ValueError:
+        return ValueError(
+            f"{self.path}: its structure record at byte {pos} holds {length} bytes, more than "
+            f"max_structure_bytes={self.max_structure} (a graph of ~{length // 300:,} nodes); "
+            "if you trust this file, raise the limit: "
+            f"aw.load_watch(path, max_structure_bytes={length})"
+        )
+
+    def resync(self, pos: int) -> int | None:
+        """The byte where the next whole record after `pos` starts (a known tag, a length within
+        its cap and the file, a matching checksum), None when there is none. The checksums
+        tried are bounded by `resync_budget` (a file made of fake tags costs linear time)."""
+        with mmap.mmap(self.f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            found = {t: mm.find(t, pos + 1) for t in (b"STRC", b"STEP")}
+            while True:
+                live = [q for q in found.values() if q >= 0]
+                if not live:
+                    return None
+                q = min(live)
+                tag = mm[q : q + 4]
+                found[tag] = mm.find(tag, q + 1)
+                if q + _HEADER.size + _CRC.size > self.size:
+                    continue
+                (length,) = struct.unpack_from("<Q", mm, q + 4)
+                end = q + _HEADER.size + length
+                if length > self.cap(tag) or end + _CRC.size > self.size:
+                    continue
+                self.resync_budget -= length
+                if self.resync_budget < 0:
+                    raise _bad(self.path, f"the record at byte {pos} is damaged and no whole "
+                                          "record was found after it within the search's "
+                                          "budget")  # fmt: skip
+                if zlib.crc32(mm[q + _HEADER.size : end]) == _CRC.unpack_from(mm, end)[0]:
+                    return q
+
+    def apply(self, tag: bytes, payload: memoryview, pos: int) -> None:
+        try:
+            self.head = _apply(tag, payload, self.head, self.structures, self.steps, self)
+        except NewerVersion as e:
+            raise ValueError(f"{self.path} {e}") from None
+        except RecursionError:
+            raise _bad(self.path, f"its {tag.decode('ascii', 'replace')} record at byte {pos} "
+                                  "is nested too deeply") from None  # fmt: skip
+        except (TypeError, ValueError, KeyError, OverflowError) as e:
+            after = ""
+            if self.damage:
+                after = f", after the damaged record at byte {self.damage[-1][0]}"
+            raise _bad(self.path, f"its {tag.decode('ascii', 'replace')} record at byte {pos} "
+                                  f"is malformed ({type(e).__name__}: {str(e)[:300]}){after}"
+                       ) from e  # fmt: skip
+
+    def structure(self, payload: memoryview) -> None:
+        """Read a `STRC` record: its output slots bounded by its size, ids in order."""
+        max_slots = max(_SLOTS_FLOOR, _SLOTS_PER_BYTE * len(payload))
+        doc = _dict(strict_loads(payload), "structure")
+        _int(doc.get("id"), "structure.id", len(self.structures), len(self.structures) + 1)
+        s = Structure(check_graph(doc.get("graph"), max_slots))
+        self.structures.append(s)
+        self.items = max(self.items, len(s.names) + len(s.edge_ids) + len(s.params)
+                         + len(s.extra))  # fmt: skip
+
+    def damage_warnings(self) -> list[str]:
+        """One sentence per damaged record: where, why, what was skipped, which steps."""
+        out = []
+        for pos, tag, why, nxt, before in self.damage:
+            kind = f"{tag.decode()} record" if tag in _TAGS else "record"
+            prev = self.steps[before - 1].step if before else None
+            after = self.steps[before].step if before < len(self.steps) else None
+            lost = (f"the steps between step {prev} and step {after} are left out"
+                    if prev is not None and after is not None else
+                    f"the steps before step {after} are left out" if after is not None else
+                    f"the steps after step {prev} are left out" if prev is not None else
+                    "no step was read around it")  # fmt: skip
+            out.append(f"{self.path}: the {kind} at byte {pos} is damaged ({why}): bytes "
+                       f"{pos}..{nxt - 1} were skipped and reading went on at the next whole "
+                       f"record (byte {nxt}); {lost}")
+        return out
+
+
+def read(path: Path, *, max_structure_bytes: int = MAX_STRUCTURE
+         ) -> tuple[dict[str, Any], list[Structure], list[TrainingStep], list[str]]:  # fmt: skip
     """(head, structures, steps, warnings) of a file `Writer` or `save` made.
 
-    Guarantees: no code from the file runs; reads are bounded by the lengths checked first;
-    a truncated LAST record (a process killed while appending) is dropped with a warning; a
-    wrong format, a newer major version, a bad checksum or any malformed field raise ValueError
-    naming it; FileNotFoundError when there is no file.
+    Guarantees: no code from the file runs; every length is checked before its record is read,
+    against what is left of the file and what a record of its kind may hold (a `HEAD`
+    `MAX_HEAD`, a structure `max_structure_bytes`, a step what the largest structure before it
+    needs), and every count in a record against what the record holds, so the work and memory
+    are bounded by the file's size; JSON is strict (no NaN token, no key twice); steps strictly
+    increase below `MAX_STEP`, a step's order names each node once, counts are -1 (present,
+    not counted) or more. A truncated LAST record (a process killed while appending) is dropped
+    with a warning; a damaged record with whole records after it (a flipped bit in its length
+    or payload) is skipped up to the next whole record, with a warning naming its byte and the
+    steps left out, also issued as a Python warning; a damaged structure, a wrong format, a
+    newer major version or any malformed field raise ValueError naming the file and the
+    record's byte; FileNotFoundError when there is no file.
 
     Example:
         >>> import tempfile
@@ -408,49 +519,20 @@ def read(path: Path) -> tuple[dict[str, Any], list[Structure], list[TrainingStep
         Traceback (most recent call last):
         ValueError: ...x.awwatch is not a readable autograd_widget watch: it does not start...
     """
+    if isinstance(max_structure_bytes, bool) or not isinstance(max_structure_bytes, int) or (
+            max_structure_bytes < 0):  # fmt: skip
+        raise ValueError(f"max_structure_bytes must be an int >= 0, got {max_structure_bytes!r}")
     f = open_regular(path, what="a watch", hint="pass the path of an .awwatch file "
                      "(watch.save(...) or aw.watch(path=...) writes one)")
-    size = os.fstat(f.fileno()).st_size
-    warnings: list[str] = []
-    structures: list[Structure] = []
-    steps: list[TrainingStep] = []
-    head: dict[str, Any] | None = None
     with f:
-        if f.read(len(MAGIC)) != MAGIC:
-            raise _bad(path, f"it does not start with {MAGIC!r}")
-        pos = len(MAGIC)
-        while pos < size:
-            raw = f.read(_HEADER.size)
-            if len(raw) < _HEADER.size:
-                warnings.append(_TRUNCATED.format(path=path))
-                break
-            tag, length = _HEADER.unpack(raw)
-            left = size - pos - _HEADER.size - _CRC.size
-            if length > MAX_RECORD:
-                raise _bad(path, f"a record claims {length} bytes (the limit is {MAX_RECORD})")
-            if length > left:
-                warnings.append(_TRUNCATED.format(path=path))
-                break
-            body = f.read(length + _CRC.size)  # the payload and its checksum, one read
-            if len(body) != length + _CRC.size:
-                warnings.append(_TRUNCATED.format(path=path))
-                break
-            payload, crc = memoryview(body)[:length], body[length:]
-            if _CRC.unpack(crc)[0] != zlib.crc32(payload):
-                raise _bad(path, f"the checksum of the {tag!r} record at byte {pos} does not "
-                                 "match (the file was damaged)")  # fmt: skip
-            pos += _HEADER.size + length + _CRC.size
-            try:
-                head = _apply(tag, payload, head, structures, steps)
-            except NewerVersion as e:
-                raise ValueError(f"{path} {e}") from None
-            except (TypeError, ValueError, KeyError, UnicodeDecodeError, RecursionError) as e:
-                raise _bad(path, f"its {tag.decode('ascii', 'replace')} record at byte "
-                                 f"{pos - length - _HEADER.size - _CRC.size} is malformed "
-                                 f"({type(e).__name__}: {e})") from e  # fmt: skip
-    if head is None:
+        r = _Reader(path, f, os.fstat(f.fileno()).st_size, max_structure_bytes)
+        r.run()
+    if r.head is None:
         raise _bad(path, "it ends before its HEAD record is complete (no step was saved)")
-    return head, structures, steps, warnings
+    damaged = r.damage_warnings()
+    for message in damaged:
+        warn_user(message)
+    return r.head, r.structures, r.steps, damaged + r.warnings
 
 
 _TRUNCATED = (
@@ -464,38 +546,47 @@ class NewerVersion(ValueError):
 
 
 def _apply(tag: bytes, payload: bytes | memoryview, head: dict[str, Any] | None,
-           structures: list[Structure], steps: list[TrainingStep]) -> dict[str, Any]:  # fmt: skip
+           structures: list[Structure], steps: list[TrainingStep], reader: _Reader
+           ) -> dict[str, Any]:  # fmt: skip
     if head is None:
         if tag != b"HEAD":
             raise ValueError(f"the first record is {tag!r}, not b'HEAD'")
-        doc = _dict(json.loads(str(payload, "utf-8")), "head")
-        if doc.get("format") != FORMAT:
-            raise ValueError(f"its format is {doc.get('format')!r}, not {FORMAT!r}")
-        version = _list(doc.get("version"), "head.version")
-        if len(version) != 2:
-            raise ValueError(f"its version {version!r} is not [major, minor]")
-        major = _int(version[0], "the major version")
-        minor = _int(version[1], "the minor version")
-        if major > VERSION[0]:
-            raise NewerVersion(
-                f"was written in watch format {major}.{minor}, newer than this autograd_widget "
-                f"reads ({VERSION[0]}.x): upgrade autograd_widget (pip install -U "
-                "autograd_widget) to open it"
-            )
-        if major < VERSION[0]:
-            raise ValueError(f"format version {major} is older than this reader's")
-        _int(doc.get("every"), "head.every", 1)
-        meta = _dict(doc.get("meta"), "head.meta")
-        for k, v in meta.items():
-            if not isinstance(v, str | int | float | bool | type(None)):
-                raise TypeError(f"head.meta[{k!r}] must be a plain value")
-        return doc
+        return _head(payload)
     if tag == b"STRC":
-        doc = _dict(json.loads(str(payload, "utf-8")), "structure")
-        _int(doc.get("id"), "structure.id", len(structures), len(structures) + 1)
-        structures.append(Structure(check_graph(doc.get("graph"))))
+        reader.structure(memoryview(payload))
     elif tag == b"STEP":
-        steps.append(_step(payload, structures, steps[-1].step if steps else -1))
+        steps.append(_step(payload, structures, steps[-1].step if steps else -1,
+                           reader.json_cap()))  # fmt: skip
     else:
-        raise ValueError(f"unknown record tag {tag!r}")
+        raise ValueError(f"a second {tag!r} record (a file has one HEAD, first)")
     return head
+
+
+def _head(payload: bytes | memoryview) -> dict[str, Any]:
+    doc = _dict(strict_loads(payload), "head")
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"its format is {short(doc.get('format'))}, not {FORMAT!r}")
+    version = _list(doc.get("version"), "head.version")
+    if len(version) != 2:
+        raise ValueError(f"its version {short(version)} is not [major, minor]")
+    major = _int(version[0], "the major version", 0, 2**31)
+    minor = _int(version[1], "the minor version", 0, 2**31)
+    if major > VERSION[0]:
+        raise NewerVersion(
+            f"was written in watch format {major}.{minor}, newer than this autograd_widget "
+            f"reads ({VERSION[0]}.x): upgrade autograd_widget (pip install -U "
+            "autograd_widget) to open it"
+        )
+    if major < VERSION[0]:
+        raise ValueError(f"format version {major} is older than this reader's")
+    _int(doc.get("every"), "head.every", 1, MAX_STEP)
+    meta = _dict(doc.get("meta"), "head.meta")
+    for k, v in meta.items():
+        if not isinstance(v, str | int | float | bool | type(None)):
+            raise TypeError(f"head.meta[{short(k)}] must be a plain value")
+        if isinstance(v, int) and not isinstance(v, bool) and not -_I63 - 1 <= v <= _I63:
+            raise ValueError(f"head.meta[{short(k)}] is an int outside the int64 range")
+    for k in ("rank", "world_size"):  # what a recording's meta holds as counts
+        if k in meta:
+            _int(meta[k], f"head.meta[{k!r}]", 0, 2**31)
+    return doc
