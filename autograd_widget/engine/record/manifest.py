@@ -49,6 +49,7 @@ __all__ = ["ManifestParts", "check_tensors", "decode_manifest"]
 
 _I64 = 2**63
 _META_COUNTS = ("rank", "world_size", "passes")
+_META_FLOATS = ("loss", "loss_scale")
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,16 @@ def _summary(v: Any, where: str) -> Summary | None:
         need_float(d["norm"], at(where, "norm")),  # type: ignore[arg-type]
         opt_float(d.get("min"), at(where, "min")), opt_float(d.get("max"), at(where, "max")),
         opt_float(d.get("mean"), at(where, "mean")), opt_float(d.get("std"), at(where, "std")),
-        need_int(d["nan"], at(where, "nan")), need_int(d["inf"], at(where, "inf")),
+        _count(d["nan"], at(where, "nan")), _count(d["inf"], at(where, "inf")),
         [_value(x, at(at(where, "values"), i)) for i, x in enumerate(values)],
         need_int(d["numel"], at(where, "numel")),
     )
+
+
+def _count(v: Any, where: str) -> int:
+    """A NaN or Inf count: -1 means "present, not counted" (a watched step's norms only tell
+    that a gradient is non-finite, trainstep.py), else 0..2**63-1."""
+    return need_int(v, where, -1, _I64 - 1)
 
 
 def _summaries(v: Any, where: str, slots: int) -> tuple[Summary | None, ...]:
@@ -223,6 +230,9 @@ def _meta(v: Any) -> dict[str, Any]:
     for k in _META_COUNTS:
         if k in meta:
             need_int(meta[k], at("meta", k))
+    for k in _META_FLOATS:  # a watched step's loss may be NaN/Inf: saved as util/jsonsafe spells it
+        if isinstance(meta.get(k), str):
+            meta[k] = need_float(meta[k], at("meta", k))
     return meta
 
 

@@ -20,6 +20,8 @@ block, so the failing pass is always the last), `all_executions` every pass.
 from __future__ import annotations
 
 import datetime
+import functools
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -35,10 +37,12 @@ from ...core.records import Edge
 from ...core.summary import Summary
 from ...util.fields import FieldError
 from ...util.gcpause import gc_paused
+from ...util.jsonsafe import encode_float
 from ..diagnose.failure import FailureExplanation
 from ..diagnose.origins import Origin, classify
 from . import awrec
 from .manifest import ManifestParts, check_tensors, decode_manifest
+from .ranks import RANK, RankRecordings
 
 __all__ = ["Failure", "NodeExecution", "Recording", "load_recording", "new_meta", "rank_info"]
 
@@ -414,9 +418,11 @@ class Recording:
 def load_recording(
     path: str | os.PathLike, *, max_manifest_bytes: int = awrec.Limits.manifest_bytes,
     max_tensor_bytes: int = awrec.Limits.tensor_bytes,
-    max_inflation: int = awrec.Limits.inflation,
-) -> Recording:
+    max_inflation: int = awrec.Limits.inflation, max_nodes: int = awrec.Limits.nodes,
+) -> Recording | RankRecordings:
     """Read a `.awrec` file written by `Recording.save()` (no model, no torch graph needed).
+    With `{rank}` in `path`: every rank's file (0, 1, ... while it exists) as a `RankRecordings`
+    (ranks.py: `first_failure()`; bad sets of files are a ValueError naming the file).
 
     A file from anyone opens safely: it runs no code (a zip of JSON and raw tensor bytes, see
     awrec.py), only a regular file is read, and nothing is read that was not bounded first.
@@ -428,6 +434,8 @@ def load_recording(
             on a big model may need more).
         max_inflation: how many times a compressed member may inflate (default 200: a real
             manifest deflates 6-40x, a zip bomb ~1000x).
+        max_nodes: the most nodes the graph may have, compiled regions' ops counted (default
+            20,000: what opens in seconds; a manifest's size alone does not bound it).
 
     Guarantees: a wrong format, a newer major version, a corrupt file, a file over a limit or
     anything a recording never holds (a field of the wrong type, a node id not in the graph,
@@ -448,7 +456,12 @@ def load_recording(
         >>> back.edge_grad("n1:0"), back.graph.is_live
         (tensor(3.), False)
     """
-    limits = awrec.Limits(max_manifest_bytes, max_tensor_bytes, max_inflation)
+    if RANK in str(os.fspath(path)):  # every rank's file, as a RankRecordings (ranks.py)
+        return RankRecordings.load(path, functools.partial(
+            load_recording, max_manifest_bytes=max_manifest_bytes,
+            max_tensor_bytes=max_tensor_bytes, max_inflation=max_inflation,
+            max_nodes=max_nodes))
+    limits = awrec.Limits(max_manifest_bytes, max_tensor_bytes, max_inflation, max_nodes)
     checked: list[ManifestParts] = []
 
     def check(manifest: dict[str, Any], index: dict[str, awrec.TensorSpec]) -> None:
@@ -480,8 +493,12 @@ def new_meta(keep: Any) -> dict[str, Any]:
 
 
 def _json_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain values as they are (a NaN/Inf float spelled as util/jsonsafe.py spells it, so the
+    JSON stays strict: a watched step's loss may be NaN), anything else as its repr."""
     out: dict[str, Any] = {}
     for k, v in meta.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            v = encode_float(v)
         out[str(k)] = v if isinstance(v, str | int | float | bool | type(None)) else repr(v)
     return out
 
