@@ -6,7 +6,8 @@ encoding of NaN/Inf/complex, used by every producer the front-end reads), `dtype
 of the shipped front-end bundle), `atomic` (every file written complete or not at all), `bidi` (a
 user's string isolated from the text around it), `fields` (decoded JSON read strictly, each error
 saying where), `warn` (warnings attributed to the user's own line), `regular` (a file someone gave
-us opened only when it is a regular file, never waiting on it).
+us opened only when it is a regular file, never waiting on it; a save's target checked the same
+way, appends never truncating, one writer per file).
 """
 
 __all__: list[str] = []
