@@ -17,6 +17,10 @@ saved values through `SavedIndex` (core/saved.py), which never unpacks a checkpo
   plain saved tensors count as above (read through a guard that runs no Python code); a value
   whose read would run an unpack hook, a stale value and a checkpoint region's inputs cannot be
   seen: not counted, and each says so in `notes` (a count that is too low says why).
+
+Under tensor parallelism a saved DTensor counts as what THIS rank holds: its local shard's storage
+(core/saved.py reads it through core/dtensor.py), so the bytes are per rank, never the global
+tensor's.
 """
 
 from __future__ import annotations

@@ -8,12 +8,16 @@ or a packing hook each become a `state` with a note that says what happened and 
 Aliasing and memory look at storages (`untyped_storage().data_ptr()`): `_saved_self` can be the very
 input object and `_saved_result` a different object over the output's storage, so object identity
 alone would double-count and miss sharing.
+
+A saved DTensor (tensor parallel) has no storage of its own: what this rank holds is its local
+shard (core/dtensor.py), so its record describes that shard (shape, stride, bytes, storage) and
+its `note` says so, with the global shape and the placements.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -22,6 +26,7 @@ from ..util import compat
 from ..util.dtypes import dtype_name
 from ..util.jsonsafe import encode_number
 from .checkpoint import CHECKPOINT_NOTE, frame_of, is_checkpointed, region_inputs, value_meta
+from .dtensor import describe, is_wrapped, local_tensor
 from .summary import Summary
 
 if TYPE_CHECKING:
@@ -158,13 +163,16 @@ def _display(v: Any) -> Any:
 
 
 def storage_key(t: torch.Tensor) -> tuple[str, int] | None:
-    """Identity of the memory a tensor views: (device, storage data pointer).
+    """Identity of the memory a tensor views: (device, storage data pointer); a DTensor's is its
+    local shard's.
 
     Example:
         >>> t = torch.ones(4)
         >>> storage_key(t[1:]) == storage_key(t)
         True
     """
+    if type(t) is not torch.Tensor and is_wrapped(t):
+        t = local_tensor(t)
     try:
         st = t.untyped_storage()
     except (RuntimeError, NotImplementedError):  # sparse, meta, nested...
@@ -173,6 +181,8 @@ def storage_key(t: torch.Tensor) -> tuple[str, int] | None:
 
 
 def _storage_nbytes(t: torch.Tensor) -> int | None:
+    if type(t) is not torch.Tensor and is_wrapped(t):
+        t = local_tensor(t)
     try:
         return int(t.untyped_storage().nbytes())
     except (RuntimeError, NotImplementedError):
@@ -224,6 +234,10 @@ def _checkpoint_record(name: str, raw: Any) -> SavedValue:
 
 
 def _tensor_record(name: str, t: torch.Tensor, *, stats: bool = True) -> SavedValue:
+    shard = None
+    if type(t) is not torch.Tensor and is_wrapped(t):  # what this rank holds: its local shard
+        shard = describe(t)
+        t = local_tensor(t)
     rec = SavedValue(
         name=name,
         kind="tensor",
@@ -234,9 +248,12 @@ def _tensor_record(name: str, t: torch.Tensor, *, stats: bool = True) -> SavedVa
         nbytes=t.numel() * t.element_size(),
         storage_nbytes=_storage_nbytes(t),
         storage_key=storage_key(t),
+        note=shard,
     )
     if stats and t.layout == torch.strided and not t.is_meta:
         rec.summary = Summary.of(t.detach())
+        if shard is not None:
+            rec.summary = replace(rec.summary, shard=shard)
         rec.value = rec.summary.values
     return rec
 

@@ -14,7 +14,10 @@ per-edge statistics used to cost more than the backward step itself on graphs of
   (`_Lazy`), so readers see plain `Summary` fields. `settle()` completes those still held before the
   steps stop being replayable (reset, undo, an edit changed, close);
 - other large tensors are summarised at once; one that is a view of a large tensor summarised just
-  before reuses its statistics."""
+  before reuses its statistics;
+- a DTensor (tensor parallel) is summarised at once by its local shard, its summary's `shard`
+  saying so (summary.py): never batched with plain tensors (a DTensor and a plain tensor cannot
+  meet in one op), never replayed lazily."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from typing import Any
 import torch
 
 from ..util.dtypes import dtype_name
+from .dtensor import is_wrapped
 from .summary import (
     SMALL_NUMEL,
     Raw,
@@ -44,6 +48,7 @@ from .summary import (
 __all__ = ["SummaryStore"]
 
 _vector_norm = torch.linalg.vector_norm
+_TENSOR = torch.Tensor
 _STRIDED = torch.strided
 _F32, _F64 = torch.float32, torch.float64
 #: Large gradients of these dtypes get an eager norm and a replayed rest (the class docstring).
@@ -62,6 +67,8 @@ _weakref = weakref.ref
 
 _FIELDS = tuple(f.name for f in fields(Summary))
 _NAN, _INF = _FIELDS.index("nan"), _FIELDS.index("inf")
+#: The fields every raw summary holds (a DTensor's adds `shard` after them).
+_N_RAW = _FIELDS.index("shard")
 
 
 class _Lazy(Summary):
@@ -99,7 +106,7 @@ def _lazy_field(i: int) -> property:
 
 #: The fields a lazy summary holds from the start (what stepping computes eagerly), in order.
 _EAGER = ("shape", "dtype", "norm", "nan", "inf", "numel")
-for _i, _name in enumerate(_FIELDS):
+for _i, _name in enumerate(_FIELDS[:_N_RAW]):  # `shard`: None (DTensors are never lazy)
     if _name not in _EAGER:
         setattr(_Lazy, _name, _lazy_field(_i))
 
@@ -158,6 +165,9 @@ class SummaryStore:
             >>> store = SummaryStore(); store.add(7, torch.zeros(2)); 7 in store
             True
         """
+        if type(t) is not _TENSOR and is_wrapped(t):  # its local shard, at once (module docstring)
+            self._raw[key] = summarize_one(t)
+            return
         dtype = t.dtype
         n = t.numel()
         cast = _EAGER_CAST.get(dtype, _NOT_EAGER) if n > SMALL_NUMEL else _NOT_EAGER
@@ -279,7 +289,7 @@ class SummaryStore:
         if eager is not None:
             return not (eager[3] or eager[4])
         raw = self._raw.get(key)
-        if raw is None or not isinstance(raw, tuple) or len(raw) != len(_FIELDS):
+        if raw is None or not isinstance(raw, tuple) or len(raw) < _N_RAW:
             return None
         return not (raw[_NAN] or raw[_INF])
 

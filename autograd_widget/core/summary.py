@@ -29,6 +29,11 @@ float32 tensors use float32 sums, so `mean`/`norm` carry float32 rounding and `s
 and the sum of squares) loses relative accuracy when |mean| >> std (about 1e-7 * mean**2 /
 std**2); a constant tensor reports exactly 0. These are display numbers; exact values come from
 `edge_grad()`/`grad()`.
+
+DTensors (tensor parallel): a summary describes this rank's local shard (`to_local()`: its shape,
+its numbers) and says so in `Summary.shard` ("local shard [16, 16] of a DTensor [32, 16], S(0) on
+mesh (2,) cpu", core/dtensor.py); global statistics would need every rank at once. They are
+summarised one by one (`summarize_one`), never batched with plain tensors.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import torch
 
 from ..util.dtypes import dtype_name
 from ..util.jsonsafe import encode, encode_float
+from .dtensor import describe, is_wrapped, local_tensor
 
 __all__ = [
     "HEAD_VALUES",
@@ -104,6 +110,9 @@ class Summary:
     #: Every value when numel <= 64, else the first 8 (row-major). Complex: [re, im] pairs.
     values: list = field(default_factory=list)
     numel: int = 0
+    #: None for a plain tensor; for a DTensor, what the numbers describe: this rank's local
+    #: shard, with the global shape and the placements (core/dtensor.py `describe`).
+    shard: str | None = None
 
     def _fields(self) -> tuple:
         return tuple(getattr(self, name) for name in _FIELDS)
@@ -133,13 +142,14 @@ class Summary:
         return len(self.values) < self.numel
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict: non-finite floats become "NaN", "Infinity" or "-Infinity".
+        """A JSON-safe dict: non-finite floats become "NaN", "Infinity" or "-Infinity"; the key
+        "shard" only for a DTensor's summary.
 
         Example:
             >>> Summary.of(torch.tensor([float("inf"), 1.0])).as_dict()["max"]
             'inf'
         """
-        return {
+        d = {
             "shape": list(self.shape),
             "dtype": self.dtype,
             "numel": self.numel,
@@ -152,6 +162,9 @@ class Summary:
             "inf": self.inf,
             "values": encode(self.values),
         }
+        if self.shard is not None:
+            d["shard"] = self.shard
+        return d
 
     @classmethod
     def of(cls, tensor: torch.Tensor) -> Summary:
@@ -349,7 +362,8 @@ def summarize_special(t: torch.Tensor) -> Raw:
 
 
 def summarize_one(t: torch.Tensor) -> Raw:
-    """One tensor, now: about seven cheap dispatches (see the module docstring).
+    """One tensor, now: about seven cheap dispatches (see the module docstring). A DTensor is
+    summarised by its local shard, `shard` saying so.
 
     Order-independent statistics are taken over memory order: a dense non-contiguous gradient (a
     transpose, which `t`/`mm` backward nodes return all the time) is permuted back to its
@@ -361,6 +375,8 @@ def summarize_one(t: torch.Tensor) -> Raw:
         >>> summarize_one(torch.tensor([1.0, 3.0]))[5]  # the mean
         2.0
     """
+    if type(t) is not torch.Tensor and is_wrapped(t):
+        return (*summarize_one(local_tensor(t))[:11], describe(t))
     if is_special(t):
         return summarize_special(t)
     if t.requires_grad:
@@ -594,7 +610,9 @@ def summarize_raw(tensors: Sequence[torch.Tensor]) -> list[Raw | tuple[_Group, i
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"can only summarise tensors, got {type(t).__name__} at position {i}")
-        if t.numel() <= SMALL_NUMEL and not is_special(t):
+        if type(t) is not torch.Tensor and is_wrapped(t):
+            out[i] = summarize_one(t)
+        elif t.numel() <= SMALL_NUMEL and not is_special(t):
             if t.dtype in _FAST_REAL and t.is_cpu and t.numel():
                 fast.append(i)
             else:
