@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..core.dtensor import communication, communication_op, layout
 from ..core.formulas.api import node_formula
+from ..core.fsdp import graph_sharding
 from ..util.jsonsafe import encode_number
 from .compiledframes import region_note
 from .labels import display_kind, group_label, short_label
@@ -38,6 +40,7 @@ __all__ = [
     "saved_values_reply",
     "search_matches",
     "sensitivity_report",
+    "sharding_payload",
     "summary_payload",
 ]
 
@@ -157,7 +160,9 @@ def inspect_group(scene: Scene, item: int) -> dict[str, Any]:
 
 
 def inspect_node(scene: Scene, stepper: Stepping | None, node_id: str) -> dict[str, Any]:
-    """A node: traceback, saved values, hooks, edges in and out with their gradients, error.
+    """A node: traceback, saved values, hooks, edges in and out with their gradients, error;
+    for a DTensor communication node also "communication": the layouts it moves between
+    (core/dtensor.py `Communication.as_dict`).
 
     Example:
         >>> from autograd_widget.view.scene import Scene
@@ -180,7 +185,7 @@ def inspect_node(scene: Scene, stepper: Stepping | None, node_id: str) -> dict[s
             saved = [v.as_dict() for v in graph.saved(node_id)]
         except Exception as e:  # introspection must never break the inspector
             saved_error = f"{type(e).__name__}: {e}"
-    return {
+    out: dict[str, Any] = {
         "traceback": n.traceback,
         "saved": saved,
         "saved_error": saved_error,
@@ -208,6 +213,70 @@ def inspect_node(scene: Scene, stepper: Stepping | None, node_id: str) -> dict[s
         },
         "error": err[1] if err is not None and err[0] == node_id else None,
     }
+    comm = _communication(graph, node_id)
+    if comm is not None:  # a DTensor communication node: the layouts it moves between
+        out["communication"] = comm
+    shard = sharding_payload(graph, node_id)
+    if shard is not None:  # an FSDP2 parameter's leaf: how the parameter is sharded
+        out["sharding"] = shard
+    else:
+        tp = _dtensor_leaf(graph, node_id)
+        if tp is not None:  # a tensor-parallel (DTensor) leaf: its layout
+            out["sharding"] = tp
+    return out
+
+
+def _dtensor_leaf(graph: BackwardGraph, node_id: str) -> dict[str, Any] | None:
+    """The layout of a leaf that is itself a DTensor (a tensor-parallel parameter), in
+    `sharding_payload`'s form; None for any other node, or once the graph is released."""
+    node = graph.nodes[node_id]
+    if node.kind != "accumulate_grad" or not graph.is_live:
+        return None
+    try:
+        lay = layout(graph.fn(node_id).variable)
+    except Exception:  # introspection must never break the inspector
+        return None
+    if lay is None:
+        return None
+    note = ("a DTensor: each rank holds its local shard, and its gradient here is this rank's "
+            "local shard of the gradient")
+    return {"param": node.leaf_name, "note": note, **lay.as_dict()}
+
+
+def sharding_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any] | None:
+    """For the leaf of an FSDP2 parameter (core/fsdp.py): how that parameter is sharded (the
+    mesh, the placements, this rank's local shape: core/dtensor.py `Layout.as_dict`) and its
+    name; None for any other node, or once the graph is released.
+
+    Example:
+        >>> sharding_payload(g, "n3") is None  # x is no FSDP parameter
+        True
+    """
+    if graph.nodes[node_id].kind != "accumulate_grad" or not graph.is_live:
+        return None
+    try:
+        sharding = graph_sharding(graph)
+        p = None if sharding is None else sharding.param(graph.fn(node_id).variable)
+        lay = None if p is None else layout(p.sharded)
+    except Exception:  # introspection must never break the inspector
+        return None
+    if p is None or lay is None:
+        return None
+    note = ("FSDP2: this leaf is the unsharded parameter; between passes each rank holds only "
+            "its local shard")
+    return {"param": p.name, "note": note, **lay.as_dict()}
+
+
+def _communication(graph: BackwardGraph, node_id: str) -> dict[str, Any] | None:
+    """What a communication node moves (core/dtensor.py), read from the live node; None for
+    any other node, or once the graph is released."""
+    if communication_op(graph.nodes[node_id].name) is None or not graph.is_live:
+        return None
+    try:
+        comm = communication(graph.fn(node_id))
+    except Exception:  # introspection must never break the inspector
+        return None
+    return None if comm is None else comm.as_dict()
 
 
 _TEX_WORDS = {
@@ -247,6 +316,9 @@ def formula_payload(graph: BackwardGraph, node_id: str) -> dict[str, Any]:
     about = region_note(graph, node_id)
     if about is not None:  # a compiled region's node or op (view/compiledframes.py)
         return {"known": False, "latex": "", "shapes": "", "note": about}
+    comm = _communication(graph, node_id)
+    if comm is not None:  # DTensor communication: what it moves, instead of a formula
+        return {"known": False, "latex": "", "shapes": "", "note": comm["note"]}
     try:
         nf = node_formula(graph, node_id)
     except Exception as e:  # the inspector must answer whatever the node holds

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..core.dtensor import communication_op
 from ..util.bidi import isolate
 
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
 def short_label(node: Any) -> str:
-    """What the box says: the op without its "Backward0" suffix, or the leaf's name.
+    """What the box says: the op without its "Backward0" suffix, or the leaf's name; a DTensor
+    communication node says the call it undoes ("redistribute", "to_local", "from_local", a
+    functional collective's op).
 
     Args:
         node: a `Node` (or anything with its name/kind/leaf_name fields).
@@ -51,12 +54,18 @@ def short_label(node: Any) -> str:
     """
     if node.kind == "accumulate_grad":
         return isolate(node.leaf_name) if node.leaf_name else "leaf"
+    op = communication_op(node.name)
+    if op is not None:
+        return op
     name = node.name.rpartition("::")[2]
     return isolate(_BACKWARD_SUFFIX.sub("", name) or name)
 
 
 def display_kind(node: Any) -> str:
-    """The kind the drawing colours by: "parameter" or "input" for a leaf, else `node.kind`.
+    """The kind the drawing colours by: "parameter" or "input" for a leaf, "communication" for a
+    node that moves gradients between DTensor layouts or ranks (core/dtensor.py
+    `is_communication`: redistribute, to_local, from_local, functional collectives), else
+    `node.kind`.
 
     Example:
         >>> display_kind(g.nodes["n3"]), display_kind(g.nodes["n0"])
@@ -64,6 +73,8 @@ def display_kind(node: Any) -> str:
     """
     if node.kind == "accumulate_grad":
         return "parameter" if node.leaf_kind == "parameter" else "input"
+    if communication_op(node.name) is not None:
+        return "communication"
     return node.kind
 
 

@@ -26,7 +26,8 @@ export function isNonfinite(s) {
 }
 
 /**
- * Statistics rows of a Summary: [label, text, alarm].
+ * Statistics rows of a Summary: [label, text, alarm]. A DTensor's summary (its `shard` note) says
+ * that the numbers are this rank's local shard's, with the global shape and the placements.
  * @param {any} s
  * @returns {[string, string, boolean][]}
  */
@@ -36,6 +37,7 @@ export function summaryStats(s) {
   const rows = [];
   const head = [s.shape !== undefined && s.shape !== null ? shapeText(s.shape) : '', s.dtype ?? ''].filter(Boolean).join(' ');
   if (head) rows.push(['tensor', head + (s.numel !== undefined ? ` (${formatNumber(Number(s.numel))} values)` : ''), false]);
+  if (s.shard) rows.push(['DTensor', String(s.shard), false]); // numbers of this rank's local shard
   for (const key of ['norm', 'min', 'max', 'mean', 'std']) {
     if (s[key] === undefined || s[key] === null) continue;
     const v = decodeNumber(s[key]);
@@ -255,4 +257,34 @@ export function sequenceText(v) {
   if (!Number.isFinite(n)) return String(v);
   if (n >= 2 ** 63) return 'UINT64_MAX (AccumulateGrad: highest priority)';
   return String(n);
+}
+
+/**
+ * A DTensor layout (Python's core/dtensor.py `Layout.as_dict`) in a few words: its placements
+ * and mesh, then the local shape of the global one where known ("S(0) on mesh (2,) cpu · local
+ * [16, 16] of [32, 16]"); "" for anything else.
+ * @param {any} lay
+ * @returns {string}
+ */
+export function layoutText(lay) {
+  if (!lay || typeof lay !== 'object' || !lay.text) return '';
+  const whole = Array.isArray(lay.global_shape) ? shapeText(lay.global_shape) : '';
+  const local = Array.isArray(lay.local_shape) ? shapeText(lay.local_shape) : '';
+  const shapes = local ? ` · local ${local}${whole ? ` of ${whole}` : ''}` : '';
+  return `${String(lay.text)}${shapes}`;
+}
+
+/**
+ * What a communication node moves (the node reply's `communication`): "redistribute · forward
+ * from P(sum) on mesh (2,) cpu · gradient back as R on mesh (2,) cpu"; "" when there is nothing.
+ * @param {any} comm
+ * @returns {string}
+ */
+export function communicationText(comm) {
+  if (!comm || typeof comm !== 'object' || !comm.op) return '';
+  const parts = [String(comm.op)];
+  if (comm.forward_from) parts.push(`forward from ${layoutText(comm.forward_from)}`);
+  if (comm.forward_to) parts.push(`forward to ${layoutText(comm.forward_to)}`);
+  if (comm.grad_to) parts.push(`gradient back as ${layoutText(comm.grad_to)}`);
+  return parts.join(' · ');
 }

@@ -10,9 +10,11 @@ import { formatNumber } from './format.js';
 import { moduleAncestors, progressText } from './groups.js';
 import {
   SAVED_STATES,
+  communicationText,
   hookItems,
   incomingSlots,
   isNonfinite,
+  layoutText,
   outgoingEdges,
   savedDetailRows,
   savedItems,
@@ -159,6 +161,10 @@ export function createInspector(doc, handlers) {
     if (module !== null && module !== undefined) rows.push(['module', moduleCrumbs(module)]);
     if (data?.sequence_nr !== undefined && data?.sequence_nr !== null) rows.push(['sequence nr', sequenceText(data.sequence_nr)]);
     if (data?.leaf_name) rows.push(['leaf', String(data.leaf_name)]);
+    const moves = communicationText(data?.communication); // a DTensor communication node
+    if (moves) rows.push(['communicates', moves]);
+    const sharded = layoutText(data?.sharding); // a sharded (DTensor) parameter's leaf
+    if (sharded) rows.push(['sharding', sharded]);
     if (t.id) rows.push(['id', t.id]);
     const run = data?.run;
     if (run && typeof run === 'object') {

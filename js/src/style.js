@@ -19,6 +19,7 @@ export const KIND_STYLE = Object.freeze({
   input: { color: '#f28e2b', symbol: 'square', label: 'input' },
   custom_function: { color: '#b07aa1', symbol: 'hexagon', label: 'custom Function' },
   cpp_function: { color: '#9c755f', symbol: 'pentagon', label: 'C++ function' },
+  communication: { color: '#ff9da7', symbol: 'hexagon', label: 'communication (DTensor, collectives)' },
 });
 
 export const FAILED_COLOR = '#e15759';

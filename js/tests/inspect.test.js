@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { decodeGraph } from '../src/model.js';
 import {
+  communicationText,
   hookItems,
   incomingSlots,
   isNonfinite,
+  layoutText,
   outgoingEdges,
   savedDetailRows,
   savedItems,
@@ -37,6 +39,21 @@ describe('tensor summaries', () => {
     // A Summary of one element has no std: Python sends null, and the row is left out.
     expect(z.edge(0).summary.std).toBeNull();
     expect(summaryStats(z.edge(0).summary).map((r) => r[0])).toEqual(['tensor', '‖·‖', 'min', 'max', 'mean', 'NaN / inf']);
+  });
+  it("says a DTensor's numbers are its local shard's (Summary.shard), right under the tensor row", () => {
+    const shard = 'local shard [4, 16] of a DTensor [4, 32], S(1) on mesh (2,) cpu';
+    const rows = summaryStats({ ...z.edge(0).summary, shape: [4, 16], numel: 64, shard });
+    expect(rows[1]).toEqual(['DTensor', shard, false]);
+    expect(summaryStats(z.edge(0).summary).some((r) => r[0] === 'DTensor')).toBe(false);
+  });
+  it("says a DTensor layout and what a communication node moves (Python's core/dtensor.py)", () => {
+    const lay = (/** @type {string[]} */ p, /** @type {number[] | null} */ local) => ({ global_shape: [32, 16], local_shape: local, placements: p, mesh_shape: [2], mesh_dim_names: null, device_type: 'cpu', text: `${p.join(', ')} on mesh (2,) cpu` });
+    expect(layoutText(lay(['S(0)'], [16, 16]))).toBe('S(0) on mesh (2,) cpu · local [16, 16] of [32, 16]');
+    expect(layoutText(lay(['R'], null))).toBe('R on mesh (2,) cpu');
+    expect(layoutText(null)).toBe('');
+    const comm = { op: 'redistribute', forward_from: lay(['P(sum)'], null), forward_to: null, grad_to: lay(['R'], null), note: '…' };
+    expect(communicationText(comm)).toBe('redistribute · forward from P(sum) on mesh (2,) cpu · gradient back as R on mesh (2,) cpu');
+    expect(communicationText(undefined)).toBe('');
   });
   it('previews values with a note on how many are shown', () => {
     expect(valuesPreview([1, 2], 2)).toEqual({ text: '[1, 2]', note: '2 values', alarm: false });

@@ -113,6 +113,16 @@ describe('kinds and node colours', () => {
     const s = itemStyles(g, decodeState(zState(4), g), theme); // all done: plain kind colours
     expect(s.fill).toEqual([KIND_STYLE.root.color, KIND_STYLE.function.color, KIND_STYLE.input.color, KIND_STYLE.parameter.color]);
   });
+  it('gives communication nodes (display kind "communication", view/labels.py) their own colour', () => {
+    const kinds = [...g.kinds];
+    kinds[1] = 'communication';
+    const gc = { ...g, kinds };
+    expect(kindKey(gc, 1)).toBe('communication');
+    const colours = Object.values(KIND_STYLE).map((k) => k.color);
+    expect(new Set(colours).size).toBe(colours.length);
+    const s = itemStyles(gc, decodeState(zState(4), gc), theme);
+    expect(s.fill[1]).toBe(KIND_STYLE.communication.color);
+  });
   it('shows pending washed out, next outlined gold and lighter, done solid', () => {
     const s = itemStyles(g, decodeState(zState(1), g), theme);
     // done: Add; next: y (2); pending: Pow, x
