@@ -26,6 +26,7 @@ KIND_COLORS = {
     "input": "#f28e2b",
     "custom_function": "#b07aa1",
     "cpp_function": "#9c755f",
+    "communication": "#ff9da7",  # js/src/style.js: DTensor redistributions, collectives
 }
 ROOT_COLOR = "#76b7b2"
 NORM_BINS = ["#0d0887", "#46039f", "#7201a8", "#9c179e", "#bd3786", "#d8576b", "#ed7953", "#fb9f3a"]

@@ -84,3 +84,20 @@ def test_a_nan_loss_step_saves_a_recording_that_loads(tmp_path):
     r = watch.recording(0)
     back = aw.load_recording(r.save(tmp_path / "nan.awrec"))
     assert back.meta["loss"] != back.meta["loss"] and back.order == r.order
+
+
+def test_a_dtensor_summary_keeps_its_shard_note_through_a_file(tmp_path):
+    """A tensor-parallel recording's summaries say they describe this rank's local shard
+    (`Summary.shard`); the note is saved, so a loaded recording says it too, and a note longer
+    than any core/dtensor.py writes is refused."""
+    note = "local shard [3] of a DTensor [6], S(0) on mesh (2,) cpu"
+    doc, tensors = good_parts()
+    doc["recording"]["all_runs"][0][7][0]["shard"] = note
+    path = tmp_path / "tp.awrec"
+    path.write_bytes(pack(json.dumps(doc), tensors))
+    rec = aw.load_recording(path)
+    assert [s.shard for s in rec.all_executions[0].outputs] == [note]  # pass 0, n0
+    doc["recording"]["all_runs"][0][7][0]["shard"] = "x" * 401
+    path.write_bytes(pack(json.dumps(doc), tensors))
+    with pytest.raises(ValueError, match=r"shard.*longer than 400"):
+        aw.load_recording(path)

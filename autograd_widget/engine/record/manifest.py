@@ -109,7 +109,21 @@ def _summary(v: Any, where: str) -> Summary | None:
         _count(d["nan"], at(where, "nan")), _count(d["inf"], at(where, "inf")),
         [_value(x, at(at(where, "values"), i)) for i, x in enumerate(values)],
         need_int(d["numel"], at(where, "numel")),
+        shard=_shard(d.get("shard"), at(where, "shard")),
     )
+
+
+def _shard(v: Any, where: str) -> str | None:
+    """A DTensor summary's note (`Summary.shard`): a short string, or absent."""
+    if v is None:
+        return None
+    text = need_str(v, where)
+    if len(text) > _MAX_SHARD:
+        raise FieldError(where, f"longer than {_MAX_SHARD} characters")
+    return text
+
+
+_MAX_SHARD = 400  # core/dtensor.py's notes are ~100 characters
 
 
 def _count(v: Any, where: str) -> int:
