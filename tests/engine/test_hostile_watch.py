@@ -75,6 +75,14 @@ def test_a_structure_over_the_limit_says_how_to_raise_it(tmp_path):
         awwatch.read(p, max_structure_bytes=MIB)
     _, _, steps, warns = awwatch.read(p, max_structure_bytes=4 * MIB)
     assert [s.step for s in steps] == [0] and warns == []
+    # the remedy the message names is the public one, for one file and for every rank's
+    with pytest.raises(ValueError, match=r"max_structure_bytes=1048576"):
+        aw.load_watch(p, max_structure_bytes=MIB)
+    assert aw.load_watch(p, max_structure_bytes=4 * MIB).steps == [0]
+    ranked = p.with_name("run_0.awwatch")
+    p.rename(ranked)
+    with pytest.raises(ValueError, match=r"max_structure_bytes=1048576"):
+        aw.load_watch(str(ranked).replace("run_0", "run_{rank}"), max_structure_bytes=MIB)
 
 
 def test_step_json_is_capped_by_what_its_structure_needs(tmp_path):

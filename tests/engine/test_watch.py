@@ -257,10 +257,11 @@ def test_tied_weights_autograd_grad_and_retain_graph_passes():
     assert torch.equal(g, got)
     rec = watch.recording(1)
     assert "AccumulateGrad" not in {rec.graph.nodes[n].name for n in rec.order}
-    # two passes in one block: the last one is kept
-    with watch.step(loss):
-        loss.backward(retain_graph=True)
-        loss.backward(retain_graph=True)
+    # two passes in one block: the last one is kept, and a warning says so
+    with pytest.warns(UserWarning, match="2 backward passes ran inside one watch.step block"):
+        with watch.step(loss):
+            loss.backward(retain_graph=True)
+            loss.backward(retain_graph=True)
     assert watch.recording(2).order == watch.recording(0).order
     assert watch.series("n0:0")[2] == watch.series("n0:0")[0]
 

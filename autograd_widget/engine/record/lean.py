@@ -195,8 +195,10 @@ class PassResult:
     births: dict[int, tuple[str, bool]] = field(default_factory=dict)
     failed: int | None = None
     warnings: list[str] = field(default_factory=list)
-    #: parameter indices whose gradient in this pass held a NaN or an Inf
+    #: parameter indices whose gradient held a NaN or an Inf, in any pass of the step
     param_nonfinite: list[int] = field(default_factory=list)
+    #: how many backward passes ran nodes of the graph (0: no backward ran in the block)
+    passes: int = 0
 
 
 class LeanPass:
@@ -205,7 +207,9 @@ class LeanPass:
     scaler's factor at the root (births then say an overflow is the scaler's expected one).
 
     `start()` registers the hooks, `finish(exc)` removes them and returns a `PassResult`;
-    with `retain_graph=True` and several passes in one step, the last pass is what it holds.
+    with `retain_graph=True` and several passes in one step, the last pass is what its norms,
+    order and births hold, `passes` counts them, and a parameter whose gradient was not finite
+    in ANY pass is in `param_nonfinite` (an earlier pass's NaN is never hidden).
 
     Example:
         >>> loss = (x * 3).sum(); p = LeanPass.of([loss]); p.start(); len(p.handles)
@@ -226,6 +230,9 @@ class LeanPass:
         self.warnings: list[str] = []
         #: parameter k -> hooked on its AccumulateGrad node (fed by several edges, or hooked)
         self.param_hooked: dict[int, int] = {}
+        #: backward passes seen, and the (parameter, norm) of the passes before the last
+        self.passes = 0
+        self.earlier: list[tuple[int, Any]] = []
         self._reset(None)
 
     @classmethod
@@ -305,6 +312,9 @@ class LeanPass:
     def _check_task(self) -> None:
         task = _task_id()
         if task != self.task:
+            if self.task is not None:  # a pass ended: keep its parameters' norms for the flags
+                self._keep_earlier()
+            self.passes += 1
             self._reset(task)  # a new backward pass over the same graph: keep the last one
             s, fns = self.s, self.fns
             hooked = self.param_hooked
@@ -315,6 +325,13 @@ class LeanPass:
                 }  # fmt: skip
             except RuntimeError:  # torch.autograd.grad: no AccumulateGrad node runs
                 self.runs_acc = {}
+
+    def _keep_earlier(self) -> None:
+        s = self.s
+        for k, e in enumerate(s.param_edge):
+            v = self.params[k] if k in self.param_hooked else (self.norms[e] if e >= 0 else None)
+            if v is not None:
+                self.earlier.append((k, v))
 
     def node_done(self, i: int, sent: Sequence[Any], got: Sequence[Any]) -> None:
         """Node `i` ran: the norms of what it sent (per output edge) and of what it got in the
@@ -423,14 +440,15 @@ class LeanPass:
         s = self.s
         stage = staged if staged is not None else Staged()
         base = len(stage.values)
-        for v in (*self.norms, *self.params, *self.slots):
+        for v in (*self.norms, *self.params, *self.slots, *(v for _, v in self.earlier)):
             stage.add(math.nan if v is None else v)
         values = stage.read()
         stage.values[:] = values[:base]  # the caller's own values, read in the same transfer
-        n_e, n_p = len(self.norms), len(self.params)
+        n_e, n_p, n_x = len(self.norms), len(self.params), len(self.slots)
         edge = np.asarray(values[base : base + n_e], dtype=np.float32)
-        slots = np.asarray(values[base + n_e + n_p :], dtype=np.float32)
+        slots = np.asarray(values[base + n_e + n_p : base + n_e + n_p + n_x], dtype=np.float32)
         params = np.asarray(values[base + n_e : base + n_e + n_p], dtype=np.float32)
+        earlier = values[base + n_e + n_p + n_x :]
         bad_params = []
         for k, e in enumerate(s.param_edge):
             if k in self.param_hooked:
@@ -441,6 +459,10 @@ class LeanPass:
                     params[k] = edge[e]
             if present and not np.isfinite(params[k]):
                 bad_params.append(k)
+        for (k, _), v in zip(self.earlier, earlier):  # a NaN of an earlier pass stays flagged
+            if v - v != 0.0 and k not in bad_params:
+                bad_params.append(k)
+        bad_params.sort()
         device = next((v.device for v in (*self.norms, *self.slots)
                        if isinstance(v, torch.Tensor)), None)  # fmt: skip
         if device is not None:
@@ -449,9 +471,10 @@ class LeanPass:
         failed = self._failed() if exc is not None else None
         result = PassResult(order, edge, params, slots, dict(self.nonfinite),
                             dict(self.slot_nonfinite), dict(self.births), failed,
-                            list(self.warnings), bad_params)  # fmt: skip
+                            list(self.warnings), bad_params, self.passes)  # fmt: skip
         self.fns = []
         self.refs.clear()
+        self.earlier.clear()
         return result
 
     def _late_counts(self, edge: np.ndarray, slots: np.ndarray, device: str) -> None:
@@ -511,7 +534,9 @@ class LeafCheck:
     norm of the gradient this backward produced for it (the summed gradient, after the user's
     tensor hooks; not the accumulated `.grad`); `finish()` reads them all at once and names the
     leaves whose gradient is not finite. Under `torch.autograd.grad` no AccumulateGrad node
-    runs: nothing is checked.
+    runs: nothing is checked. A pre-hook on each root's node counts the backward passes
+    (`passes`; 0: no backward ran); with several, a leaf is named when its gradient was not
+    finite in any of them (the passes' norms are added, and a NaN or an Inf stays one).
 
     `names`: `id(leaf tensor)` -> name; other leaves are named by their shape.
 
@@ -527,14 +552,28 @@ class LeafCheck:
         self.norms: list[Any] = [None] * len(self.leaves)
         self.handles: list[Any] = []
         self.warnings: list[str] = []
+        leaves = set(self.leaves)
+        self.root_fns = list({fn: None for fn in (t.grad_fn for t in roots)
+                              if fn is not None and fn not in leaves})  # fmt: skip
+        #: backward passes seen (graph task ids met by a hook)
+        self.passes = 0
+        self.task: int | None = None
+
+    def _seen(self) -> None:
+        task = _task_id()
+        if task != self.task:
+            self.task = task
+            self.passes += 1
 
     def _pre(self, k: int) -> Any:
         norms, warnings = self.norms, self.warnings
 
         def pre_hook(got: tuple) -> None:
             try:
+                self._seen()
                 if got and got[0] is not None:
-                    norms[k] = norm_of(got[0])
+                    v = norm_of(got[0])
+                    norms[k] = v if norms[k] is None else norms[k] + v
             except Exception as e:  # never disturb the user's backward
                 if len(warnings) < 100:
                     warnings.append(f"parameter hook: {type(e).__name__}: {e}")
@@ -542,18 +581,28 @@ class LeafCheck:
 
         return pre_hook
 
+    def _root_pre(self, grads: tuple) -> None:
+        try:
+            self._seen()
+        except Exception as e:  # never disturb the user's backward
+            if len(self.warnings) < 100:
+                self.warnings.append(f"root hook: {type(e).__name__}: {e}")
+        return None
+
     def start(self) -> None:
         """Register the pre-hooks (all removed again if one fails).
 
         Example:
             >>> c = LeafCheck([z], {}); c.start(); len(c.handles)
-            2
+            3
             >>> c.finish()
             []
         """
         try:
             for k, fn in enumerate(self.leaves):
                 self.handles.append(fn.register_prehook(self._pre(k)))
+            for fn in self.root_fns:
+                self.handles.append(fn.register_prehook(self._root_pre))
         except BaseException:
             self.remove()
             raise

@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import secrets
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,48 +40,23 @@ import numpy as np
 import torch
 
 from ...core.capture import capture
+from ...core.fsdp import fsdp_leaf_names
+from ...util.warn import warn_user
 from ..diagnose.origins import Origin, root_loss_scale
 from . import awwatch
-from .lean import LeafCheck, LeanPass, Staged
+from .awwatch_write import check_target, write_failed
+from .lean import LeafCheck, LeanPass
+from .ranks import RANK
+from .rankwatch import RankWatches
 from .recording import Recording, new_meta, rank_info
+from .stepblock import NO_BACKWARD, UNENTERED, StepBlock
 from .structure import Structure, walk
 from .trainstep import TrainingStep, as_recording
+from .watchseries import table_of
 
-__all__ = ["StepBlock", "Watch", "load_watch", "watch"]
+__all__ = ["NO_BACKWARD", "UNENTERED", "StepBlock", "Watch", "load_watch", "watch"]
 
 _EDGE_ID = re.compile(r"n\d+:\d+")
-
-
-class StepBlock:
-    """One `with watch.step(loss):` block (see `Watch.step`); `number` is its step number and
-    `watched` says whether it records the graph, once entered.
-
-    Example:
-        >>> w = aw.watch(every=2); loss = (x * 3).sum()
-        >>> with w.step(loss) as b:
-        ...     loss.backward()
-        >>> b.number, b.watched
-        (0, True)
-    """
-
-    def __init__(self, owner: Watch, roots: list[torch.Tensor]) -> None:
-        self.owner = owner
-        self.roots = roots
-        self.number = -1
-        self.watched = False
-        self.scale: float | None = None
-        self.staged = Staged()
-        self.loss_at = -1
-        self.lean: LeanPass | None = None
-        self.check: LeafCheck | None = None
-        self.sid: int | None = None
-
-    def __enter__(self) -> StepBlock:
-        self.owner.begin(self)
-        return self
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        self.owner.end(self, exc)
 
 
 class Watch:
@@ -107,6 +84,7 @@ class Watch:
         every: int = 1,
         path: str | os.PathLike | None = None,
         params: Mapping[str, torch.Tensor] | None = None,
+        best_effort: bool = False,
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be an int >= 1 (watch every n-th step), got {every!r}")
@@ -120,6 +98,7 @@ class Watch:
         self.every = every
         self.path: Path | None = None
         self._target = None if path is None else str(os.fspath(path))
+        self.best_effort = bool(best_effort)
         self._names: dict[int, str] = {}
         if model is not None:
             for name, p in model.named_parameters():
@@ -134,6 +113,7 @@ class Watch:
         self._index: dict[int, int] = {}
         self._count = 0
         self._open: StepBlock | None = None
+        self._pending: weakref.ref[StepBlock] | None = None  # the last block step() returned
         self._writer: awwatch.Writer | None = None
         self._written = 0
         self.closed = False
@@ -142,7 +122,15 @@ class Watch:
         self.meta: dict[str, Any] = {
             **new_meta("norms"), "every": every,
             "model": None if model is None else type(model).__name__,
+            "run": secrets.token_hex(8),  # what a file of this run says (awwatch_write.py)
         }  # fmt: skip
+        if self._target is not None:  # what is wrong with path= already: said now, not later
+            try:
+                check_target(self._target)
+            except (ValueError, OSError) as e:
+                self._warn(write_failed(e, path=self._target, step=0, first=True,
+                                        warn=self.best_effort))  # fmt: skip
+                self._target = None
 
     def __repr__(self) -> str:
         return (f"<Watch {len(self.records)} steps ({len(self.steps)} watched, every "
@@ -163,6 +151,14 @@ class Watch:
         `scaler.scale(loss)` is recognised. Steps are numbered from 0 in the order of their
         blocks; a block whose backward raises still counts (recorded with its failure).
 
+        Misuse is never silent (each a `UserWarning` at your line, saying what to do):
+        `watch.step(loss)` without `with` records nothing (`StepBlock`); a block in which no
+        backward of `loss` ran records nothing, and its number goes to the next block; a block
+        with several backward passes (`retain_graph=True`, a gradient penalty's
+        `torch.autograd.grad`) is ONE step: its norms, order and births are the last pass's, its
+        non-finite parameters those of every pass (a NaN of an earlier pass is never hidden);
+        give each backward its own block to see each pass.
+
         Example:
             >>> w = aw.watch(); loss = (x * 3).sum()
             >>> with w.step(loss):
@@ -174,6 +170,10 @@ class Watch:
             raise RuntimeError("this watch was loaded from a file: it records no new steps")
         if self.closed:
             raise RuntimeError("this watch is closed; start a new one with aw.watch(...)")
+        previous = self._pending() if self._pending is not None else None
+        self._pending = None
+        if previous is not None:
+            previous.warn_unentered()
         roots = [loss] if isinstance(loss, torch.Tensor) else list(loss)
         if not roots or not all(isinstance(t, torch.Tensor) for t in roots):
             raise TypeError("watch.step(loss) takes the tensor the backward starts from (the "
@@ -184,7 +184,9 @@ class Watch:
                     "the loss given to watch.step() has no grad_fn and does not require grad: "
                     "there is no backward to watch (compute it outside torch.no_grad())"
                 )
-        return StepBlock(self, roots)
+        block = StepBlock(self, roots)
+        self._pending = weakref.ref(block)
+        return block
 
     def begin(self, block: StepBlock) -> None:
         """Enter `block` (what `StepBlock.__enter__` calls): number it, hook its graph.
@@ -193,10 +195,14 @@ class Watch:
         user's backward starts (the step is then not counted).
 
         Example:
-            >>> w = aw.watch(); b = w.step((x * 3).sum()); w.begin(b); w.end(b, None)
-            >>> b.number
+            >>> w = aw.watch(); loss = (x * 3).sum(); b = w.step(loss); w.begin(b)
+            >>> loss.backward(); w.end(b, None); b.number
             0
         """
+        if block.entered:
+            raise RuntimeError("this watch.step(...) block was entered already: call "
+                               "watch.step(loss) again for the next step")  # fmt: skip
+        block.entered = True
         if self._open is not None:
             raise RuntimeError("a watch.step(...) block is already open: steps do not nest")
         block.number = self._count
@@ -210,10 +216,12 @@ class Watch:
             block.loss_at = block.staged.add(loss.item() if loss.is_cpu else loss.reshape(()))
         try:
             if block.watched:
+                if self.model is not None:  # FSDP2: the leaves are unsharded parameters
+                    self._names = {**fsdp_leaf_names(self.model), **self._names}
                 fns, key = walk(roots, self._names)
                 sid = self._by_key.get(key)
                 if sid is None:
-                    sid = self._new_structure(roots, fns, key)
+                    sid = block.new_sid = self._new_structure(roots, fns, key)
                 block.sid = sid
                 block.lean = LeanPass(self.structures[sid], fns, scale=block.scale)
                 block.lean.start()
@@ -242,19 +250,28 @@ class Watch:
 
     def end(self, block: StepBlock, exc: BaseException | None) -> None:
         """Leave `block`: remove its hooks, read its values (one transfer), keep its
-        `TrainingStep`, append it to the file. Never raises (problems become `warnings`).
+        `TrainingStep`, append it to the file. Raises only when the step cannot be written to
+        `path=` (see `aw.watch`'s `best_effort`); other problems become `warnings` (a misused
+        block, a `UserWarning`).
+
+        A block in which no backward of its graph ran, and which did not raise, records
+        nothing: `NO_BACKWARD` is warned, its number goes to the next block (and a structure
+        first seen in it is forgotten). Several passes: one step, and a warning (see `step`).
 
         Example:
-            >>> w = aw.watch(); b = w.step((x * 3).sum()); w.begin(b); w.end(b, None)
+            >>> w = aw.watch(); loss = (x * 3).sum(); b = w.step(loss); w.begin(b)
+            >>> loss.backward(); w.end(b, None)
             >>> len(w.records)
             1
         """
         self._open = None
         failure = None if exc is None else (type(exc).__name__, str(exc), None)
         st = TrainingStep(block.number, block.watched, math.nan, block.scale, failure=failure)
+        passes = -1  # unknown (a watch problem): recorded as before
         try:
             if block.lean is not None:
                 r = block.lean.finish(exc, block.staged)
+                passes = r.passes
                 s = self.structures[block.sid or 0]
                 st.structure, st.order = block.sid, np.asarray(r.order, dtype=np.int32)
                 st.edge_norms, st.param_norms, st.slot_norms = (r.edge_norms, r.param_norms,
@@ -268,6 +285,7 @@ class Watch:
             elif block.check is not None:
                 st.nonfinite_params = tuple(block.check.finish(block.staged))
                 st.warnings = tuple(block.check.warnings)
+                passes = block.check.passes
             values = block.staged.read()
             loss = values[block.loss_at]
             st.loss = loss / block.scale if block.scale else loss
@@ -279,18 +297,43 @@ class Watch:
             if block.check is not None:
                 block.check.remove()
             block.lean = block.check = None
+        block.roots = []
+        if passes == 0 and exc is None:
+            self._forget(block)
+            warn_user(NO_BACKWARD)
+            return
         self._index[st.step] = len(self.records)
         self.records.append(st)
         for w in st.warnings:
             self._warn(f"step {st.step}: {w}")
         if self._target is not None:
             self._append(st)
+        if passes > 1:  # said last: a warning filter that raises loses no step
+            kept = "the last pass's norms, order and births; " if st.watched else ""
+            msg = (f"step {st.step}: {passes} backward passes ran inside one watch.step block: "
+                   f"one step, which keeps {kept}a NaN/Inf in any pass is flagged. Give each "
+                   "backward its own `with watch.step(...)` block to see each pass")  # fmt: skip
+            self._warn(msg)
+            warn_user(msg)
+
+    def _forget(self, block: StepBlock) -> None:
+        """Undo a block that recorded nothing: its number is the next block's again, and a
+        structure it captured first (the last one, written nowhere yet) is dropped."""
+        if block.number == self._count - 1:
+            self._count -= 1
+        sid = block.new_sid
+        if sid is not None and sid == len(self.structures) - 1 and sid >= self._written:
+            del self._by_key[self.structures.pop().key]
 
     def _warn(self, msg: str) -> None:
         if msg not in self.warnings and len(self.warnings) < 1000:
             self.warnings.append(msg)
 
     def _append(self, st: TrainingStep) -> None:
+        """Append `st` (and the structures before it) to the file; a failure is raised, or
+        warned once where the user asked for best effort or the step's own backward raised
+        (awwatch_write.py's `write_failed`); either way the file takes no more steps."""
+        first = self._writer is None
         try:
             if self._writer is None:
                 rank, world = rank_info()
@@ -303,13 +346,19 @@ class Watch:
                 self._written += 1
             self._writer.step(st)
         except Exception as e:
-            self._warn(f"writing {self.path or self._target}: {type(e).__name__}: {e}; the file "
-                       "stops at the previous step")  # fmt: skip
-            self._target = None
+            where, self._target = self.path or self._target, None
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
+            if first:
+                self.path = None
+            self._warn(write_failed(e, path=where, step=st.step, first=first,
+                                    warn=self.best_effort or st.failure is not None))  # fmt: skip
 
     def close(self) -> None:
-        """Close the file being appended to; the watch then records no more steps (its data
-        stays readable). Also what leaving `with aw.watch(...) as w:` does.
+        """Close the file being appended to (releasing it to other writers); the watch then
+        records no more steps (its data stays readable). Also what leaving
+        `with aw.watch(...) as w:` does.
 
         Example:
             >>> w = aw.watch(); w.close(); w.closed
@@ -399,17 +448,23 @@ class Watch:
         return ws[max(0, k - 2) : k + 2]
 
     def first_nonfinite(self, *, expected: bool = True) -> tuple[int, Origin | None] | None:
-        """(step, where its NaN/Inf was born) of the earliest step in `nonfinite_steps`; the
-        `Origin` where that step was watched (the first "born" node, with its cause), None where
-        it was not. `expected=False` skips the loss scaler's expected overflows.
+        """(step, where its NaN/Inf was born) of the earliest step in `nonfinite_steps`, or
+        None when every step's gradients were finite (so test it before unpacking it). The
+        `Origin` is where that step was watched (the first "born" node, with its cause), None
+        where it was not. `expected=False` skips the loss scaler's expected overflows.
 
         Example:
             >>> w = torch.tensor([0.0, 1.0], requires_grad=True)
             >>> watch = aw.watch(params={"w": w}); loss = w.sqrt().sum()
             >>> with watch.step(loss):
             ...     loss.backward()
-            >>> step, origin = watch.first_nonfinite(); step, origin.node, origin.kind
-            (0, 'n1', 'born')
+            >>> found = watch.first_nonfinite()
+            >>> if found is not None:  # None: no step had a NaN/Inf
+            ...     step, origin = found
+            ...     print(step, origin and (origin.node, origin.kind))
+            0 ('n1', 'born')
+            >>> aw.watch().first_nonfinite() is None
+            True
         """
         for st in self.records:
             if st.finite or (not expected and st.expected_overflow):
@@ -445,15 +500,20 @@ class Watch:
     def series(self, key: str) -> np.ndarray:
         """One float per watched step: the gradient norm of `key`, an edge id ("n12:0"), a
         parameter name, or a module path (the norm of that module's parameters' gradients
-        together; "" is the whole model). NaN where a step's graph lacks the key or nothing
-        flowed there. Divided by the loss scale where a scaler scaled the loss.
+        together). "" is the whole model: its PARAMETERS only (the model's, those named in
+        `params=`, any `nn.Parameter`), never an input tensor's gradient (a leaf that requires
+        grad, such as `x` in `model(x)`: its own key is its name in `keys()["params"]`,
+        "input 0 [5, 4]"). NaN where a step's graph lacks the key or nothing flowed there.
+        Divided by the loss scale where a scaler scaled the loss.
 
         Example:
-            >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
+            >>> w = aw.watch(params={"x": x}); loss = (x * 3 * y).sum()
             >>> with w.step(loss):
             ...     loss.backward()
             >>> w.series("x").tolist(), w.series("n1:0").tolist(), w.series("").tolist()
-            ([3.0], [3.0], [3.0])
+            ([9.0], [3.0], [9.0])
+            >>> w.keys()["params"]  # y: an input, not in series("")
+            ['input 0 []', 'x']
         """
         return self.table([key])[:, 0]
 
@@ -469,8 +529,9 @@ class Watch:
         """
         keys = [str(k) for k in keys]
         known = self.keys()
+        names = {*known["params"], *known["modules"]}  # a set: no scan per key
         for k in keys:
-            if not (_EDGE_ID.fullmatch(k) or k in known["params"] or k in known["modules"]):
+            if not (k in names or _EDGE_ID.fullmatch(k)):
                 raise KeyError(
                     f"{k!r} is not an edge id, a parameter or a module of this watch; e.g. "
                     f"{(known['params'][:2] + known['modules'][1:3] + known['edges'][:2])}"
@@ -481,7 +542,7 @@ class Watch:
         for row, st in enumerate(watched):
             by_sid.setdefault(st.structure, []).append(row)  # type: ignore[arg-type]
         for sid, rows in by_sid.items():
-            out[rows] = _table_of(self.structures[sid], [watched[r] for r in rows], keys)
+            out[rows] = table_of(self.structures[sid], [watched[r] for r in rows], keys)
         scale = np.array([s.scale or 1.0 for s in watched], dtype=np.float64)
         return out / scale[:, None]
 
@@ -489,6 +550,8 @@ class Watch:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the whole watch to an `.awwatch` file (complete or absent) and return its path;
         `{rank}` in `path` becomes the torch.distributed rank. `path=` appends the same format.
+        Only a regular file (or nothing) is replaced: a folder, a named pipe, a device, a
+        symbolic link, or a file a watch is appending to right now raise ValueError, untouched.
 
         Example:
             >>> import tempfile
@@ -500,21 +563,27 @@ class Watch:
             ...     p.name, aw.load_watch(p).series("n1:0").tolist()
             ('run_0.awwatch', [3.0])
         """
-        rank, _ = rank_info()
+        rank, world = rank_info()
         target = Path(str(os.fspath(path)).replace("{rank}", str(rank)))
-        awwatch.save(target, self.every, _plain(self.meta), self.structures, self.records)
+        meta = _plain(self.meta)
+        if world > 1:  # a watch made before init_process_group still says which rank it is
+            meta.update(rank=rank, world_size=world)
+        awwatch.save(target, self.every, meta, self.structures, self.records)
         return target
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> Watch:
-        """A read-only watch from an `.awwatch` file (what `aw.load_watch` returns).
+    def from_file(cls, path: str | os.PathLike, *,
+                  max_structure_bytes: int = awwatch.MAX_STRUCTURE) -> Watch:
+        """A read-only watch from an `.awwatch` file (what `aw.load_watch` returns);
+        `max_structure_bytes` bounds one graph structure's record (`aw.load_watch`).
 
         Example:
             >>> Watch.from_file("missing.awwatch")
             Traceback (most recent call last):
             FileNotFoundError: no watch at missing.awwatch
         """
-        head, structures, steps, warnings = awwatch.read(Path(os.fspath(path)))
+        head, structures, steps, warnings = awwatch.read(
+            Path(os.fspath(path)), max_structure_bytes=max_structure_bytes)
         w = cls(every=head["every"])
         w.meta = dict(head["meta"])
         w.structures = structures
@@ -532,60 +601,43 @@ def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in meta.items()}  # fmt: skip
 
 
-def _table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.ndarray:
-    """The (steps x keys) norms of steps sharing structure `s` (unscaled); module columns all
-    at once: the root of (squared parameter norms) @ (parameter-in-module matrix)."""
-    out = np.full((len(steps), len(keys)), np.nan, dtype=np.float64)
-    params = np.stack([st.param_norms for st in steps]).astype(np.float64)  # type: ignore[misc]
-    edges = None
-    mod_cols: list[int] = []
-    members: list[list[int]] = []
-    for col, key in enumerate(keys):
-        e = s.edge_index.get(key)
-        if e is not None:
-            if edges is None:
-                edges = np.stack([st.edge_norms for st in steps])  # type: ignore[misc]
-            out[:, col] = edges[:, e]
-            continue
-        k = s.param_index.get(key)
-        if k is not None:
-            out[:, col] = params[:, k]
-            continue
-        member = [k for k, name in enumerate(s.params) if key == "" or name.startswith(key + ".")]
-        if member:
-            mod_cols.append(col)
-            members.append(member)
-    if mod_cols:
-        inside = np.zeros((len(s.params), len(mod_cols)))
-        for j, member in enumerate(members):
-            inside[member, j] = 1.0
-        present = ~np.isnan(params)
-        sq = np.where(present, params * params, 0.0) @ inside
-        count = present.astype(np.float64) @ inside
-        out[:, mod_cols] = np.where(count > 0, np.sqrt(sq), np.nan)
-        for row, st in enumerate(steps):  # a NaN gradient (not an absent one) stays NaN
-            if not st.nonfinite_params:
-                continue
-            for j, member in enumerate(members):
-                if any(s.params[k] in st.nonfinite_params and np.isnan(params[row, k])
-                       for k in member):  # fmt: skip
-                    out[row, mod_cols[j]] = np.nan
-    return out
-
-
 def watch(
     model: torch.nn.Module | None = None,
     *,
     every: int = 1,
     path: str | os.PathLike | None = None,
     params: Mapping[str, torch.Tensor] | None = None,
+    best_effort: bool = False,
 ) -> Watch:
     """Watch a training run's gradient flow step by step (see the module docstring).
 
-    `model` names the parameters and their modules (`params` maps names to other tensors);
-    `every`: watch every n-th step (0, n, 2n, ...; the others only flag non-finite parameter
-    gradients); `path`: append each completed step to this `.awwatch` file (`{rank}` becomes
-    the torch.distributed rank).
+    In the loop, `with w.step(loss): loss.backward()`; `w.series(key)`, `w.nonfinite_steps`,
+    `w.first_nonfinite()`, `w.recording(step)` read it, `aw.explore(w)` draws its timeline.
+
+    Args:
+        model: the `nn.Module` being trained: names the parameters ("0.weight") and so the
+            modules `series` accepts. None: leaves are named by `params`, else by their shape.
+        every: watch every n-th step (0, n, 2n, ...: the norms of every edge, parameter and
+            module); the other steps only flag a non-finite parameter gradient (an int >= 1).
+        path: append each completed step to this `.awwatch` file as it completes (`{rank}`
+            becomes the torch.distributed rank: one file per rank); None keeps it in memory
+            (`Watch.save` writes it later). Only a new or empty regular file is written: a
+            folder, a named pipe, a device, a symbolic link, a file holding anything else, a
+            file another watch is writing (two ranks without `{rank}`) are refused.
+        params: names for other tensors, `{"w": w}` (they win over `model`'s names); a tensor
+            named here counts as a parameter in `series("")`.
+        best_effort: when the file cannot be written (refused, a missing permission, a full
+            disk), False (the default) raises: at once where the path is visibly wrong, else
+            at the step that could not be written; True warns once (`RuntimeWarning`, with
+            the reason) and trains on, keeping every step in memory (`Watch.save` later).
+
+    Returns:
+        The `Watch` (a context manager: leaving `with aw.watch(...) as w:` closes it).
+
+    Raises:
+        ValueError: `every` is not an int >= 1; `path` is refused (see `path`).
+        OSError: the file cannot be written (at the step that could not be written).
+        TypeError: `model` is not an `nn.Module`, `params` not a mapping of tensors.
 
     Example:
         >>> net = torch.nn.Linear(3, 1); opt = torch.optim.SGD(net.parameters(), lr=0.1)
@@ -598,16 +650,20 @@ def watch(
         >>> w.steps, w.series("weight").shape, w.nonfinite_steps
         ([0, 2], (2,), [])
     """
-    return Watch(model, every=every, path=path, params=params)
+    return Watch(model, every=every, path=path, params=params, best_effort=best_effort)
 
 
-def load_watch(path: str | os.PathLike) -> Watch:
+def load_watch(path: str | os.PathLike, *,
+               max_structure_bytes: int = awwatch.MAX_STRUCTURE) -> Watch | RankWatches:
     """Read an `.awwatch` file written by `Watch.save` or `aw.watch(..., path=...)`: another
-    process, no model needed; read-only.
+    process, no model needed; read-only. With `{rank}` in `path`: every rank's file (0, 1, ...
+    while it exists) as a `RankWatches` (rankwatch.py; bad sets of files are a ValueError).
 
     Guarantees: runs no code from the file; a file cut short by a killed process loads with
     every step it completed (its `warnings` say what was left out); anything malformed raises
-    ValueError naming it.
+    ValueError naming it. One graph structure's record may take `max_structure_bytes` (16 MiB
+    by default, ~50,000 nodes): a larger one is refused saying so; raise it for a file you
+    trust.
 
     Example:
         >>> import tempfile
@@ -620,4 +676,9 @@ def load_watch(path: str | os.PathLike) -> Watch:
         >>> back.steps, back.losses().tolist()
         ([0], [6.0])
     """
-    return Watch.from_file(path)
+    def one(p: str | os.PathLike) -> Watch:
+        return Watch.from_file(p, max_structure_bytes=max_structure_bytes)
+
+    if RANK in str(os.fspath(path)):
+        return RankWatches.load(path, one)
+    return one(path)
