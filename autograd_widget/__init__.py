@@ -9,6 +9,8 @@ a compiled region's `Region`, `RegionEdge`, `RegionInput`, `RegionOutput`, `Regi
 `ListenerHandle`, `Repeat`, `RepeatedSubgraph`, `Origin`, `FailureExplanation`; `record` /
 `load_recording` / `compare_recordings` / `side_by_side` and their `Recording`, `NodeExecution`,
 `Failure`, `Replay`, `RecordingPair`; `watch` / `load_watch` and their `Watch`, `TrainingStep`;
+every rank's files of a distributed run (`load_watch` / `load_recording` with `{rank}` in the
+path): `RankWatches` (`RankNonfinite`, `Divergence`), `RankRecordings` (`RankFailure`);
 `formula` and what `graph.formula(node_id)` returns, `NodeFormula` (with `FormulaLine`s).
 
 The package map (each subpackage's own docstring maps it): `util`, `core`, `engine`, `view`,
@@ -41,6 +43,8 @@ from .core.track import track  # noqa: E402
 from .engine.diagnose.failure import FailureExplanation  # noqa: E402
 from .engine.diagnose.origins import Origin  # noqa: E402
 from .engine.interface import Capabilities, Stepping  # noqa: E402
+from .engine.record.ranks import RankFailure, RankRecordings  # noqa: E402
+from .engine.record.rankwatch import Divergence, RankNonfinite, RankWatches  # noqa: E402
 from .engine.record.recdiff import compare_recordings  # noqa: E402
 from .engine.record.recorder import record  # noqa: E402
 from .engine.record.recording import Failure, NodeExecution, Recording, load_recording  # noqa: E402
@@ -63,6 +67,7 @@ __all__ = [
     "BackwardGraph",
     "Capabilities",
     "Difference",
+    "Divergence",
     "Edge",
     "EditInfo",
     "Failure",
@@ -75,6 +80,10 @@ __all__ = [
     "NodeExecution",
     "NodeFormula",
     "Origin",
+    "RankFailure",
+    "RankNonfinite",
+    "RankRecordings",
+    "RankWatches",
     "Recording",
     "RecordingPair",
     "Region",

@@ -44,11 +44,20 @@ from ...core.regions import Region
 from ...core.store import SummaryStore
 from ...core.summary import Summary
 from ...util.gcpause import gc_paused
+from ...util.warn import warn_user
 from ..diagnose.failure import explain_failure
 from ..diagnose.origins import birth_cause, loss_scale
 from .recording import Failure, NodeExecution, Recording, new_meta
 
-__all__ = ["Recorder", "record", "recorded_regions"]
+__all__ = ["EMPTY_RECORDING", "Recorder", "empty_notice", "record", "recorded_regions"]
+
+#: What an `aw.record` block in which no backward of its graph ran says (a `UserWarning` when
+#: the block ends, a line of `rec.warnings`, the notice of `aw.explore(rec)`).
+EMPTY_RECORDING = (
+    "no backward of the recorded graph ran inside the `with aw.record(...)` block: the "
+    "recording is empty (0 passes). Call loss.backward() (or torch.autograd.grad) inside the "
+    "block, on the tensor given to aw.record"
+)
 
 _perf = time.perf_counter
 _get_ident = threading.get_ident
@@ -264,7 +273,7 @@ class Recorder:
             >>> loss = (x * 3).sum(); rec = aw.record(loss)
             >>> r = Recorder(aw.capture(loss), rec, "summaries"); r.start(); len(r.handles)
             6
-            >>> r.finish(None); r.handles
+            >>> loss.backward(); r.finish(None); r.handles
             []
         """
         if self.started:
@@ -331,8 +340,9 @@ class Recorder:
 
         Example:
             >>> loss = (x * 3).sum(); rec = aw.record(loss)
-            >>> r = Recorder(aw.capture(loss), rec, "summaries"); r.fill(None); rec.passes
-            0
+            >>> r = Recorder(aw.capture(loss), rec, "summaries"); r.start(); loss.backward()
+            >>> r.remove_hooks(); r.fill(None); rec.passes
+            1
         """
         store = self.store
         store.flush()
@@ -365,10 +375,32 @@ class Recorder:
                 why = None
                 self.note("explaining the failure", e)
             failed = dataclasses.replace(failed, explanation=why)
+        if exc is not None and failed is None:  # raised after every node ran (DDP's all-reduce
+            # waits at the end of the backward): no node to blame; the error is kept for the
+            # rank group (ranks.py), which explains it as waiting on a peer
+            self.recording.meta["error"] = str(exc)[:2000]
+            self.recording.meta["error_type"] = type(exc).__name__
+        if exc is None and not runs and next(self.counter) == 0:  # no pre-hook ever fired
+            self.warnings.append(EMPTY_RECORDING)
+            warn_user(EMPTY_RECORDING)
         self.recording.populate(runs, failure=failed, tensors=kept, warnings=self.warnings)
         self.recording.births = {
             self.ids[i]: why for (task, i), why in self.births.items() if tasks.get(task) == last
         }
+
+
+def empty_notice(rec: Recording) -> str | None:
+    """`EMPTY_RECORDING`, as a sentence, when `rec` holds no run and no failure (the block ran
+    no backward of its graph), else None: what `aw.explore(rec)` shows instead of a silent
+    "step 0 / 0".
+
+    Example:
+        >>> empty_notice(Recording(g, []))[:40]
+        'No backward of the recorded graph ran in'
+    """
+    if rec.all_executions or rec.failure is not None:
+        return None
+    return EMPTY_RECORDING[0].upper() + EMPTY_RECORDING[1:] + "."
 
 
 def _all_finite(t: Any) -> bool:
