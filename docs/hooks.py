@@ -34,7 +34,8 @@ ROOT = notebook_pages.ROOT
 KATEX = ROOT / "js" / "node_modules" / "katex" / "dist"
 README_IMAGES = {"notebooks/img/widget.png": "assets/widget.png"}
 #: Repository links that have a page on the site (others become their plain text).
-SITE_PAGES = {"docs/formulas.md": "formulas.md",
+SITE_PAGES = {"docs/formulas.md": "formulas.md", "docs/watch.md": "watch.md",
+              "docs/compiled.md": "compiled.md",
               "CONTRIBUTING.md#torch-versions": "guide.md#torch-versions"}
 _MARKER = re.compile(r"^<!-- (readme|contributing): (.+?) -->$", re.M)
 _SOURCES = {"readme": "README.md", "contributing": "CONTRIBUTING.md"}

@@ -84,6 +84,7 @@ def text_of_html(raw: str) -> str:
                             "orientation", "keep", "create_graph", "height", "compare_to"]),
     ("capture", "capture", ["outputs", "grad_outputs", "model", "params"]),
     ("recording", "record", ["outputs", "grad_outputs", "model", "params", "keep"]),
+    ("watch", "watch", ["model", "every", "path", "params"]),
 ])
 def test_the_entry_points_have_full_parameters_sections_and_real_types(site, page, name, params):
     text = _entry(site / "api" / f"{page}.html", name)
@@ -206,6 +207,56 @@ def test_the_home_page_is_its_own_and_includes_the_readme_sections_it_names(site
     assert seen >= 4
     for heading in ("Install", "Quick start", "What you see"):
         assert f">{heading}<" in raw_home
+
+
+def test_the_home_page_links_the_watch_and_compiled_pages(site):
+    raw = (site / "index.html").read_text(encoding="utf-8")
+    for page in ("watch.html", "compiled.html"):
+        assert f'href="{page}"' in raw, f"the home page has no link to {page}"
+        assert (site / page).is_file()
+    # the README's own sentence, with its links as links (they were plain text)
+    what = raw[raw.index(">What you see<"):]
+    assert re.search(r'<a href="watch.html">docs/watch.md</a>', what)
+    assert re.search(r'<a href="compiled.html">docs/compiled.md</a>', what)
+
+
+def test_the_nav_lists_each_page_title_once():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    titles: list[str] = []
+
+    def walk(entries: list) -> None:
+        for entry in entries:
+            if isinstance(entry, str):  # a page titled by its first heading
+                md = ROOT / "docs" / entry
+                if md.is_file():
+                    heading = re.search(r"^# (.+)$", md.read_text(encoding="utf-8"), re.M)
+                    titles.append(heading.group(1).strip() if heading else entry)
+                continue
+            for title, value in entry.items():
+                if isinstance(value, list):
+                    walk(value)
+                else:
+                    titles.append(title)
+
+    walk(config["nav"])
+    assert titles.count("Watching training") == 1, titles
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+
+
+def test_the_formulas_page_opens_for_readers_and_ends_with_how_it_is_made(site):
+    text = text_of(site / "formulas.html")
+    start = text.index("What each backward node computes")
+    opening = text[start:start + 600]
+    assert "Every node of a backward graph" in opening
+    assert "regenerate" not in opening and "Generated from" not in opening
+    assert text.index("How this page is made") > text.index("Not coverable")
+
+
+def test_the_guide_explains_the_moved_list(site):
+    text = text_of(site / "guide.html")
+    assert "Moved > 10x" in text and "largest and smallest finite, non-zero values" in text
 
 
 def test_no_literal_escapes_and_no_list_run_into_a_paragraph(site):

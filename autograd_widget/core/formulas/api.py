@@ -62,7 +62,21 @@ for _family in (elementwise, activations, shapes, reductions, sequence, nn):
         _TABLE[_f.name] = _f
 
 
-def _short(name: str) -> str:
+def _short(name: Any) -> str:
+    """The node type's short name of `name`: a type name (torch's `torch::autograd::` prefix
+    allowed) or a live backward node (`loss.grad_fn`); anything else: a TypeError saying what
+    to pass."""
+    if not isinstance(name, str):
+        fn_name = getattr(type(name), "name", None)
+        if isinstance(name, torch.Tensor):
+            raise TypeError("pass a backward node (loss.grad_fn) or its type name "
+                            "('MulBackward0'), not a tensor")  # fmt: skip
+        if not callable(fn_name) or isinstance(name, type):
+            raise TypeError(f"expected a node type name ('MulBackward0') or a backward node "
+                            f"(loss.grad_fn), got {type(name).__name__}")  # fmt: skip
+        name = name.name()
+        if not isinstance(name, str):
+            raise TypeError(f"expected a backward node, got {type(name).__name__}")
     return name.rsplit("::", 1)[-1]
 
 
@@ -77,8 +91,9 @@ def covered_types() -> list[str]:
     return sorted(_TABLE)
 
 
-def formula_record(name: str) -> Formula | None:
-    """The `Formula` of node type `name` (torch's `torch::autograd::` prefix allowed), or None.
+def formula_record(name: Any) -> Formula | None:
+    """The `Formula` of node type `name` (torch's `torch::autograd::` prefix allowed; or a live
+    backward node such as `loss.grad_fn`), or None.
 
     Example:
         >>> formula_record("MmBackward0").outputs[1].label
@@ -87,14 +102,20 @@ def formula_record(name: str) -> Formula | None:
     return _TABLE.get(_short(name))
 
 
-def formula(node_name: str) -> str | None:
+def formula(node_name: Any) -> str | None:
     """The LaTeX of what backward node type `node_name` computes, None for an unknown type.
+
+    `node_name` is a type name ("MulBackward0") or a live backward node (`loss.grad_fn`, one of
+    its `next_functions`): its type's formula. Anything else raises a TypeError saying what to
+    pass. For a node of a captured graph with its shapes, see `graph.formula(node_id)`.
 
     One aligned block: the named intermediates, then one line per gradient the node returns
     (`\\mathrm{grad}_{\\mathrm{mat1}} = \\ldots`), in output order. `G` is the incoming gradient.
 
     Example:
         >>> r"\\mathrm{mat2}^{\\top}" in formula("AddmmBackward0")
+        True
+        >>> formula((x * y).grad_fn) == formula("MulBackward0")
         True
         >>> formula("AccumulateGrad")
         'x.\\\\mathrm{grad} \\\\mathrel{+}= G'
