@@ -20,7 +20,6 @@ The synced traits the front-end reads and writes are `TRAITS` (widget.py declare
 from __future__ import annotations
 
 import logging
-import reprlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from ..view import inspect
 from ..view.fitrule import Viewport
 from ..view.labels import node_title
 from ..view.modules import module_paths
-from . import trainpayload
+from . import rankswitch, trainpayload
+from .quoting import MAX_WARNING, quote, shown
 
 if TYPE_CHECKING:
     from .session import Session
@@ -66,10 +66,11 @@ REPLY_TYPES = (REPLY, WARNING)
 
 #: The widget's synced traits the front-end reads or writes (js/src/protocol.js `TRAIT`): the
 #: graph and state payloads, the bundle's hash, the selection, the height (None: what the graph
-#: needs), the layout direction ("auto", "TB", "LR") and the plumbing toggle.
+#: needs), the layout direction ("auto", "TB", "LR"), the plumbing toggle; a watch's timeline and
+#: step; a rank group's rank shown and its one line per rank (rankswitch.py).
 TRAITS = (
     "_graph", "_state", "_bundle", "selected", "selected_edge", "height", "orientation",
-    "show_plumbing", "_timeline", "watch_step",
+    "show_plumbing", "_timeline", "watch_step", "rank", "ranks",
 )
 
 #: The format of the walkthrough a standalone page embeds (export/html.py; js/src/walkthrough.js
@@ -194,7 +195,7 @@ def _v_select(s: Session, msg: dict) -> tuple[bool, str | None]:
     if "id" in msg:  # a real node id, e.g. from search: reveal it first
         nid = msg.get("id")
         if not isinstance(nid, str) or nid not in s.scene.graph.nodes:
-            raise Invalid(f"select: no node {str(nid)[:40]!r}")
+            raise Invalid(f"select: no node {quote(nid)}")
         return True, nid
     if msg.get("node") is None:
         return False, None
@@ -214,7 +215,7 @@ def _v_select_edge(s: Session, msg: dict) -> str | None:
 def _v_expand(s: Session, msg: dict) -> str:
     group = msg.get("group")
     if not (s.scene.is_collapsed(group) or s.scene.is_folded(group)):
-        raise Invalid(f"expand: {str(group)[:60]!r} is not a collapsed module or a folded run")
+        raise Invalid(f"expand: {quote(group)} is not a collapsed module or a folded run")
     return group
 
 
@@ -224,7 +225,7 @@ def _v_collapse(s: Session, msg: dict) -> str:
         node = _node_arg(s, msg)
         group = s.scene.graph.nodes[node].module if node is not None else None
     if not isinstance(group, str) or group not in module_paths(s.scene.graph):
-        raise Invalid(f"collapse: {str(group)[:60]!r} is not a module of this graph")
+        raise Invalid(f"collapse: {quote(group)} is not a module of this graph")
     return group
 
 
@@ -321,19 +322,19 @@ def _v_inspect(s: Session, msg: dict) -> tuple[str, Any]:
     if "edge_id" in msg:
         eid = msg.get("edge_id")
         if not isinstance(eid, str) or eid not in scene.state.edge_index:
-            raise Invalid(f"inspect: no edge {str(eid)[:40]!r}")
+            raise Invalid(f"inspect: no edge {quote(eid)}")
         return "edge", eid
     if "edge" in msg:
         idx = msg.get("edge")
-        return "edge", _visible_edge(s, idx, f"inspect: no edge index {idx!r}")
+        return "edge", _visible_edge(s, idx, f"inspect: no edge index {quote(idx)}")
     if "id" in msg:
         nid = msg.get("id")
         if not isinstance(nid, str) or nid not in s.scene.graph.nodes:
-            raise Invalid(f"inspect: no node {str(nid)[:40]!r}")
+            raise Invalid(f"inspect: no node {quote(nid)}")
         return "node", nid
     j = scene.item_index(msg.get("node"))
     if j is None:
-        raise Invalid(f"inspect: no node index {msg.get('node')!r}")
+        raise Invalid(f"inspect: no node index {quote(msg.get('node'))}")
     return "item", j
 
 
@@ -553,8 +554,8 @@ def _v_watch_step(s: Session, msg: dict) -> tuple[int, str | None]:
     if s.watch is None:
         raise Invalid("watch_step: this widget shows no watch")
     step, node = msg.get("step"), msg.get("node")
-    if not _is_int(step) or step not in s.watch.steps:
-        raise Invalid(f"watch_step: {step!r} is not a watched step of this watch")
+    if not _is_int(step) or not s.is_watched(step):
+        raise Invalid(f"watch_step: {quote(step)} is not a watched step of this watch")
     if node is not None and not isinstance(node, str):
         raise Invalid("watch_step: node must be a node id")
     return step, node
@@ -627,23 +628,13 @@ MESSAGES: dict[str, Message] = dict([
     _message("watch_step", _v_watch_step, _watch_step),
     _message("timeline_rows", _v_timeline_rows, _timeline_rows, "reply"),
     _message("gain", _v_gain, _gain, "reply"),
+    _message("select_rank", rankswitch.select_rank_validator(Invalid), rankswitch.select_rank),
 ])
 
 
 def _warning(message: str) -> dict[str, Any]:
     log.warning("autograd_widget: %s", message)
     return {"type": WARNING, "message": message}
-
-
-def _shown(msg: Any) -> str:
-    """A message as a warning quotes it: its first 80 characters, whatever it holds (a repr
-    of a deeply nested or huge message is never built whole)."""
-    try:
-        if isinstance(msg, dict):
-            return f"a message with keys {sorted(map(str, msg))[:8]}"[:80]
-        return reprlib.repr(msg)[:80]
-    except Exception:  # a repr that raises
-        return f"a {type(msg).__name__}"
 
 
 def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
@@ -664,11 +655,11 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
         'warning'
     """
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-        return [_warning(f"ignored a malformed message: {_shown(msg)}")]
+        return [_warning(f"ignored a malformed message: {shown(msg)}")]
     kind = msg["type"]
     spec = MESSAGES.get(kind)
     if spec is None:
-        return [_warning(f"ignored an unknown message type {kind[:40]!r}")]
+        return [_warning(f"ignored an unknown message type {quote(kind)}")]
     if session.released and not spec.after_release:
         return [_warning("this widget was released (widget.release()): explore() the tensors "
                          "again")]
@@ -676,7 +667,7 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
         args = spec.validate(session, msg)
         data = spec.handle(session, args)
     except Invalid as bad:
-        return [_warning(str(bad))]
+        return [_warning(str(bad)[:MAX_WARNING])]
     except Exception as err:  # a UI command must never take the kernel or the widget down
         log.exception("autograd_widget: %s failed", kind)
         out = [_warning(f"{kind} failed: {type(err).__name__}: {str(err)[:300]}")]

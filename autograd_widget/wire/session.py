@@ -21,6 +21,8 @@ from .payload import graph_payload
 
 if TYPE_CHECKING:
     from ..engine.interface import Stepping
+    from ..engine.record.ranks import RankRecordings
+    from ..engine.record.rankwatch import RankWatches
     from ..engine.record.watch import Watch
 
 __all__ = ["RELEASED_NOTICE", "Front", "Session", "freed_notice"]
@@ -96,6 +98,9 @@ class Session:
         self.watch_step: int | None = None
         #: The collapse mode a new structure's scene is built with (`show_step`).
         self.collapse = "auto"
+        #: `aw.explore(group)` of every rank's files (rankswitch.py): the group and the rank shown.
+        self.rank_group: RankWatches | RankRecordings | None = None
+        self.rank: int | None = None
 
     @property
     def recorded(self) -> bool:
@@ -208,6 +213,29 @@ class Session:
         if self.front is not None:
             self.front.select_edge(edge_id)
 
+    def is_watched(self, step: Any) -> bool:
+        """Whether `step` is a watched step of `self.watch` (False without a watch): one dict
+        look-up, whatever the number of steps (a `watch_step` message costs no scan of them).
+
+        Example:
+            >>> from autograd_widget.view.scene import Scene
+            >>> w = aw.watch(every=2); loss = (x * 3).sum()
+            >>> for _ in range(2):
+            ...     with w.step(loss):
+            ...         loss.backward(retain_graph=True)
+            >>> session = Session(g, st, Scene(g, st)); session.watch = w
+            >>> session.is_watched(0), session.is_watched(1), session.is_watched("0")
+            (True, False, False)
+        """
+        w = self.watch
+        if w is None or isinstance(step, bool) or not isinstance(step, int):
+            return False
+        try:
+            st = w.record(step)
+        except KeyError:
+            return False
+        return st.watched and st.structure is not None
+
     def show_step(self, step: int, node: str | None = None) -> None:
         """Show watched step `step` of `self.watch`: its recording replayed to the end (every
         edge coloured by that step's gradients); the same drawing when its graph has the
@@ -254,6 +282,25 @@ class Session:
             self.refresh()
         else:
             self.redraw()
+
+    def replace(self, graph: BackwardGraph, stepper: Stepping, scene: Scene,
+                notice: str | None) -> None:
+        """Show another run instead (another rank's recording, rankswitch.py): its graph,
+        stepper, scene and notice; the old stepper is closed. The caller redraws.
+
+        Example:
+            >>> from autograd_widget.view.scene import Scene
+            >>> session = Session(g, st, Scene(g, st)); other = aw.Stepper(g)
+            >>> session.replace(g, other, Scene(g, other), "another run")
+            >>> session.stepper is other, session.notice
+            (True, 'another run')
+        """
+        old = self.stepper
+        self.graph, self.stepper, self.scene, self.notice = graph, stepper, scene, notice
+        self._validity, self._payload, self._seen_error = _validity(graph), None, None
+        self.running = False
+        if old is not stepper:
+            old.close()
 
     def release(self, owns_graph: bool) -> None:
         """Drop every torch reference (close the stepper; close the graph when `owns_graph`, else

@@ -61,6 +61,8 @@ MALFORMED = [
     {"type": "watch_step", "step": 0, "node": 5}, {"type": "timeline_rows"},
     {"type": "timeline_rows", "request": 1, "module": ["layers"]},
     {"type": "gain", "request": "1"}, {"type": "gain"},
+    # a rank group's message, sent to widgets that show none (and malformed anyway)
+    {"type": "select_rank", "rank": "1"}, {"type": "select_rank"},
     # the drawing's size and semantic zoom
     {"type": "viewport", "request": 1, "width": math.nan, "height": 400},
     {"type": "viewport", "request": 1, "width": 10**9, "height": 400},
