@@ -27,6 +27,7 @@ from .core.capture import capture
 from .core.graph import BackwardGraph
 from .engine.interface import Stepping
 from .engine.record.recdiff import compare_recordings
+from .engine.record.recorder import empty_notice
 from .engine.record.recording import Recording
 from .engine.record.replay import Replay, recording_name
 from .engine.record.watch import Watch
@@ -43,6 +44,7 @@ from .view.repeats import Repeat
 from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
 from .view.timeline import first_nonfinite as timeline_first
 from .wire.protocol import BUNDLE, REPLY, WARNING, dispatch
+from .wire.rankswitch import RankSelection, attach, group_of, member, show_rank
 from .wire.session import Session, freed_notice
 from .wire.trainpayload import timeline_payload
 
@@ -108,8 +110,16 @@ class _Traits:
     def select_edge(self, edge_id: str | None) -> None:
         self.widget.selected_edge = edge_id
 
+    def show_rank(self, rank: int, stepper: Stepping | None, timeline: dict | None) -> None:
+        """Another rank is shown (wire/rankswitch.py): the widget follows its stepper."""
+        w = self.widget
+        if stepper is not None:
+            stepper.add_listener(w._on_stepper_change)
+        with w.hold_sync():
+            w.rank, w._timeline = rank, (w._timeline if timeline is None else timeline)
 
-class AutogradWidget(anywidget.AnyWidget):
+
+class AutogradWidget(RankSelection, anywidget.AnyWidget):
     """The interactive backward graph of one set of outputs.
 
     `widget.graph` and `widget.stepper` are the very objects the buttons drive; stepping either
@@ -142,6 +152,9 @@ class AutogradWidget(anywidget.AnyWidget):
     _timeline = traitlets.Dict().tag(sync=True)
     #: The watched step whose graph is shown (`aw.explore(watch)`; set it to show another).
     watch_step = traitlets.Int(None, allow_none=True).tag(sync=True)
+    #: A rank group's rank shown (set it, or `select_rank`) and its lines (wire/rankswitch.py).
+    rank = traitlets.Int(None, allow_none=True).tag(sync=True)
+    ranks = traitlets.List().tag(sync=True)
     _showing = False
 
     def __init__(
@@ -167,8 +180,19 @@ class AutogradWidget(anywidget.AnyWidget):
             raise ValueError(
                 f"height must be None (what the graph needs) or an int number of pixels >= 100, "
                 f"got {height!r}")
+        if isinstance(graph_or_outputs, torch.nn.Module):
+            name = type(graph_or_outputs).__name__
+            raise TypeError(
+                f"aw.explore() got the module itself ({name}); it draws the backward of a "
+                f"tensor the module computed: pass the loss or the output, and the module as "
+                f"model=, e.g. aw.explore(model(x).sum(), model=model) or "
+                f"aw.explore(loss, model=model)"
+            )
         stepper: Stepping
         watch: Watch | None = None
+        group = group_of(graph_or_outputs, compare_to)  # every rank's files: one rank shown
+        if group is not None:
+            graph_or_outputs = member(group)  # the rank that matters: where it broke
         if isinstance(graph_or_outputs, Watch):
             if grad_outputs is not None or model is not None or params is not None:
                 raise TypeError("a watch was recorded already: model/params apply to aw.watch()")
@@ -214,7 +238,10 @@ class AutogradWidget(anywidget.AnyWidget):
         self.collapse_mode = collapse
         scene = Scene(graph, stepper, collapse=collapse, orientation=orientation,
                       show_plumbing=self.show_plumbing, viewport=default_viewport(height))
-        session = Session(graph, stepper, scene, _Traits(self), notice=freed_notice(graph))
+        notice = freed_notice(graph)
+        if isinstance(graph_or_outputs, Recording):
+            notice = empty_notice(graph_or_outputs) or notice
+        session = Session(graph, stepper, scene, _Traits(self), notice=notice)
         if compare_to is not None:
             if not isinstance(compare_to, Recording):
                 raise TypeError(f"compare_to must be a Recording, got {type(compare_to).__name__}")
@@ -229,6 +256,9 @@ class AutogradWidget(anywidget.AnyWidget):
             self._timeline = timeline_payload(watch, step0)
             self.watch_step = step0
         self._graph = session.graph_payload()
+        if group is not None:
+            session.collapse, self.rank_group = collapse, group
+            self.ranks, self.rank = attach(session, group), session.rank
         self._session = session
         session.refresh()
         stepper.add_listener(self._on_stepper_change)
@@ -289,11 +319,19 @@ class AutogradWidget(anywidget.AnyWidget):
         if self._showing or session is None or session.watch is None or step is None:
             return
         if step != session.watch_step:
-            if step not in session.watch.steps:
+            if not session.is_watched(step):
                 log.warning("autograd_widget: step %r was not watched", step)
                 self.watch_step = session.watch_step
                 return
             session.show_step(step)
+
+    @traitlets.validate("rank")
+    def _check_rank(self, proposal: dict) -> int | None:
+        """Setting `rank` shows that rank's run (`select_rank`); a ValueError when it can't."""
+        session = self._session
+        if session is not None and proposal["value"] != session.rank:
+            show_rank(session, proposal["value"])
+        return proposal["value"]
 
     @property
     def watch(self) -> Watch | None:
@@ -583,7 +621,9 @@ def explore(
     above; a step cursor with Play; "First NaN/Inf"; the modules whose norm moved more than 10x)
     above the selected step's graph, coloured by that step's gradients (`widget.watch_step`
     selects another; the "gain" colour mode shows |grad out| / |grad in| per node). It opens on
-    the first non-finite watched step, else the last one.
+    the first non-finite watched step, else the last one. Or every rank's files
+    (`aw.load_watch("run_{rank}.awwatch")`, `aw.load_recording("x_{rank}.awrec")`): that view of
+    one rank, with a rank selector (`widget.rank`, `ranks`, `select_rank`), opening where it broke.
 
     Args:
         outputs: what to differentiate: a tensor with a `grad_fn` (the loss, a model's output)
@@ -629,7 +669,9 @@ def explore(
             pass), a bad option.
         RuntimeError: an output with more than one element and no `grad_outputs` (as
             `backward()` refuses it).
-        TypeError: arguments of the wrong kind (e.g. `model=` that is not an `nn.Module`).
+        TypeError: arguments of the wrong kind (e.g. `model=` that is not an `nn.Module`; the
+            module itself as `outputs`: pass what it computed, `aw.explore(model(x).sum(),
+            model=model)`).
 
     Warns:
         UserWarning: the graph was already freed by `backward()` (it is drawn, and the widget

@@ -32,6 +32,7 @@ from ..view.scene import Scene
 from ..view.timeline import timeline
 from ..wire.protocol import REPLY, STATE_ARRAYS, STEP_SCALARS, WALKTHROUGH_FORMAT, dispatch
 from ..wire.session import Session, freed_notice
+from .rankpage import rank_pages
 
 if TYPE_CHECKING:
     from ..core.graph import BackwardGraph
@@ -231,27 +232,42 @@ def walkthrough_session(
     steps: list[dict[str, Any]] = []
     limit = len(stepper.order) if max_steps is None else min(max_steps, len(stepper.order))
     failed = None
+    # Per step only what it changed (`take_changes`): the scalars, the differences of the arrays
+    # at the items and edges it touched, the values of the edges it touched; so walking a large
+    # graph costs no pass over every item, edge or value (nor a whole payload) per step.
+    current = {name: arrays[name].copy() for name in STATE_ARRAYS}
+    shown: dict[str, Any] = arrays["edge_values"]
+    sv.take_changes()
     while stepper.position < limit:
         refused = dispatch(session, {"type": "step"})  # a node that fails is no refusal
         if refused:
             raise RuntimeError(
                 f"walkthrough: step {stepper.position} was refused: {refused[0].get('message')}"
             )
-        state = sv.update()
-        new = sv.visible_arrays()
-        delta: dict[str, Any] = {"scalars": _scalars(state)}
+        sv.advance()
+        changes = sv.take_changes()
+        at = {"node_state": changes["items"], "progress": changes["items"],
+              "edge_norm": changes["edges"], "edge_flag": changes["edges"]}  # fmt: skip
+        new = sv.visible_arrays(False, items=changes["items"], edges=changes["edges"])
+        delta: dict[str, Any] = {"scalars": _scalars(sv.scalars())}
         for name in STATE_ARRAYS:
-            d = _array_delta(arrays[name], new[name])
+            d = _array_delta(current[name][at[name]], new[name])
             if d is not None:
+                d["index"] = at[name][d["index"]].astype(np.int32)
                 delta[name] = d
-        old_vals, new_vals = arrays["edge_values"], new["edge_values"]
-        set_vals = {k: v for k, v in new_vals.items() if old_vals.get(k) != v}
-        unset = {k: v for k, v in old_vals.items() if k not in new_vals}
-        was = {k: old_vals[k] for k in set_vals if k in old_vals}
+            current[name][at[name]] = new[name]
+        set_vals, unset, was = {}, {}, {}
+        for k, now in changes["edge_values"].items():
+            old = shown.get(k)
+            if now is None and old is not None:
+                unset[k] = shown.pop(k)
+            elif now is not None and old != now:
+                set_vals[k] = shown[k] = now
+                if old is not None:
+                    was[k] = old
         if set_vals or unset:
             delta["edge_values"] = {"set": set_vals, "unset": unset, "was": was}
         steps.append(delta)
-        arrays = new
         err = stepper.last_error
         if err is not None:
             failed = {"node": err[0], "message": err[1]}
@@ -293,6 +309,8 @@ def walkthrough(
     read through its public API, and its stepper is not moved. A watch's widget
     (`aw.explore(watch)`) adds its timeline (`view.timeline.timeline`, every step) and the step
     the page's graph is (`watch_step`): the page shows the timeline above that step's graph.
+    A rank group's widget (`aw.explore(group)`) adds every other rank's walkthrough (`ranks`,
+    rankpage.py).
 
     Args:
         widget: what to walk through.
@@ -334,6 +352,9 @@ def walkthrough(
         step = getattr(widget, "watch_step", None)
         walk["timeline"] = _encode(timeline(watch, step))
         walk["watch_step"] = step
+    if getattr(widget, "rank_group", None) is not None:  # aw.explore(group): every rank's run
+        walk["ranks"] = rank_pages(widget, lambda one: walkthrough(
+            one, max_steps=max_steps, title=title, description=description, start=start))
     return walk
 
 
@@ -390,7 +411,8 @@ def html(walk: dict[str, Any]) -> str:
     data = (f"<script type=\"application/json\" id=\"autograd-widget-walkthrough\">"
             f"{_script_json(walk)}</script>\n")
     # the bundle's `mountWalkthrough` export draws the walkthrough into the page
-    draw = ("mod.mountWalkthrough(document.getElementById('autograd-widget-root'),"
+    mount = "mountWalkthroughRanks" if walk.get("ranks") else "mountWalkthrough"  # rankpage.py
+    draw = (f"mod.{mount}(document.getElementById('autograd-widget-root'),"
             " read('autograd-widget-walkthrough'), { fill: true });\n")
     return _page(walk, main, data, draw)
 

@@ -3,6 +3,7 @@
 import './widget.css';
 import { kernelBackend } from './backend.js';
 import { TRAIT } from './protocol.js';
+import { createLiveRankBar } from './ranks.js';
 import { createTimeline, decodeTimeline } from './timeline.js';
 import { createView } from './view.js';
 
@@ -12,6 +13,9 @@ import { createView } from './view.js';
  */
 function render({ model, el }) {
   const backend = kernelBackend(model);
+  // `aw.explore(group)`: every rank of a distributed run, one shown, a rank selector on top
+  const ranks = createLiveRankBar(el.ownerDocument, model, (cmd) => backend.command(cmd));
+  if (ranks) el.appendChild(ranks.el);
   // `aw.explore(watch)`: the training run's timeline above the selected step's graph
   const timeline = decodeTimeline(model.get(TRAIT.TIMELINE))
     ? createTimeline(el.ownerDocument, { model, send: (cmd) => backend.command(cmd), request: backend.request, live: true })
@@ -20,10 +24,12 @@ function render({ model, el }) {
   const destroy = createView({ model, el, backend });
   return () => {
     timeline?.destroy();
+    ranks?.destroy();
     destroy();
     backend.dispose();
   };
 }
 
+export { mountWalkthroughRanks } from './ranks.js';
 export { mountWalkthrough, mountWalkthroughPair } from './walkthrough.js';
 export default { render };

@@ -41,6 +41,8 @@ export const MSG = Object.freeze({
   TIMELINE_ROWS: 'timeline_rows',
   /** the "gain" colour mode: |grad out| / |grad in| per visible item (a request) */
   GAIN: 'gain',
+  /** show another rank of a rank group (`aw.explore(group)`; `{ rank }`) */
+  SELECT_RANK: 'select_rank',
 });
 
 /**
@@ -79,6 +81,10 @@ export const TRAIT = Object.freeze({
   TIMELINE: '_timeline',
   /** the watched step whose graph is shown below the timeline, or null */
   WATCH_STEP: 'watch_step',
+  /** the rank shown of a rank group (`aw.explore(group)`), or null */
+  RANK: 'rank',
+  /** one `{ rank, label, detail, role }` per rank of a rank group (ranks.js decodeRanks), [] when none */
+  RANKS: 'ranks',
 });
 
 /**
