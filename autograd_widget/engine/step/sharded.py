@@ -92,6 +92,14 @@ def _storage_id(t: Any) -> int | None:
         return None
 
 
+def _holds_values(t: torch.Tensor) -> bool:
+    """Whether an unsharded parameter holds its values now (FSDP frees them by resizing the
+    storage to 0). Read on this rank's local tensor: under tensor parallelism (a 2-D mesh) the
+    unsharded parameter is a DTensor, whose own wrapper storage never shrinks."""
+    local = local_tensor(t)
+    return local.untyped_storage().size() > 0 or local.numel() == 0
+
+
 def _saved(fn: Any, kind: str) -> tuple[list[Any], bool]:
     """The tensors node `fn` saved (not unpacked; checkpointed ones left out) and whether it
     holds checkpointed values."""
@@ -262,8 +270,7 @@ class ShardedSteps:
             []
         """
         m = self.modules[j]
-        if all(p.unsharded is None or p.unsharded.untyped_storage().size() > 0
-               or p.unsharded.numel() == 0 for p in m.params):  # fmt: skip
+        if all(p.unsharded is None or _holds_values(p.unsharded) for p in m.params):
             return  # unsharded already: by FSDP (not resharded after forward), or by us
         handle = m.module.unshard(async_op=True)
         seconds = wait_seconds()
