@@ -1,9 +1,10 @@
 """Run a script on several gloo ranks, torchrun-style, bounded in time, leaving no process behind.
 
 Every distributed test spawns its ranks through `run_ranks`: each rank is a fresh Python process
-(`python script RANK WORLD PORT OUT *args`), the port comes from the OS, every rank and the whole run
-have one timeout, and a rank still alive at the end is killed (its process group too). A rank's
-script starts with `RANK_PRELUDE`, which parses those arguments and joins the gloo group.
+(`python script RANK WORLD PORT OUT *args`), the port comes from the OS, every rank and the whole
+run have one timeout, and a rank still alive at the end is killed (its process group too). A
+rank's script starts with `RANK_PRELUDE`, which parses those arguments and joins the process
+group: gloo, or NCCL with `backend="nccl"` (rank r then on CUDA device r modulo the devices there).
 
 Example (not run here: it spawns processes):
     outs = run_ranks(tmp_path, CHILD, world=2)   # CHILD: text that uses rank, world, out
@@ -26,15 +27,20 @@ import torch
 ROOT = Path(__file__).parents[2]
 
 #: Prepended to every rank's script: `rank`, `world`, `out` (a folder, str), `argv` (the extra
-#: arguments), one gloo process group joined with a bounded timeout, torch on one thread.
+#: arguments), `backend` ("gloo" unless `run_ranks(backend=...)`), one process group joined with
+#: a bounded timeout (NCCL: on CUDA device `rank` modulo the devices, set first), torch on one
+#: thread.
 RANK_PRELUDE = textwrap.dedent(
     """
     import datetime, os, sys
     import torch, torch.distributed as dist
     rank, world, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     argv = sys.argv[5:]
+    backend = os.environ.get("AW_RANK_BACKEND", "gloo")
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    if backend == "nccl":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=60))
     """
 )
@@ -57,15 +63,18 @@ def free_port() -> int:
 
 
 def run_ranks(tmp_path: Path, body: str, *, world: int = 2, args: tuple[str, ...] = (),
-              timeout: float = 120.0, expect_ok: bool = True, name: str = "rank.py") -> list[str]:
+              timeout: float = 120.0, expect_ok: bool = True, name: str = "rank.py",
+              backend: str = "gloo") -> list[str]:  # fmt: skip
     """Run `RANK_PRELUDE + body + RANK_EXIT` on `world` ranks; return each rank's output.
 
     `expect_ok`: fail the test (with every rank's output) when a rank exits non-zero. On timeout
-    every rank is killed and the test fails saying so, with what the ranks printed."""
+    every rank is killed and the test fails saying so, with what the ranks printed. `backend`:
+    the process group's ("gloo", or "nccl" where CUDA and NCCL are there)."""
     script = tmp_path / name
     script.write_text(RANK_PRELUDE + textwrap.dedent(body) + RANK_EXIT)
     port = str(free_port())
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+           "AW_RANK_BACKEND": backend}  # fmt: skip
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), str(rank), str(world), port, str(tmp_path), *args],
