@@ -451,3 +451,31 @@ def describe(p: Painted) -> dict[str, Any]:
     """A short summary of a paint for assertion messages."""
     return {"count": p.count, "ppu": round(p.ppu, 2), "font": round(p.font, 1),
             "items": len(p.items), "labels": len(p.labels), "marks": p.marks}
+
+
+#: The only URLs a standalone page may load: it is one offline file.
+ALLOWED = ("file:", "blob:", "data:", "about:")
+
+
+def open_offline(browser, path):
+    """Open a standalone page from disk in a fresh context that lets only local URLs through:
+    (context, page, requests tried elsewhere, console and page errors)."""
+    ctx = browser.new_context(viewport={"width": 1100, "height": 700})
+    requests, errors = [], []
+
+    def route(r):
+        if r.request.url.startswith(ALLOWED):
+            r.continue_()
+        else:
+            requests.append(r.request.url)
+            r.abort()
+
+    ctx.route("**/*", route)
+    page = ctx.new_page()
+    page.on(
+        "request", lambda req: None if req.url.startswith(ALLOWED) else requests.append(req.url)
+    )
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(e.message))
+    page.goto(path.as_uri())
+    return ctx, page, requests, errors

@@ -23,10 +23,9 @@ from playwright.sync_api import expect
 import autograd_widget as aw
 
 from .conftest import ARTIFACTS
-from .drawtools import painted, widget_root
+from .drawtools import open_offline, painted, widget_root
 from .labserver import ROOT
 from .labtools import button, open_notebook, run_cell, status
-from .test_export_browser import open_offline
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 import autograd_widget as aw
 
-from .test_export_browser import open_offline
+from .drawtools import open_offline
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

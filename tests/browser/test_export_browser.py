@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 import autograd_widget as aw
 
 from .conftest import ARTIFACTS
+from .drawtools import open_offline
 
 Z_STATUS = [
     "step 0 / 4 → next AddBackward0",
@@ -21,8 +22,6 @@ Z_STATUS = [
     "ran PowBackward0 (step 3 / 4) → next AccumulateGrad (x)",
     "ran AccumulateGrad (x) (step 4 / 4) — done",
 ]
-ALLOWED = ("file:", "blob:", "data:", "about:")
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -47,28 +46,6 @@ def wait_edge_count(root, count: int) -> None:
 
 def edge_texts(root) -> list[str]:
     return root.page.evaluate(EDGE_TEXTS, root.element_handle())
-
-
-def open_offline(browser, path):
-    ctx = browser.new_context(viewport={"width": 1100, "height": 700})
-    requests, errors = [], []
-
-    def route(r):
-        if r.request.url.startswith(ALLOWED):
-            r.continue_()
-        else:
-            requests.append(r.request.url)
-            r.abort()
-
-    ctx.route("**/*", route)
-    page = ctx.new_page()
-    page.on(
-        "request", lambda req: None if req.url.startswith(ALLOWED) else requests.append(req.url)
-    )
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(e.message))
-    page.goto(path.as_uri())
-    return ctx, page, requests, errors
 
 
 def test_exported_html_replays_offline_with_the_kernels_values(browser, tmp_path):

@@ -7,12 +7,12 @@ fixture), and leaves a screenshot under tests/artifacts/.
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+
+from tests.helpers.screenshots import keep_readme_image
 
 from .conftest import ARTIFACTS, NOTEBOOK7_KNOWN_ERRORS
 from .labtools import (
@@ -41,20 +41,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 expect.set_options(timeout=20_000)
 
-#: The README's screenshot (README.md shows it; `make screenshots` rewrites it from this test).
-README_IMAGE = Path(__file__).resolve().parents[2] / "notebooks" / "img" / "widget.png"
-#: Set to 1 by `make screenshots`: only then does the test copy its screenshot over the README's
-#: (`make test` writes no tracked file: its screenshots stay under tests/artifacts/, ignored).
-UPDATE_SCREENSHOTS = "AW_UPDATE_SCREENSHOTS"
-
-
-def keep_readme_image(shot: Path, target: Path = README_IMAGE) -> bool:
-    """Copy the fresh screenshot `shot` over the README's `target` when AW_UPDATE_SCREENSHOTS=1
-    (`make screenshots`), and say whether it did; otherwise leave the tracked image alone."""
-    if os.environ.get(UPDATE_SCREENSHOTS) != "1":
-        return False
-    target.write_bytes(shot.read_bytes())
-    return True
 
 Z_CELL = """\
 import torch

@@ -5,7 +5,6 @@ what is wrong, and nothing in a file is ever executed (no pickle)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import struct
@@ -13,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,24 +20,20 @@ import torch
 
 import autograd_widget as aw
 from autograd_widget.engine.record import awwatch
+from tests.helpers.watchcraft import (
+    file_with,
+    graph_dict,
+    head,
+    rec,
+    stp,
+    strc,
+    watched_step,
+)
 
 ROOT = Path(__file__).parents[2]
 
 
-def rec(tag: bytes, payload: bytes) -> bytes:
-    """A record built independently of the writer: tag, u64 length, payload, crc32."""
-    return tag + struct.pack("<Q", len(payload)) + payload + struct.pack("<I", zlib.crc32(payload))
 
-
-def head(**over) -> bytes:
-    doc = {"format": "autograd_widget.watch", "version": [1, 0], "every": 1, "meta": {}}
-    doc.update(over)
-    return rec(b"HEAD", json.dumps(doc).encode())
-
-
-def step_payload(doc: dict, arrays: bytes = b"") -> bytes:
-    text = json.dumps(doc).encode()
-    return struct.pack("<I", len(text)) + text + arrays
 
 
 def small_run(tmp_path, steps=4, every=2, path=True, inject=None):
@@ -196,30 +190,9 @@ def test_damage_inside_the_file_is_an_error_not_a_silent_loss(tmp_path):
         aw.load_watch(p)
 
 
-def graph_dict():
-    x = torch.tensor([1.0, 2.0], requires_grad=True)
-    return aw.capture((x * 3).sum(), params={"x": x}).to_dict()
 
 
-def watched_step(step=0, structure=0, **over):
-    doc = {"step": step, "watched": True, "loss": 1.0, "scale": None, "nonfinite_params": [],
-           "failure": None, "structure": structure, "n_order": 3, "nonfinite": [],
-           "slot_nonfinite": [], "births": [], "warnings": []}  # fmt: skip
-    doc.update(over)
-    arrays = np.array([0, 1, 2], "<i4").tobytes() + np.ones(2 + 1 + 1, "<f4").tobytes()
-    return doc, arrays
 
-
-def file_with(*records: bytes) -> bytes:
-    return awwatch.MAGIC + head() + b"".join(records)
-
-
-def strc(graph=None, sid=0):
-    return rec(b"STRC", json.dumps({"id": sid, "graph": graph or graph_dict()}).encode())
-
-
-def stp(doc, arrays=b""):
-    return rec(b"STEP", step_payload(doc, arrays))
 
 
 def test_the_hand_made_good_file_loads(tmp_path):

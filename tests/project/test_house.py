@@ -393,3 +393,24 @@ def test_no_js_module_is_over_the_line_limit():
     long = {p.name: n for p in sorted((ROOT / "js" / "src").glob("*.js"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_JS_LINES}
     assert not long, f"js/src modules over {MAX_JS_LINES} lines (split them by job): {long}"
+
+
+def test_no_test_file_imports_another_test_file():
+    """Shared test code lives in tests/helpers/ (or a folder's conftest.py / *tools.py), never in
+    another test file: importing a test module runs its module-level set-up and collects its
+    tests twice in the importer's namespace."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(part.startswith("test_") for n in names for part in n.split(".")):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {names[0]}")
+    assert bad == [], "move what they share into tests/helpers/:\n" + "\n".join(bad)

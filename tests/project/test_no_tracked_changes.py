@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_widget_browser import README_IMAGE, UPDATE_SCREENSHOTS, keep_readme_image
+from tests.helpers.screenshots import README_IMAGE, UPDATE_SCREENSHOTS, keep_readme_image
 from tests.helpers.wheelenv import BUNDLE
 
 ROOT = Path(__file__).resolve().parents[2]
