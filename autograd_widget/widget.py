@@ -148,7 +148,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
     orientation = traitlets.Unicode("auto").tag(sync=True)
     #: Show pure plumbing nodes (views, reshapes, transposes, expands); False contracts them.
     show_plumbing = traitlets.Bool(True).tag(sync=True)
-    #: The timeline of `aw.explore(watch)` (wire/timeline.py), {} for anything else.
+    #: The timeline of `aw.explore(watch)` (wire/trainpayload.py), {} for anything else.
     _timeline = traitlets.Dict().tag(sync=True)
     #: The watched step whose graph is shown (`aw.explore(watch)`; set it to show another).
     watch_step = traitlets.Int(None, allow_none=True).tag(sync=True)

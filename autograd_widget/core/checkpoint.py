@@ -5,9 +5,9 @@ region: each saved value of a node in the region is a `SavedTensor` packed by th
 own `saved_tensors_hooks` into an empty holder, and unpacking it (reading `_saved_x`, calling the
 node) re-runs the region's forward. Outside the engine and outside a
 `torch.utils.checkpoint.GraphExecGroup` every such read recomputes the region and the values the
-read did not ask for stay alive (AUTOGRAD_FACTS.md). So everything that merely LOOKS at saved
-values (the inspector, `saved_memory`, validity marks) must recognise these values first and
-never unpack them; this module does that from the `SavedTensor` alone:
+read did not ask for stay alive (DESIGN.md, "Checkpointed saved values"). So everything that
+merely LOOKS at saved values (the inspector, `saved_memory`, validity marks) must recognise these
+values first and never unpack them; this module does that from the `SavedTensor` alone:
 
 - `is_checkpointed(raw)`: the value's unpack hook is torch.utils.checkpoint's;
 - `frame_of(raw)`: the region's frame (torch's per-call bookkeeping object, found through the

@@ -65,8 +65,8 @@ class BackwardGraph:
         programs: Mapping[str, RegionProgram] | None = None,
     ) -> None:
         self.nodes: dict[str, Node] = dict(nodes)
-        #: Compiled region node id -> its inside (`core.regions.Region`); API.md "Compiled
-        #: regions". Empty for a graph without torch.compile.
+        #: Compiled region node id -> its inside (`core.regions.Region`; what it promises:
+        #: docs/compiled.md). Empty for a graph without torch.compile.
         self.regions: dict[str, Region] = dict(regions or {})
         self._programs: dict[str, RegionProgram] = dict(programs or {})
         self.edges: list[Edge] = list(edges)

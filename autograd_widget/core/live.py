@@ -2,7 +2,7 @@
 
 Torch frees a deep chain of autograd nodes by recursion once Python wrappers have been made for
 its nodes: dropping the last reference to a >= ~45k-deep chain leaf-first overflows the C stack
-(AUTOGRAD_FACTS.md, "Teardown hazard"). `LiveRefs` keeps every torch reference a graph holds
+(DESIGN.md, "Teardown hazard"). `LiveRefs` keeps every torch reference a graph holds
 apart from its records so `release()` can drop them roots first, then nodes root-first; deep
 graphs whose roots the user still holds are parked until those roots die.
 
@@ -34,8 +34,8 @@ class LiveRefs:
 
     Torch 2.13 frees a deep chain of autograd nodes by recursion once Python wrappers have been
     made for its nodes (any walk makes them): dropping the last reference to a >= ~45k-deep chain
-    leaf-first overflows the C stack (AUTOGRAD_FACTS.md). The safe order is: roots first, then the
-    node references root-first, one node freed at a time. Two cases need care:
+    leaf-first overflows the C stack (DESIGN.md, "Teardown hazard"). The safe order is: roots
+    first, then the node references root-first, one node freed at a time. Two cases need care:
     - we are the last holder: drop our root tensors, then `fns[i] = None` ascending;
     - the user still holds a root (graph closed while the loss lives on): if we let go now, the
       user's later `del loss` frees the chain recursively and kills the process. For deep graphs

@@ -9,7 +9,7 @@ which is deterministic.
 
 Guaranteed: the order contains every node of the graph exactly once and is a valid topological
 order of its edges; it equals the engine's for every graph whose ready queue never holds two
-nodes with the same sequence number (AUTOGRAD_FACTS.md, "Engine order").
+nodes with the same sequence number (DESIGN.md, "Engine order").
 
 Example:
     >>> import torch, autograd_widget as aw

@@ -1,7 +1,7 @@
 """Compiled regions: the inside of a `CompiledFunctionBackward` node, read at capture.
 
 torch.compile turns a region of the forward into one autograd node whose backward is an FX graph
-of aten ops (AUTOGRAD_FACTS.md, "Compiled regions"). `read_region` turns that graph into plain
+of aten ops (DESIGN.md, "Compiled regions"). `read_region` turns that graph into plain
 records a view can draw and a stepper can run: `Region.ops` (one `Node` of kind "aten" per op,
 ids `f"{node_id}/{k}"`, in the graph's own order), `Region.edges` (`RegionEdge`s between them, and
 from the region's node itself for the incoming gradients), `Region.inputs` (every argument of the

@@ -1,6 +1,6 @@
 """What a compiled region looks like: its aten ops drawn as nodes inside a frame of its own.
 
-A stepper that opens a compiled region (API.md "Compiled regions") steps its node (the ENTRY:
+A stepper that opens a compiled region (docs/compiled.md) steps its node (the ENTRY:
 the gradients arrive there) and then each aten op; the gradients leaving the region leave from
 the op that computes each of them. `drawn_graph` builds the graph the view draws so that it
 shows exactly that: the graph's own nodes, then every op of each opened region; the region's

@@ -1,11 +1,12 @@
 """engine/step: backward by hand, node by node, exactly as the autograd engine would run it.
 
 A `Stepper` turns a live `BackwardGraph` into a plan once, then steps a tight loop over it that
-calls each node as the engine does (AUTOGRAD_FACTS.md): one slot per `_input_metadata` entry,
-`None` for empty slots, outputs reduced with `sum_to_size` and cast to the destination's
-metadata, AccumulateGrad never called, grad mode off unless `create_graph=True`. Fan-in is
-summed out of place, except into a partial sum the stepper made itself and nobody else
-references, which gets `add_` like the engine's own input buffers: bitwise the same.
+calls each node as the engine does (DESIGN.md, "Calling a node by hand"): one slot per
+`_input_metadata` entry, `None` for empty slots, outputs reduced with `sum_to_size` and cast to
+the destination's metadata, AccumulateGrad never called, grad mode off unless
+`create_graph=True`. Fan-in is summed out of place, except into a partial sum the stepper made
+itself and nobody else references, which gets `add_` like the engine's own input buffers:
+bitwise the same.
 
 The modules, one job each (imports one way: stepper -> the rest; nothing imports stepper.py at
 run time):

@@ -1,15 +1,16 @@
 """Node calls: calling one backward node by hand exactly as the engine calls it.
 
-What is guaranteed (AUTOGRAD_FACTS.md, "Calling a node by hand"): a custom Function is called the
+What is guaranteed (DESIGN.md, "Calling a node by hand"): a custom Function is called the
 way `PyNode::apply` calls it (zeros for empty slots unless the Function turned materialisation off,
 the same result checks and error messages), a reentrant checkpoint is refused before it can write
 `.grad`, and every gradient a node returns is passed through the engine's `validate_outputs`
 (`validate`: reduced with `sum_to_size` to the destination's shape, cast to its dtype and device).
 
-Two engine facts beyond AUTOGRAD_FACTS.md, verified on torch 2.13:
+Two engine facts found while building this (DESIGN.md, "Calling a node by hand", has the
+first), verified on torch 2.13:
 - a built-in node whose slots all stayed empty returns nothing ("no gradient"), but the engine
   still invokes it, and the node unpacks its saved tensors first: a freed or stale saved tensor
-  raises there (found by the fuzz tests; AUTOGRAD_FACTS.md says "don't call it"). So it is
+  raises there (found by the fuzz tests: such a node is not skippable). So it is
   invoked here too (`call_empty`), and its step is recorded as no gradient. A custom Function in
   that state IS called by the engine (with zeros, unless it turned materialisation off) and its
   results flow on, so it is called here too;

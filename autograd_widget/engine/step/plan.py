@@ -9,7 +9,7 @@ the loop reads them once per step and an attribute lookup per node would cost mo
 node's call.
 
 Guarantees: a `Plan` holds no autograd node object (the stepper fetches nodes from the graph at call
-time; see the teardown hazard in AUTOGRAD_FACTS.md) and never changes after `build_plan`.
+time; see DESIGN.md, "Teardown hazard") and never changes after `build_plan`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ computes is one vector-Jacobian product per node: how large the node's Jacobian 
 can amplify or squash ANY incoming gradient) is out of reach of `torch.autograd.grad`. The
 stepper calls nodes by hand, so it can call a node again, with gradients of our choosing, without
 disturbing anything (node calls free nothing, write no `.grad`, bump no version: see
-AUTOGRAD_FACTS.md).
+DESIGN.md, "What direct calls do and don't do").
 
 The map a node computes, from its incoming gradients (every input slot, concatenated) to what it
 sends along its edges (after the engine's `sum_to_size`/cast, so only towards inputs that need

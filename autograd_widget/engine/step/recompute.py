@@ -2,10 +2,10 @@
 
 Outside the engine torch's graph-task id is -1, so a non-reentrant checkpoint
 (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`) recomputes its region for EVERY
-saved-value read and keeps what it recomputed (AUTOGRAD_FACTS.md). Inside one
-`torch.utils.checkpoint.GraphExecGroup` a region is recomputed at most once and each recomputed
-value is dropped by torch when its node unpacks it: the engine's behaviour. `RecomputeGroups`
-gives the stepper's state (stepstate.py) one group per PASS over the plan:
+saved-value read and keeps what it recomputed (DESIGN.md, "Checkpointed saved values"). Inside
+one `torch.utils.checkpoint.GraphExecGroup` a region is recomputed at most once and each
+recomputed value is dropped by torch when its node unpacks it: the engine's behaviour.
+`RecomputeGroups` gives the stepper's state (stepstate.py) one group per PASS over the plan:
 
 - every `advance` runs inside the pass's group (`scope()`: one `with` per call, nothing per
   node); the group is made when a pass's first step runs;

@@ -1,6 +1,6 @@
 """Running a compiled region op by op: the calls the stepper's loop makes for its steps.
 
-An open region (API.md "Compiled regions") is stepped as its node's own step, the ENTRY, then
+An open region (docs/compiled.md) is stepped as its node's own step, the ENTRY, then
 one step per aten op. The entry (`EntryCall`) receives the node's incoming gradients like any
 node, calls the compiled node once (exactly as the engine calls it: `calls.apply_custom`) and
 builds the argument list the compiled backward gets (its saved tensors, the gradients as its

@@ -1,5 +1,5 @@
 """The plan of open compiled regions: each region's node becomes its entry step plus one step
-per aten op (API.md "Compiled regions"; the calls themselves: regioncalls.py).
+per aten op (what that promises: docs/compiled.md; the calls themselves: regioncalls.py).
 
 `expand_regions` rewrites the flat lists `plan.build_plan` made for the graph's own nodes: the
 step of an open region's node keeps its input slots but becomes the ENTRY (kind `REGION`), its

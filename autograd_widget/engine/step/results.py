@@ -126,7 +126,7 @@ class Difference:
     #: "slot": what a node received in one input slot; "leaf": a leaf's gradient;
     #: "manual_error": manual stepping failed where the engine did not; "region_output": a
     #: compiled region's gradient output `slot`, the compiled kernels' (engine) against its
-    #: aten ops' own result (manual; what flowed on is the compiled one: API.md).
+    #: aten ops' own result (manual; what flowed on is the compiled one: docs/compiled.md).
     kind: Literal["slot", "leaf", "manual_error", "region_output"]
     node: str
     name: str

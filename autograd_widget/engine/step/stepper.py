@@ -5,8 +5,8 @@ what): it validates, moves its one `StepState` (stepstate.py: position, slots, u
 loop) under the Ctrl-C guard with the garbage collector paused, tells its listeners, and
 delegates the rest, one job per module. It implements `engine.interface.Stepping`.
 
-It holds no autograd node objects (it fetches them from the graph at call time; see the
-teardown hazard in AUTOGRAD_FACTS.md), writes no `.grad`, bumps no version counter and leaves no
+It holds no autograd node objects (it fetches them from the graph at call time; see
+DESIGN.md, "Teardown hazard"), writes no `.grad`, bumps no version counter and leaves no
 hook behind: the user's own `backward()` works afterwards with identical results.
 """
 
