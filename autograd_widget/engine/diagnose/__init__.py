@@ -4,6 +4,7 @@
   whose in-place op bumped it);
 - origins.py: `Origin` (born / propagated / healed) and `birth_cause`, the sentence that says why;
 - causes.py: the per-op rules behind `birth_cause` (saved values, inputs, dtype overflows);
+- forward.py: `trace_forward`, the forward op that made a NaN/Inf a backward node saved;
 - collective.py: what crosses ranks (nodes that communicate, a collective's errors, how surely
   a birth is a rank's own).
 

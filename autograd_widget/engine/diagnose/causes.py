@@ -34,8 +34,10 @@ __all__ = [
     "describe_counts",
     "dtype_max",
     "nonfinite_saved",
+    "op_of",
     "overflow_sentence",
     "plausible_overflow",
+    "plural",
     "read_saved_values",
     "rule_for",
 ]
@@ -47,8 +49,17 @@ _CUSTOM = torch._C._FunctionBase  # custom autograd.Function nodes (core/capture
 Rule = Callable[[Any, dict[str, Any], Sequence[Any], Sequence[Any]], str | None]
 
 
-def _plural(n: int, word: str, many: str | None = None) -> str:
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """A count with its noun: "1 zero", "3 zeros", "2 negative inputs".
+
+    Example:
+        >>> plural(1, "zero"), plural(3, "zero"), plural(2, "Inf")
+        ('1 zero', '3 zeros', '2 Infs')
+    """
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+_plural = plural
 
 
 def _n(mask: torch.Tensor) -> int:
@@ -357,6 +368,17 @@ _RULES: dict[str, Rule] = {
     "LogSoftmax": _softmax,
 }
 _OP_RE = re.compile(r"(.+?)Backward\d*")
+
+
+def op_of(name: str) -> str:
+    """The op of a backward node type: "LogBackward0" -> "Log" (the name itself otherwise).
+
+    Example:
+        >>> op_of("LogSoftmaxBackward0"), op_of("torch::autograd::AccumulateGrad")
+        ('LogSoftmax', 'torch::autograd::AccumulateGrad')
+    """
+    m = _OP_RE.fullmatch(name)
+    return m.group(1) if m else name
 
 
 def rule_for(name: str) -> Rule | None:

@@ -10,6 +10,12 @@ engine's own run):
   node produce it, from the live node's saved values and its incoming gradients: a zero under a
   square root, a log of zeros, a division by a saved zero, a half-precision overflow, a saved
   value that was already non-finite in the forward... The per-op rules live in causes.py.
+- `birth_cause(..., locator=...)` also walks back, when the node's saved values were already
+  non-finite in the forward, to the forward op that made them (forward.py's `trace_forward`):
+  the `Origin` then says `where="forward"` and names that op (`forward_node`, `forward_op`,
+  `forward_module`, `forward_cause`). The forward part travels inside the cause text that
+  births are stored as (`encode_birth`, after `FORWARD_MARK`), so a recording or a watch file
+  keeps it without a new field; `classify` splits it off again (`split_birth`).
 - `loss_scale(graph)` recognises a `torch.amp.GradScaler`'s `scale(loss)` at the root: then an
   overflow is the scaler's expected one (it skips that optimizer step and lowers the scale).
 
@@ -37,13 +43,31 @@ from .causes import (
     read_saved_values,
     rule_for,
 )
+from .forward import ForwardOrigin, Locator, trace_forward
 
 if TYPE_CHECKING:
     from ...core.graph import BackwardGraph
 
-__all__ = ["Origin", "OriginKind", "birth_cause", "classify", "loss_scale", "root_loss_scale"]
+__all__ = [
+    "FORWARD_MARK",
+    "Locator",
+    "Origin",
+    "OriginKind",
+    "OriginWhere",
+    "birth_cause",
+    "classify",
+    "encode_birth",
+    "loss_scale",
+    "root_loss_scale",
+    "split_birth",
+]
 
 OriginKind = Literal["born", "propagated", "healed"]
+OriginWhere = Literal["forward", "backward"]
+
+#: What separates a birth's backward sentence from its forward origin in a stored cause text:
+#: then tab-separated: "exact"/"unsure", forward node id, module, op name, forward sentence.
+FORWARD_MARK = "\n[forward]\t"
 
 #: What `birth_cause` says of a node whose saved values are recomputed by a checkpoint.
 CHECKPOINTED = "saved values are recomputed inside a checkpointed region: not read"
@@ -60,10 +84,18 @@ class Origin:
     sentence (for "born": what makes it, with counts). `step`: the index in the run order.
     `expected`: True for the overflow a mixed-precision loss scaler causes on purpose.
 
+    `where` (a "born" node's): "backward" when this node's own derivative made the NaN/Inf from
+    finite values (a sqrt at 0), "forward" when the values it saved were already non-finite in
+    the forward: then `forward_op` ("LogBackward0"), `forward_node` (its node id) and
+    `forward_module` (its module path) name the forward op that made them, first in forward
+    order, and `forward_cause` says why ("log of 2 negative inputs (NaN)"), or, where nothing
+    readable tells, "the forward value was already non-finite at ..." (`forward_exact` False).
+    `node` and `cause` keep their meaning: where the gradient went non-finite, and why there.
+
     Example:
         >>> o = Origin("n1", "born", "saved `result` has 1 zero: ...", 2)
-        >>> o.kind, o.expected
-        ('born', False)
+        >>> o.kind, o.expected, o.where
+        ('born', False, 'backward')
     """
 
     node: str
@@ -71,6 +103,46 @@ class Origin:
     cause: str
     step: int
     expected: bool = False
+    where: OriginWhere = "backward"
+    forward_node: str | None = None
+    forward_op: str | None = None
+    forward_module: str | None = None
+    forward_cause: str | None = None
+    forward_exact: bool = True
+
+
+def encode_birth(cause: str, forward: ForwardOrigin | None) -> str:
+    """The cause text a birth is stored as: `cause`, then the forward origin after
+    `FORWARD_MARK` (what `split_birth` reads back); `cause` alone without one.
+
+    Example:
+        >>> f = ForwardOrigin(None, "LogBackward0", "n2", "enc", "log of 1 negative input", True)
+        >>> split_birth(encode_birth("saved `self` has 1 NaN", f))[1]["forward_module"]
+        'enc'
+    """
+    if forward is None:
+        return cause
+    fields = ("exact" if forward.exact else "unsure", forward.node or "", forward.module or "",
+              forward.op, forward.cause)  # fmt: skip
+    return cause + FORWARD_MARK + "\t".join(f.replace("\t", " ") for f in fields)
+
+
+def split_birth(text: str) -> tuple[str, dict[str, Any]]:
+    """(the backward sentence, the `Origin` fields of its forward origin: {} when none) of a
+    stored cause text (`encode_birth`'s).
+
+    Example:
+        >>> split_birth("saved `result` has 3 zeros")
+        ('saved `result` has 3 zeros', {})
+    """
+    cause, mark, rest = text.partition(FORWARD_MARK)
+    parts = rest.split("\t", 4) if mark else []
+    if len(parts) != 5:
+        return (cause if mark else text), {}
+    exact, node, module, op, why = parts
+    return cause, {"where": "forward", "forward_node": node or None, "forward_op": op,
+                   "forward_module": module or None, "forward_cause": why,
+                   "forward_exact": exact == "exact"}  # fmt: skip
 
 
 def _finite(s: Summary | None) -> bool:
@@ -120,10 +192,10 @@ def classify(
         if not bad_in and not bad_out:
             continue
         if not bad_in:
-            cause = causes.get(nid) or (
+            cause, fwd = split_birth(causes.get(nid) or (
                 f"finite incoming gradients, but it produced {_slots_text(gout, 'output')}"
-            )
-            out.append(Origin(nid, "born", cause, k, bool(expected.get(nid, False))))
+            ))  # fmt: skip
+            out.append(Origin(nid, "born", cause, k, bool(expected.get(nid, False)), **fwd))
         elif bad_out:
             cause = f"received {_slots_text(gin, 'slot')}; sent {_slots_text(gout, 'output')}"
             out.append(Origin(nid, "propagated", cause, k))
@@ -155,6 +227,7 @@ def birth_cause(
     grads_out: Sequence[torch.Tensor | Summary | None],
     *,
     loss_scale: float | None = None,
+    locator: Locator | None = None,
 ) -> tuple[str, bool]:
     """Why node `fn` turned finite gradients into NaN/Inf: (one sentence with counts, expected).
 
@@ -165,6 +238,10 @@ def birth_cause(
         grads_out: what it produced, per output (tensors or summaries, None: none).
         loss_scale: the loss scaler's factor (`loss_scale(graph)`): an overflow is then said to
             be the scaler's expected one and `expected` is True.
+        locator: the live graph's nodes, ids and modules (forward.py's `Locator`). Given, and
+            a saved value of `fn` non-finite, the forward op that made it is found and appended
+            (`encode_birth`: `classify` turns it into the `Origin`'s forward fields). Call it
+            while the saved values exist (during the backward, or on a retained graph).
 
     Guarantees: never raises (falls back to the generic sentence with the counts of NaN/Inf in
     `grads_in`/`grads_out`); never unpacks a saved value inside a non-reentrant checkpoint
@@ -188,7 +265,10 @@ def birth_cause(
     name = "this node"
     try:
         name = fn.name() if hasattr(fn, "name") else "this node"
-        return _cause(fn, name, grads_in, grads_out, loss_scale)
+        sentence, expected = _cause(fn, name, grads_in, grads_out, loss_scale)
+        if locator is not None and not expected:
+            sentence = encode_birth(sentence, trace_forward(fn, locator))
+        return sentence, expected
     except Exception:
         try:
             return _generic(name, grads_in, grads_out), False

@@ -13,7 +13,8 @@ What a watched step of `aw.watch` (record/watch.py) records, at a cost meant to 
   its input's norm when that input is the very tensor the upstream node sent;
 - on CPU each norm is read at once (no device to wait for): a non-finite one is counted (NaN
   and Inf) right there and, when everything the node received was finite, the NaN/Inf is born
-  here and its cause is read now, while the node's saved values exist (`birth_cause`). On other
+  here and its cause is read now, while the node's saved values exist (`birth_cause`, with the
+  forward op that made a NaN/Inf the node saved: diagnose/forward.py). On other
   devices norms stay on the device and are read with ONE transfer per step (`Staged`): no
   synchronisation per node; a birth there is found from the norms afterwards and its cause
   says it was not read;
@@ -46,7 +47,7 @@ import torch
 
 from ...core.capture import capture
 from ..diagnose.causes import counts_of
-from ..diagnose.origins import birth_cause
+from ..diagnose.origins import Locator, birth_cause
 from .structure import Structure, accumulators, walk
 
 __all__ = ["KERNELS", "LeafCheck", "LeanPass", "PassResult", "Staged", "norm_of", "set_kernel"]
@@ -262,6 +263,7 @@ class LeanPass:
         self.nonfinite: dict[int, tuple[int, int]] = {}
         self.slot_nonfinite: dict[int, tuple[int, int]] = {}
         self.births: dict[int, tuple[str, bool]] = {}
+        self.locator: Locator | None = None  # built on the pass's first birth
         self.runs_acc: dict[int, bool] | None = None
 
     def note(self, where: str, err: BaseException) -> None:
@@ -385,7 +387,18 @@ class LeanPass:
             return  # propagated, not born
         if not any(t is not None and counts_of(t) != (0, 0) for t in sent):
             return  # an overflow of the norm's sum of squares, not a non-finite element
-        self.births[i] = birth_cause(self.fns[i], got, sent, loss_scale=self.scale)
+        self.births[i] = birth_cause(self.fns[i], got, sent, loss_scale=self.scale,
+                                     locator=self._locator())  # fmt: skip
+
+    def _locator(self) -> Locator:
+        """The graph's live nodes with their ids and modules, for a birth's forward walk (built
+        on the first birth of the pass only: a finite step never pays for it)."""
+        if self.locator is None:
+            nodes = self.s.graph.nodes
+            ids = [f"n{i}" for i in range(len(self.fns))]
+            mods = [nodes[n].module if n in nodes else None for n in ids]
+            self.locator = Locator(self.fns, ids, mods)
+        return self.locator
 
     # ----------------------------------------------------------------- the pass
     def start(self) -> None:
@@ -473,6 +486,7 @@ class LeanPass:
                             dict(self.slot_nonfinite), dict(self.births), failed,
                             list(self.warnings), bad_params, self.passes)  # fmt: skip
         self.fns = []
+        self.locator = None  # it holds the live nodes: nothing outlives the step
         self.refs.clear()
         self.earlier.clear()
         return result

@@ -46,7 +46,7 @@ from ...core.summary import Summary
 from ...util.gcpause import gc_paused
 from ...util.warn import warn_user
 from ..diagnose.failure import explain_failure
-from ..diagnose.origins import birth_cause, loss_scale
+from ..diagnose.origins import Locator, birth_cause, loss_scale
 from .recording import Failure, NodeExecution, Recording, new_meta
 
 __all__ = ["EMPTY_RECORDING", "Recorder", "empty_notice", "record", "recorded_regions"]
@@ -227,7 +227,8 @@ class Recorder:
     def note_birth(self, i: int, task: int, grads_in: Sequence, grads_out: Sequence) -> None:
         """Node `i` sent a NaN/Inf: if everything it received was finite, the NaN/Inf is born
         here, and why is read now, while its saved values are still there (`birth_cause`,
-        which never unpacks a checkpointed value and never raises).
+        which never unpacks a checkpointed value and never raises), with the forward op that
+        made a NaN/Inf it saved (its `Origin` then says `where="forward"`).
 
         Example:
             >>> w = torch.zeros(2, requires_grad=True); loss = w.sqrt().sum()
@@ -238,8 +239,11 @@ class Recorder:
         """
         if any(t is not None and not _all_finite(t) for t in grads_in):
             return  # propagated, not born
+        nodes = self.graph.nodes  # a Locator per birth: none outlives the hook
+        locator = Locator(self.fns, self.ids, [nodes[n].module if n in nodes else None
+                                               for n in self.ids])  # fmt: skip
         self.births[(task, i)] = birth_cause(self.fns[i], grads_in, grads_out,
-                                             loss_scale=self.scale)
+                                             loss_scale=self.scale, locator=locator)
 
     def keep_tensor(self, task: int, eid: str, t: torch.Tensor) -> None:
         """Keep a detached copy of edge `eid`'s gradient in pass `task` while `keep` allows.

@@ -10,6 +10,9 @@ CPU kernels are deterministic) retains the born nodes' input slots, and the tens
 again right after, back to the engine-like memory profile. Causes are cached per (node, step)
 until the set of what-if edits changes (an edit changes the gradients, so the causes).
 
+When a born node's saved values were already non-finite in the forward, the forward op that made
+them is named too (diagnose/forward.py, read on the live graph: the `Origin`'s forward fields).
+
 A node whose NaN comes from a what-if edit on one of its outgoing edges is "born" with the edit as
 its cause. A node whose input slot is a fan-in sum that overflowed while every addend was finite
 is "born" there, with that as its cause (the engine's input buffer did the sum, not a node).
@@ -28,7 +31,7 @@ import torch
 
 from ...core.summary import Summary
 from ..diagnose.causes import counts_of, describe_counts, dtype_max
-from ..diagnose.origins import Origin, birth_cause, classify, loss_scale
+from ..diagnose.origins import Locator, Origin, birth_cause, classify, loss_scale
 from .plan import ACCUMULATE
 
 if TYPE_CHECKING:
@@ -208,6 +211,7 @@ class StepOrigins:
                 todo.append(o)
         if todo:
             scale = self._loss_scale(state)
+            locator = _locator(state)
             inputs = _input_tensors(state, [o.step for o in todo])
             for o in todo:
                 k = o.step
@@ -216,7 +220,8 @@ class StepOrigins:
                     fn = _OpName(o.node, plan) if "/" in o.node else state.graph.fn(o.node)
                 except Exception:
                     fn = None
-                out[o.node] = birth_cause(fn, inputs[k], gout, loss_scale=scale)
+                out[o.node] = birth_cause(fn, inputs[k], gout, loss_scale=scale,
+                                          locator=locator)
         for o in born:
             self._causes[(o.node, o.step)] = out[o.node]
         return out
@@ -235,6 +240,25 @@ class _OpName:
 
     def name(self) -> str:
         return self._name
+
+
+def _locator(state: StepState) -> Locator | None:
+    """The live graph's nodes, ids and modules for a birth's forward walk (None: not live)."""
+    graph = state.graph
+    if not graph.is_live:
+        return None
+    ids, fns, mods = [], [], []
+    for nid, node in graph.nodes.items():
+        if "/" in nid:
+            continue  # an op of a compiled region: no node of its own
+        try:
+            fn = graph.fn(nid)
+        except Exception:
+            continue
+        ids.append(nid)
+        fns.append(fn)
+        mods.append(node.module)
+    return Locator(fns, ids, mods)
 
 
 def _output(state: StepState, ei: int) -> torch.Tensor | Summary | None:
