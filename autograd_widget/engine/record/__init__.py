@@ -14,6 +14,7 @@
 - watch.py: `aw.watch(...)`, `Watch`, `aw.load_watch`: gradient flow across training steps, one
   `watch.step(loss)` block per step; stepblock.py: that block (`StepBlock`) and the warnings of
   its misuse; watchseries.py: the norms behind `Watch.series` (edges, parameters, modules);
+  watchfirst.py: `Watch.first_nonfinite`'s search (healed steps too);
 - lean.py: the lean recording path a watched step runs (one post-hook per node, norms only,
   read once per step; AccumulateGrad nodes inferred), and the parameter check of the others;
 - structure.py: a graph structure's index tables (`Structure`) and the walk that recognises a

@@ -52,6 +52,7 @@ from .recording import Recording, new_meta, rank_info
 from .stepblock import NO_BACKWARD, UNENTERED, StepBlock
 from .structure import Structure, walk
 from .trainstep import TrainingStep, as_recording
+from .watchfirst import first_nonfinite
 from .watchseries import table_of
 
 __all__ = ["NO_BACKWARD", "UNENTERED", "StepBlock", "Watch", "load_watch", "watch"]
@@ -447,11 +448,20 @@ class Watch:
         k = int(np.searchsorted(ws, step))
         return ws[max(0, k - 2) : k + 2]
 
-    def first_nonfinite(self, *, expected: bool = True) -> tuple[int, Origin | None] | None:
+    def first_nonfinite(self, *, expected: bool = True, healed: bool = True
+                        ) -> tuple[int, Origin | None] | None:  # fmt: skip
         """(step, where its NaN/Inf was born) of the earliest step in `nonfinite_steps`, or
         None when every step's gradients were finite (so test it before unpacking it). The
-        `Origin` is where that step was watched (the first "born" node, with its cause), None
+        `Origin` is where that step was watched (the first "born" node, with its cause, and for
+        a NaN/Inf already made in the forward, `where="forward"` and the forward op), None
         where it was not. `expected=False` skips the loss scaler's expected overflows.
+
+        `healed=True` (the default): when no step left a parameter gradient non-finite, the
+        first WATCHED step in which some gradient was non-finite all the same (born and healed
+        within the step: a mask or a multiplication by zero removed it before the parameters)
+        is returned, its `Origin` of kind "healed": the node that healed it, its cause naming
+        where it was born. So a NaN is never hidden behind "no NaN". An unwatched step checks
+        only its parameters: a NaN healed there is not seen. `healed=False`: parameters only.
 
         Example:
             >>> w = torch.tensor([0.0, 1.0], requires_grad=True)
@@ -465,16 +475,17 @@ class Watch:
             0 ('n1', 'born')
             >>> aw.watch().first_nonfinite() is None
             True
+            >>> v = torch.tensor([-1.0, 4.0], requires_grad=True)
+            >>> watch = aw.watch(params={"v": v}); loss = v.relu().sqrt().sum()
+            >>> with watch.step(loss):
+            ...     loss.backward()
+            >>> found = watch.first_nonfinite()  # None only when no gradient had one
+            >>> found[0], found[1].kind, v.grad.isfinite().all()
+            (0, 'healed', tensor(True))
+            >>> watch.first_nonfinite(healed=False) is None
+            True
         """
-        for st in self.records:
-            if st.finite or (not expected and st.expected_overflow):
-                continue
-            if not st.watched:
-                return st.step, None
-            origins = self.recording(st.step).nonfinite_origins()
-            born = [o for o in origins if o.kind == "born"]
-            return st.step, (born or origins or [None])[0]
-        return None
+        return first_nonfinite(self, expected=expected, healed=healed)
 
     # ----------------------------------------------------------------- series
     def keys(self) -> dict[str, list[str]]:
