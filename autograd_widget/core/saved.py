@@ -28,6 +28,7 @@ from ..util.jsonsafe import encode_number
 from .checkpoint import CHECKPOINT_NOTE, frame_of, is_checkpointed, region_inputs, value_meta
 from .dtensor import describe, is_wrapped, local_tensor
 from .summary import Summary
+from .unbacked import UNBACKED_NOTE, unbacked
 
 if TYPE_CHECKING:
     from .graph import BackwardGraph
@@ -250,7 +251,10 @@ def _tensor_record(name: str, t: torch.Tensor, *, stats: bool = True) -> SavedVa
         storage_key=storage_key(t),
         note=shard,
     )
-    if stats and t.layout == torch.strided and not t.is_meta:
+    if stats and unbacked(t):  # FSDP2 freed it until the backward: reading it would crash
+        rec.state = "freed"
+        rec.note = UNBACKED_NOTE if shard is None else f"{shard}; {UNBACKED_NOTE}"
+    elif stats and t.layout == torch.strided and not t.is_meta:
         rec.summary = Summary.of(t.detach())
         if shard is not None:
             rec.summary = replace(rec.summary, shard=shard)
@@ -513,6 +517,8 @@ def read_saved_tensor(graph: BackwardGraph, node_id: str, name: str) -> torch.Te
             raise RuntimeError(f"{node_id}.{name}: {error_state(err)[1]}") from None
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{node_id}.{name} is a {type(t).__name__}, not a tensor: {t!r}")
+    if unbacked(t):
+        raise RuntimeError(f"{node_id}.{name}: {UNBACKED_NOTE}")
     return t.detach()
 
 
