@@ -642,8 +642,9 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
 
     Never raises for a bad message (a warning comes back, nothing changed) nor for a failing
     handler (logged, warned, Play stopped), nor when showing the state after a failure fails
-    too (logged; the next message is handled as usual); a KeyboardInterrupt is re-raised after
-    the state shows where it stopped.
+    too (logged; the next message is handled as usual); a step that waited in vain for the
+    other ranks (`Session.stalled_on`) is a short warning and the standing notice, no traceback;
+    a KeyboardInterrupt is re-raised after the state shows where it stopped.
 
     Example:
         >>> from autograd_widget.view.scene import Scene
@@ -669,6 +670,9 @@ def dispatch(session: Session, msg: Any) -> list[dict[str, Any]]:
     except Invalid as bad:
         return [_warning(str(bad)[:MAX_WARNING])]
     except Exception as err:  # a UI command must never take the kernel or the widget down
+        stalled = session.stalled_on(err)  # the other ranks not stepping: said, not a crash
+        if stalled is not None:
+            return [_warning(f"{kind} {stalled}")]
         log.exception("autograd_widget: %s failed", kind)
         out = [_warning(f"{kind} failed: {type(err).__name__}: {str(err)[:300]}")]
         try:

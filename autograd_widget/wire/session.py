@@ -15,6 +15,7 @@ from ..core.freed import FREED_WARNING, freed_by_backward
 from ..core.graph import BackwardGraph
 from ..core.validity import node_validity
 from ..engine.record.replay import Replay
+from ..engine.step.sharded import CollectiveTimeout
 from ..util.gcpause import gc_paused
 from ..view.scene import Scene
 from .payload import graph_payload
@@ -101,6 +102,8 @@ class Session:
         #: `aw.explore(group)` of every rank's files (rankswitch.py): the group and the rank shown.
         self.rank_group: RankWatches | RankRecordings | None = None
         self.rank: int | None = None
+        #: (position, message) of a step that waited for the other ranks in vain (`stalled_on`).
+        self._stalled: tuple[int, str] | None = None
 
     @property
     def recorded(self) -> bool:
@@ -134,9 +137,30 @@ class Session:
             self._payload_version = scene.version
         return self._payload
 
+    def stalled_on(self, err: BaseException) -> str | None:
+        """When `err` is a collective that waited in vain (`CollectiveTimeout`: one rank of an
+        FSDP2 job steps while the others do not), show its message as the standing notice until
+        the stepper moves (Reset, a step that needs no gather, the other ranks stepping), stop
+        Play, and return the short warning the command gets; None for any other error (nothing
+        done: the caller reports it as a failure).
+
+        Example:
+            >>> from autograd_widget.view.scene import Scene
+            >>> Session(g, st, Scene(g, st)).stalled_on(ValueError("x")) is None
+            True
+        """
+        if not isinstance(err, CollectiveTimeout):
+            return None
+        self._stalled = (self.stepper.position, str(err))
+        self.refresh(running=False)
+        return ("stopped: this step waits for the other ranks, which are not stepping "
+                "(every rank must step an FSDP2 model by hand); the notice says what it waits for")
+
     def _finish(self, state: dict[str, Any]) -> dict[str, Any]:
         state["running"] = self.running and not state["done"]
-        state["notice"] = self.notice
+        if self._stalled is not None and self._stalled[0] != self.stepper.position:
+            self._stalled = None  # the stepper moved: no longer waiting there
+        state["notice"] = self._stalled[1] if self._stalled is not None else self.notice
         self.state = state
         return state
 
