@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..core.dtensor import communication_op
+from ..core.fsdp import POST_BACKWARD_NODE
 from ..util.bidi import isolate
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 def short_label(node: Any) -> str:
     """What the box says: the op without its "Backward0" suffix, or the leaf's name; a DTensor
     communication node says the call it undoes ("redistribute", "to_local", "from_local", a
-    functional collective's op).
+    functional collective's op); FSDP2's bookkeeping node (RegisterPostBackwardFunctionBackward,
+    plumbing: it only hands the gradient on) says "FSDP post-backward".
 
     Args:
         node: a `Node` (or anything with its name/kind/leaf_name fields).
@@ -57,6 +59,8 @@ def short_label(node: Any) -> str:
     op = communication_op(node.name)
     if op is not None:
         return op
+    if node.name == POST_BACKWARD_NODE:
+        return "FSDP post-backward"
     name = node.name.rpartition("::")[2]
     return isolate(_BACKWARD_SUFFIX.sub("", name) or name)
 

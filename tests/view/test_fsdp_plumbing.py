@@ -44,3 +44,16 @@ def test_post_backward_node_is_plumbing_and_contracts_slot_by_slot():
         targets.append({names[f"n{vis.item_real[d]}"] for s, d in
                         zip(vis.edge_src.tolist(), vis.edge_dst.tolist()) if s == item})
     assert sorted(map(sorted, targets)) == [["ExpBackward0"], ["SinBackward0"]], targets
+
+
+def test_post_backward_node_is_labelled_for_a_reader():
+    """Its box says what it is ("FSDP post-backward"), not the wide raw class name."""
+    from autograd_widget.view.labels import short_label
+
+    x = torch.ones(3, requires_grad=True)
+    y = torch.ones(3, requires_grad=True)
+    a, b = RegisterPostBackwardFunction.apply(x.exp(), y.sin())
+    g = aw.capture((a + b).sum(), params={"x": x, "y": y})
+    labels = {n.name: short_label(n) for n in g.nodes.values()}
+    assert labels["RegisterPostBackwardFunctionBackward"] == "FSDP post-backward"
+    assert labels["ExpBackward0"] == "Exp"
