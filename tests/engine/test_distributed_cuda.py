@@ -30,7 +30,7 @@ import os
 import pytest
 import torch
 
-from tests.helpers.ranks import run_ranks
+from tests.helpers.ranks import TWIN_TRAINING, run_ranks
 
 DEVICE = os.environ.get("AW_TEST_DEVICE", "cuda")
 ON_CUDA = DEVICE.startswith("cuda")
@@ -65,7 +65,7 @@ pytestmark = [
 
 TIMEOUT = 240  # seconds: NCCL's start, or gloo on a loaded CPU
 
-BODY = """
+BODY = TWIN_TRAINING + """
 import json
 import torch.nn as nn
 from torch.distributed.device_mesh import init_device_mesh
@@ -133,21 +133,8 @@ facts["fsdp"] = {
 }
 w.close()
 
-def train(step_first):
-    m = fsdp_model()
-    opt = torch.optim.SGD(m.parameters(), lr=0.1)
-    for it in range(2):
-        loss = m(batch(it)).pow(2).sum()
-        if step_first:
-            w = aw.explore(loss, model=m)
-            assert w.stepper.run().error is None and w.stepper.done
-            w.stepper.close()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=False)
-    return {n: local(p).clone() for n, p in m.named_parameters()}
 
-a, b = train(True), train(False)
+a, b = (train_twin(fsdp_model, batch, local, stepped) for stepped in (True, False))
 facts["fsdp"]["twin"] = {n: same(a[n], b[n]) for n in b}
 
 # ---- tensor parallel on the 1-rank mesh

@@ -29,7 +29,7 @@ import re
 
 import pytest
 
-from tests.helpers.ranks import gloo_only, run_ranks
+from tests.helpers.ranks import TWIN_TRAINING, gloo_only, run_ranks
 
 try:
     from autograd_widget.core.fsdp import fsdp_note
@@ -50,7 +50,7 @@ pytestmark = [
 WORLD = 4
 TIMEOUT = 240  # seconds for the 4 ranks together, on a loaded 2-core machine
 
-BODY = """
+BODY = TWIN_TRAINING + """
 import json
 import torch.nn as nn
 from torch.distributed.device_mesh import init_device_mesh
@@ -134,21 +134,8 @@ for name, p in m.named_parameters():
     }
 w.close()
 
-def train(step_first):  # two SGD steps; stepped by hand (the widget's stepper) or not
-    m = make()
-    opt = torch.optim.SGD(m.parameters(), lr=0.1)
-    for it in range(2):
-        loss = m(batch(it)).pow(2).sum()
-        if step_first:
-            w = aw.explore(loss, model=m)
-            assert w.stepper.run().error is None and w.stepper.done
-            w.stepper.close()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=False)
-    return {n: local(p).clone() for n, p in m.named_parameters()}
 
-a, b = train(True), train(False)
+a, b = (train_twin(make, batch, local, stepped) for stepped in (True, False))
 facts["twin"] = {n: torch.equal(a[n], b[n]) for n in b}
 with open(f"{out}/facts_{rank}.json", "w") as f:
     json.dump(facts, f)

@@ -45,6 +45,29 @@ RANK_PRELUDE = textwrap.dedent(
     """
 )
 
+#: For a rank's script (append it to the body's text): `train_twin(make, batch, local, stepped)`,
+#: two SGD steps of a fresh model `make()` on `batch(0)`, `batch(1)`, stepped by hand through the
+#: widget's stepper before each real backward or not; returns every parameter's local values.
+#: Equal results with and without stepping: stepping by hand left FSDP's state as it found it.
+TWIN_TRAINING = textwrap.dedent(
+    """
+    def train_twin(make, batch, local, stepped):
+        import autograd_widget as aw
+        m = make()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        for it in range(2):
+            loss = m(batch(it)).pow(2).sum()
+            if stepped:
+                w = aw.explore(loss, model=m)
+                assert w.stepper.run().error is None and w.stepper.done
+                w.stepper.close()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+        return {n: local(p).clone() for n, p in m.named_parameters()}
+    """
+)
+
 #: Ends a rank's script: skips the interpreter's teardown (gloo threads still joinable there make
 #: it abort now and then on a loaded machine) after flushing what was printed.
 RANK_EXIT = "\nsys.stdout.flush(); sys.stderr.flush(); os._exit(0)\n"
