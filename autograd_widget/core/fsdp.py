@@ -245,6 +245,8 @@ def is_post_backward(fn: Any) -> bool:
 
 
 _remembered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: graph -> whether it holds FSDP's bookkeeping nodes (a graph's nodes never change).
+_has_bookkeeping: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def remember(graph: Any, sharding: Sharding | None) -> None:
@@ -296,9 +298,13 @@ def graph_sharding(graph: Any) -> Sharding | None:
     found = _remembered.get(graph)
     if found is not None:
         return found
-    if fsdp_module_class() is None or not any(
-        n.name == POST_BACKWARD_NODE for n in graph.nodes.values()
-    ):
+    if fsdp_module_class() is None:
+        return None
+    has = _has_bookkeeping.get(graph)
+    if has is None:  # one pass over the nodes per graph, not one per leaf inspected
+        has = _has_bookkeeping[graph] = any(
+            n.name == POST_BACKWARD_NODE for n in graph.nodes.values())
+    if not has:
         return None
     try:
         fns = [graph.fn(nid) for nid, n in graph.nodes.items() if n.name == POST_BACKWARD_NODE]

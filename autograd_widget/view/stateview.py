@@ -2,9 +2,12 @@
 
 `StateView` keeps one array entry per REAL node and edge, updated incrementally (only the steps
 done or undone since the last update are revisited, so a step on a 10k-node graph costs a few
-entries), and maps them onto the visible items (a box aggregates its members) on demand. The
-`_state` payload the widget syncs is `StateView.update()`; its keys are
-`wire.protocol.STATE_KEYS`. Everything autograd comes from the stepper's public API; no torch.
+entries), and maps them onto the visible items (a box aggregates its members: counts of their
+states, kept as they change) on demand. The `_state` payload the widget syncs is
+`StateView.update()`; its keys are `wire.protocol.STATE_KEYS`. What changed since it was last
+asked (`take_changes`) lets a walkthrough store each step in time linear in what the step
+changed, not in the size of the graph. Everything autograd comes from the stepper's public API;
+no torch.
 
 The colour scale (`norm_range`, log10 of the smallest and largest finite nonzero norm) is FIXED
 for the whole run: taken once, on the first payload past position 0, from a throwaway stepper
@@ -52,6 +55,8 @@ PENDING, NEXT, DONE, FAILED, NO_GRADIENT = 0, 1, 2, 3, 4
 NOT_FLOWED, FLOWED, NONFINITE, FLOWED_NONE, DIFFERS = 0, 1, 2, 3, 4
 #: Gradients with at most this many elements get their values written on the edge.
 LABEL_MAX_NUMEL = 4
+#: The node states a box counts among its members: its look is read from these counts.
+_COUNTED = {"finished": (DONE, NO_GRADIENT), "failed": (FAILED,), "next": (NEXT,)}
 
 
 def as_buffer(a: np.ndarray) -> memoryview:
@@ -112,26 +117,96 @@ class StateView:
         for j, k in enumerate(visible.edge_real.tolist()):
             by_real.setdefault(k, []).append(j)
         self._vis_edges_of_real = by_real
-        boxes = [j for j in range(visible.n_items) if visible.item_real[j] < 0]
+        boxes = np.flatnonzero(visible.item_real < 0)
         self._boxes = boxes
-        self._box_members = [visible.item_members[j] for j in boxes]
+        # Each box's members counted by state, kept up to date as nodes change (`_set_state`),
+        # so a box's look costs O(1) however many nodes it holds.
+        self._box_of = np.full(len(self.node_state), -1, np.int64)
+        for b, j in enumerate(boxes.tolist()):
+            self._box_of[np.asarray(visible.item_members[j], np.int64)] = b
+        self._box_len = np.bincount(self._box_of[self._box_of >= 0], minlength=len(boxes))
+        self._box_count: dict[str, np.ndarray] = {}
+        for kind, states in _COUNTED.items():
+            inside = (self._box_of >= 0) & np.isin(self.node_state, states)
+            self._box_count[kind] = np.bincount(self._box_of[inside], minlength=len(boxes))
+        self._item_changed: set[int] = set(range(visible.n_items))
+        self._edge_changed: set[int] = set(range(len(visible.edge_real)))
+        # The visible edges' values, kept in step with `edge_values` (no pass over all values
+        # per payload); `_values_changed` collects the keys touched since `take_changes`.
+        old_keys = set(getattr(self, "_vis_values", {}))
+        self._vis_values: dict[str, list] = {}
+        self._values_changed: set[str] = set()
+        for k, vals in self.edge_values.items():
+            self._show_values(int(k), vals)
+        self._values_changed |= old_keys
+
+    def _show_values(self, e: int, vals: list | None) -> None:
+        """Real edge `e`'s values (None: gone) onto the visible edges showing it."""
+        for j in self._vis_edges_of_real.get(e, ()):
+            key = str(j)
+            if vals is None:
+                self._vis_values.pop(key, None)
+            else:
+                self._vis_values[key] = vals
+            self._values_changed.add(key)
+
+    def _set_state(self, i: int, state: int) -> None:
+        """Real node `i`'s state, its box's counts and the changed items kept in step."""
+        was = int(self.node_state[i])
+        if was == state:
+            return
+        self.node_state[i] = state
+        b = int(self._box_of[i])
+        if b >= 0:
+            for kind, states in _COUNTED.items():
+                self._box_count[kind][b] += (state in states) - (was in states)
+            self._item_changed.add(int(self._boxes[b]))
+        else:
+            j = int(self.visible.real_item[i])
+            if j >= 0:
+                self._item_changed.add(j)
+
+    def _touch_edge(self, e: int) -> None:
+        self._edge_changed.update(self._vis_edges_of_real.get(e, ()))
+
+    def take_changes(self) -> dict[str, Any]:
+        """What changed since the previous call (or since the visible items were set), and
+        forget it: `items` and `edges` (sorted visible indices whose state may differ) and
+        `edge_values` (visible edge key -> its values now, None: none shown, in edge order).
+        With `visible_arrays(items=..., edges=...)` a walkthrough stores each step's change
+        without a pass over every item, edge or value.
+
+        Example:
+            >>> sv = StateView(g, st); _ = sv.take_changes(); _ = st.step(); sv.advance()
+            >>> c = sv.take_changes(); c["items"].tolist(), c["edges"].tolist(), c["edge_values"]
+            ([0, 2], [0, 1], {'0': [1.0], '1': [1.0]})
+        """
+        items = np.asarray(sorted(self._item_changed), np.int64)
+        edges = np.asarray(sorted(self._edge_changed), np.int64)
+        keys = self._values_changed
+        self._item_changed, self._edge_changed, self._values_changed = set(), set(), set()
+        return {"items": items, "edges": edges,
+                "edge_values": {k: self._vis_values.get(k) for k in sorted(keys, key=int)}}
 
     def _clear_step(self, k: int) -> None:
         i = self.node_index[self.stepper.order[k]]
-        self.node_state[i] = PENDING
+        self._set_state(i, PENDING)
         for e in self.out_edges[i]:
+            self._touch_edge(e)
             self.edge_norm[e] = np.nan
             self.edge_flag[e] = NOT_FLOWED
-            self.edge_values.pop(str(e), None)
+            if self.edge_values.pop(str(e), None) is not None:
+                self._show_values(e, None)
 
     def _apply_step(self, k: int) -> None:
         st = self.stepper
         nid = st.order[k]
         i = self.node_index[nid]
         info = st.step_info(k)
-        self.node_state[i] = NO_GRADIENT if info.no_gradient else DONE
+        self._set_state(i, NO_GRADIENT if info.no_gradient else DONE)
         edges = self.graph.edges
         for e in self.out_edges[i]:
+            self._touch_edge(e)
             s = st.edge_summary(edges[e].id)
             if s is None:
                 self.edge_flag[e] = FLOWED_NONE
@@ -142,7 +217,8 @@ class StateView:
                 NONFINITE if nonfinite else DIFFERS if e in self.differs else FLOWED
             )
             if _numel(s.shape) <= LABEL_MAX_NUMEL:
-                self.edge_values[str(e)] = encode(s.values)
+                vals = self.edge_values[str(e)] = encode(s.values)
+                self._show_values(e, vals)
 
     def update(self) -> dict[str, Any]:
         """The `_state` payload for the stepper's current position (revisits only the steps
@@ -151,6 +227,18 @@ class StateView:
         Example:
             >>> sv = StateView(g, st); _ = st.step()
             >>> sv.update()["position"]
+            1
+        """
+        self.advance()
+        return self.payload()
+
+    def advance(self) -> None:
+        """Bring the state to the stepper's current position (revisiting only the steps done
+        or undone since the previous call) without building a payload: `update()` less its
+        payload, for a caller that reads only part of it (`scalars`, `visible_arrays`).
+
+        Example:
+            >>> sv = StateView(g, st); _ = st.step(); sv.advance(); sv.scalars()["position"]
             1
         """
         st = self.stepper
@@ -163,7 +251,7 @@ class StateView:
                 self._clear_step(k)
             self._applied = 0
         if self._next >= 0 and self.node_state[self._next] in (NEXT, FAILED):
-            self.node_state[self._next] = PENDING
+            self._set_state(self._next, PENDING)
         if pos < self._applied:
             for k in range(pos, self._applied):
                 self._clear_step(k)
@@ -175,12 +263,11 @@ class StateView:
         self._next = self.node_index[st.order[pos]] if pos < len(st.order) else -1
         if self._next >= 0:
             failed = err is not None and err[0] == st.order[pos]
-            self.node_state[self._next] = FAILED if failed else NEXT
+            self._set_state(self._next, FAILED if failed else NEXT)
         self._error = (
             {"node": self.node_index[err[0]], "message": err[1]} if err is not None else None
         )
         self.seq += 1
-        return self.payload()
 
     def mark_differences(self, edge_ids: Iterable[str]) -> None:
         """Flag these edges DIFFERS (instead of FLOWED) once their gradient has flowed: the
@@ -217,44 +304,52 @@ class StateView:
     def _item(self, real: int) -> int:
         return -1 if real < 0 else int(self.visible.real_item[real])
 
-    def visible_arrays(self) -> dict[str, Any]:
+    def visible_arrays(self, values: bool = True, *, items: np.ndarray | None = None,
+                       edges: np.ndarray | None = None) -> dict[str, Any]:
         """Node and edge state per VISIBLE item/edge, as numpy arrays (boxes aggregated):
-        node_state, progress, edge_norm, edge_flag and edge_values (visible edge index -> values).
+        node_state, progress, edge_norm, edge_flag and, unless `values` is False, edge_values
+        (visible edge index -> values). `items` / `edges`: only those visible indices (the
+        arrays then follow their order), e.g. what `take_changes` names.
+
+        Cost: a few numpy passes over the items and edges asked for (a box's look comes from
+        counts of its members' states kept as they change, not from its members) and a copy of
+        the values shown, so a walkthrough of every step of a large graph stays linear.
 
         Example:
             >>> sv = StateView(g, st); _ = st.step(); _ = sv.update()
             >>> sv.visible_arrays()["node_state"]  # n0 DONE, n2 (y) NEXT, the rest PENDING
             array([2, 0, 1, 0], dtype=uint8)
+            >>> sv.visible_arrays(False, items=np.array([2]), edges=np.array([0]))["node_state"]
+            array([1], dtype=uint8)
         """
         vis = self.visible
-        real = vis.item_real
-        node_state = np.zeros(vis.n_items, np.uint8)
-        progress = np.zeros(vis.n_items, np.float32)
+        items = np.arange(vis.n_items) if items is None else np.asarray(items, np.int64)
+        real = vis.item_real[items]
+        node_state = np.zeros(len(items), np.uint8)
+        progress = np.zeros(len(items), np.float32)
         is_real = real >= 0
-        node_state[is_real] = self.node_state[real[is_real]]
-        finished = (self.node_state == DONE) | (self.node_state == NO_GRADIENT)
-        progress[is_real] = finished[real[is_real]]
-        for j, mem in zip(self._boxes, self._box_members):
-            st_m = self.node_state[mem]
-            done = int(finished[mem].sum())
-            progress[j] = done / len(mem) if len(mem) else 1.0
-            if (st_m == FAILED).any():
-                node_state[j] = FAILED
-            elif (st_m == NEXT).any():
-                node_state[j] = NEXT
-            elif done == len(mem):
-                node_state[j] = DONE
-        edge_values: dict[str, list] = {}
-        for k, vals in self.edge_values.items():
-            for j in self._vis_edges_of_real.get(int(k), ()):
-                edge_values[str(j)] = vals
-        return {
+        st = self.node_state[real[is_real]]
+        node_state[is_real] = st
+        progress[is_real] = (st == DONE) | (st == NO_GRADIENT)
+        box_at = np.flatnonzero(~is_real)
+        if box_at.size:
+            b = np.searchsorted(self._boxes, items[box_at])
+            size, count = self._box_len[b], {k: v[b] for k, v in self._box_count.items()}
+            done = count["finished"]
+            progress[box_at] = np.where(size > 0, done / np.maximum(size, 1), 1.0)
+            node_state[box_at] = np.where(
+                count["failed"] > 0, FAILED,
+                np.where(count["next"] > 0, NEXT, np.where(done == size, DONE, PENDING)))
+        edge_real = vis.edge_real if edges is None else vis.edge_real[np.asarray(edges, np.int64)]
+        out = {
             "node_state": node_state,
             "progress": progress,
-            "edge_norm": self.edge_norm[vis.edge_real],
-            "edge_flag": self.edge_flag[vis.edge_real],
-            "edge_values": edge_values,
+            "edge_norm": self.edge_norm[edge_real],
+            "edge_flag": self.edge_flag[edge_real],
         }
+        if values:
+            out["edge_values"] = dict(self._vis_values)
+        return out
 
     def payload(self, running: bool = False) -> dict[str, Any]:
         """The `_state` payload as of the last `update()` (keys: `wire.protocol.STATE_KEYS`
@@ -264,6 +359,36 @@ class StateView:
             >>> sv = StateView(g, st)
             >>> p = sv.payload(running=True); p["running"], p["position"], p["total"]
             (True, 0, 4)
+        """
+        sc = self.scalars(running)
+        arrays = self.visible_arrays()
+        edits: dict[str, Any] = {}
+        for eid, info in self.stepper.edits.items():
+            k = self.edge_index.get(eid)
+            for j in self._vis_edges_of_real.get(k, ()) if k is not None else ():
+                edits[str(j)] = {"id": eid, **info.as_dict()}
+        head = ("seq", "position", "total", "done", "running", "next", "next_id", "last")
+        tail = ("norm_range", "norm_scale", "waiting", "status", "announce", "error")
+        return {
+            **{k: sc[k] for k in head},
+            "node_state": as_buffer(arrays["node_state"]),
+            "progress": as_buffer(arrays["progress"]),
+            "edge_norm": as_buffer(arrays["edge_norm"]),
+            "edge_flag": as_buffer(arrays["edge_flag"]),
+            "edge_values": arrays["edge_values"],
+            "edits": edits,
+            **{k: sc[k] for k in tail},
+        }
+
+    def scalars(self, running: bool = False) -> dict[str, Any]:
+        """The payload's keys that are not per item or edge (seq, position, total, done,
+        running, next, next_id, last, norm_range, norm_scale, waiting, status, announce, error),
+        as of the last `update()` or `advance()`: what a walkthrough stores per step, without
+        the cost of the arrays and values.
+
+        Example:
+            >>> sv = StateView(g, st); sv.advance(); sv.scalars()["next_id"]
+            'n0'
         """
         st = self.stepper
         pos, total = st.position, len(st.order)
@@ -293,12 +418,6 @@ class StateView:
                         "values": encode(s.values) if small else None,
                     }
                 )
-        arrays = self.visible_arrays()
-        edits: dict[str, Any] = {}
-        for eid, info in st.edits.items():
-            k = self.edge_index.get(eid)
-            for j in self._vis_edges_of_real.get(k, ()) if k is not None else ():
-                edits[str(j)] = {"id": eid, **info.as_dict()}
         error = None
         if self._error is not None:
             error = dict(self._error)
@@ -314,12 +433,6 @@ class StateView:
             "next": self._item(self._next),
             "next_id": self.node_ids[self._next] if self._next >= 0 else None,
             "last": self._item(last),
-            "node_state": as_buffer(arrays["node_state"]),
-            "progress": as_buffer(arrays["progress"]),
-            "edge_norm": as_buffer(arrays["edge_norm"]),
-            "edge_flag": as_buffer(arrays["edge_flag"]),
-            "edge_values": arrays["edge_values"],
-            "edits": edits,
             "norm_range": norm_range,
             "norm_scale": scale.kind if scale is not None else None,
             "waiting": waiting,
