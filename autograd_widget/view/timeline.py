@@ -64,19 +64,38 @@ def _module_order(w: Watch) -> list[str]:
     root first; only modules owning a watched parameter."""
     have = dict.fromkeys(w.keys()["modules"])
     if w.model is not None:
-        named = [n for n, _ in w.model.named_modules()]
-        return [n for n in named if n in have] + [n for n in have if n not in set(named)]
+        named = dict.fromkeys(n for n, _ in w.model.named_modules())
+        return [n for n in named if n in have] + [n for n in have if n not in named]
     return list(have)
 
 
 def _nonfinite_mask(w: Watch, steps: list[TrainingStep], modules: list[str]) -> np.ndarray:
-    """(modules x steps) True where a parameter of the module had a non-finite gradient."""
+    """(modules x steps) True where a parameter of the module had a non-finite gradient.
+
+    Linear in the names listed: each name marks the rows of its enclosing module paths (its
+    dotted prefixes, and "" for the model), found by dict look-up, never by scanning every
+    module for every name of every step; a step's tuple of names is resolved once per distinct
+    tuple (a run that overflows repeatedly lists the same names)."""
     mask = np.zeros((len(modules), len(steps)), dtype=bool)
+    row_of = {m: r for r, m in enumerate(modules)}
+    root = row_of.get("")
+    rows_of_names: dict[tuple[str, ...], np.ndarray] = {}
     for col, st in enumerate(steps):
-        for name in st.nonfinite_params:
-            for row, m in enumerate(modules):
-                if m == "" or name.startswith(m + "."):
-                    mask[row, col] = True
+        names = st.nonfinite_params
+        if not names:
+            continue
+        rows = rows_of_names.get(names)
+        if rows is None:
+            hit: set[int] = set() if root is None else {root}
+            for name in names:
+                cut = name.find(".")
+                while cut >= 0:  # every proper dotted prefix: the modules holding `name`
+                    r = row_of.get(name[:cut])
+                    if r is not None:
+                        hit.add(r)
+                    cut = name.find(".", cut + 1)
+            rows = rows_of_names[names] = np.fromiter(hit, dtype=np.intp, count=len(hit))
+        mask[rows, col] = True
     return mask
 
 

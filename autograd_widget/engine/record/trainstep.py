@@ -111,7 +111,10 @@ def _edge_summary(st: TrainingStep, s: Structure, e: int) -> Summary | None:
     return summary_of_norm(v, counts, meta.shape, meta.dtype)
 
 
-def _inputs(st: TrainingStep, s: Structure, i: int) -> tuple[Summary | None, ...]:
+def _inputs(st: TrainingStep, s: Structure, i: int,
+            bad_names: frozenset[str]) -> tuple[Summary | None, ...]:  # fmt: skip
+    """Node `i`'s received gradients; `bad_names`: the step's `nonfinite_params` as a set (a
+    look-up per parameter, not a scan of every name: a run with every parameter non-finite)."""
     assert st.param_norms is not None and st.slot_norms is not None
     node = s.graph.nodes[f"n{i}"]
     out: list[Summary | None] = []
@@ -121,7 +124,7 @@ def _inputs(st: TrainingStep, s: Structure, i: int) -> tuple[Summary | None, ...
             k = s.param_of[i]
             v = float(st.param_norms[k])
             name = s.params[k]
-            bad = name in st.nonfinite_params
+            bad = name in bad_names
             counts = None if not bad else ((-1, 0) if v != v else (0, -1))
             out.append(None if v != v and not bad else
                        summary_of_norm(v, counts, meta.shape, meta.dtype))  # fmt: skip
@@ -161,12 +164,14 @@ def as_recording(st: TrainingStep, s: Structure, meta: dict | None = None) -> Re
     if not st.watched or st.order is None:
         raise ValueError(f"step {st.step} was not watched: only watched steps have a recording")
     runs = []
+    bad = frozenset(st.nonfinite_params)
     for k, i in enumerate(st.order.tolist()):
-        runs.append(NodeExecution(f"n{i}", k, k, 0, 0, 0.0, _inputs(st, s, i), _outputs(st, s, i)))
+        runs.append(NodeExecution(f"n{i}", k, k, 0, 0, 0.0, _inputs(st, s, i, bad),
+                                  _outputs(st, s, i)))  # fmt: skip
     failure = None
     if st.failure is not None and st.failure[2] is not None:
         node = st.failure[2]
-        failure = Failure(f"n{node}", _inputs(st, s, node), st.failure[1], st.failure[0], 0)
+        failure = Failure(f"n{node}", _inputs(st, s, node, bad), st.failure[1], st.failure[0], 0)
     m = {"keep": "norms", "watch_step": st.step, "loss": st.loss, "loss_scale": st.scale,
          **(meta or {})}  # fmt: skip
     rec = Recording(s.graph, runs, failure=failure, meta=m, warnings=list(st.warnings))
