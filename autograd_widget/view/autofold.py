@@ -321,14 +321,20 @@ class _Chooser:
         instead), None without modules."""
         if not self.paths:
             return None
-        opened = {q for q in pins.opened if q in set(self.paths)}
+        paths = set(self.paths)
+        # every path holding an opened one (itself included): set look-ups, not a scan of the
+        # opened paths per module, nor of `out` (modules x modules on a model of many)
+        holds_opened: set[str] = set()
+        for q in pins.opened:
+            if q in paths:
+                holds_opened.update(_self_and_ancestors(q))
         out = set(closed)
         todo = modules.children("", self.paths)
         while todo:
             p = todo.pop()
-            if any(modules.in_group(q, p) for q in opened):
+            if p in holds_opened:
                 todo += modules.children(p, self.paths)
-            elif not any(modules.in_group(p, c) for c in out):
+            elif not any(a in out for a in _self_and_ancestors(p)):
                 out.add(p)
         return frozenset(out)
 
@@ -363,3 +369,14 @@ class _Chooser:
             else:
                 hi = mid - 1
         return best
+
+
+def _self_and_ancestors(path: str) -> list[str]:
+    """`path`, every module path holding it (its dotted prefixes) and "" (the model): the
+    groups `path` is in (`modules.in_group`), for set look-ups."""
+    out = ["", path]
+    cut = path.find(".")
+    while cut >= 0:
+        out.append(path[:cut])
+        cut = path.find(".", cut + 1)
+    return out

@@ -129,10 +129,11 @@ def top_level_groups(graph: BackwardGraph) -> list[str]:
                 kids[up].append(p)
     todo = list(kids.get("", [])) if "" in kids else [p for p in paths if "." not in p]
     out: list[str] = []
-    while todo:
-        p = todo.pop(0)
+    stack = todo[::-1]  # depth first, in order; a stack (no insertion at the front: linear)
+    while stack:
+        p = stack.pop()
         if p not in own and kids.get(p):
-            todo[0:0] = kids[p]
+            stack += kids[p][::-1]
         else:
             out.append(p)
     return out

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -376,7 +377,8 @@ def _find_repeats(graph: BackwardGraph, groups: Iterable[str] | None) -> list[Re
         # signature is never built (an `encoder` beside an `embed` is not walked twice).
         tok = index.token.__getitem__
         fps = [(len(members[g]), sum(map(tok, members[g]))) for g in sibs]
-        shared = {fp for fp in fps if fps.count(fp) > 1} if len(set(fps)) < len(fps) else set()
+        seen = Counter(fps)  # not fps.count per sibling: siblings x siblings on a wide model
+        shared = {fp for fp, c in seen.items() if c > 1}
         sigs: list[tuple] = [
             _signature(index, [(g, members[g])]) if fp in shared else ("unique", k)
             for k, (g, fp) in enumerate(zip(sibs, fps))

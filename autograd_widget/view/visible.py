@@ -252,8 +252,9 @@ def visible_graph(
         return k
 
     mod_group = np.full(len(facts.modules), -1, np.int64)
+    group_set = set(groups)
     for k, m in enumerate(facts.modules):
-        g = next((g for g in groups if in_group(m, g)), None) if groups else None
+        g = _outermost_group(m, group_set) if groups else None
         f = _fold_member(m, folds) if folds else None
         if f is not None and not (g is not None and g != f and in_group(f, g)):
             g = folds[f]  # type: ignore[index]
@@ -410,6 +411,22 @@ def _cycle_merge(vis: VisibleGraph) -> dict[int, str]:
             for i in (vis.item_members[j] if r < 0 else (r,)):  # type: ignore[union-attr]
                 merged[int(i)] = key
     return merged
+
+
+def _outermost_group(m: str | None, groups: set[str]) -> str | None:
+    """The outermost of `groups` holding module path `m` (`in_group`), None: none. Walks the
+    path's own prefixes (dict look-ups), so folding costs modules x depth, not modules x groups
+    (a model of 50,000 modules collapsed to its blocks)."""
+    if m is None:
+        return None
+    if "" in groups:
+        return ""
+    cut = m.find(".")
+    while cut >= 0:
+        if m[:cut] in groups:
+            return m[:cut]
+        cut = m.find(".", cut + 1)
+    return m if m in groups else None
 
 
 def _fold_member(m: str | None, folds: Mapping[str, str]) -> str | None:
