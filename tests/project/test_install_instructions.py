@@ -22,12 +22,15 @@ _NAME = re.compile(r"^autograd[_-]widget(?:$|[\[<>=!~])", re.I)  # the name, alo
 
 def instruction_files() -> list[Path]:
     """Everything that speaks to a user or a contributor: the top-level docs, docs/, the
-    scripts under .ci/ and the Makefile, the notebooks."""
+    scripts under .ci/ and the Makefile, the notebooks, the package's and front-end's sources."""
     files = [ROOT / n for n in ("README.md", "CONTRIBUTING.md", "DESIGN.md", "Makefile")]
     files += sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "docs").rglob("*.py"))
     files += sorted(p for p in (ROOT / ".ci").iterdir() if p.is_file())
     files += sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
         (ROOT / "notebooks").glob("*.py"))
+    # the package's own messages (an error that says how to upgrade) and the front-end's
+    files += sorted((ROOT / "autograd_widget").rglob("*.py")) + sorted(
+        (ROOT / "js" / "src").glob("*.js"))
     return [p for p in files if p.is_file()]
 
 

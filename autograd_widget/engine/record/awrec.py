@@ -27,8 +27,9 @@ Reading a file from anyone (`read`): nothing is read that was not bounded first.
   and the members read may not overlap (their compressed sizes fit in the file). Members are read
   in chunks and never past their declared size, so a size that lies costs nothing more.
 - The manifest is capped (`Limits.manifest_bytes`), as is the sum of the tensors' bytes
-  (`Limits.tensor_bytes`); both can be raised for a legitimately large recording
-  (`aw.load_recording(path, max_manifest_bytes=..., max_tensor_bytes=...)`).
+  (`Limits.tensor_bytes`) and the graph's nodes (`Limits.nodes`, checked before any field is);
+  each can be raised for a legitimately large recording
+  (`aw.load_recording(path, max_manifest_bytes=..., max_tensor_bytes=..., max_nodes=...)`).
 - The JSON must be strict: no NaN/Infinity tokens, no key twice in one object, no nesting deeper
   than Python's recursion limit. A tensor entry names a `tensors/<i>.bin` member that no other
   entry names, a dtype of the fixed table and a shape of non-negative ints whose byte count is the
@@ -58,7 +59,7 @@ import torch
 from ...core.graphdict import parse_shape
 from ...util.atomic import atomic_write
 from ...util.dtypes import dtype_name
-from ...util.fields import FieldError, at, need_dict, need_str, short
+from ...util.fields import FieldError, NotStrict, at, need_dict, need_str, short, strict_loads
 from ...util.gcpause import gc_paused
 from ...util.regular import open_regular
 
@@ -105,11 +106,14 @@ class Limits:
     tensor_bytes: int = 1 << 30
     #: A real manifest deflates 6-40x; a zip bomb ~1000x.
     inflation: int = 200
+    #: 20,000 nodes (compiled regions' ops counted): what opens in seconds. A manifest's bytes
+    #: do not bound it (a node can take ~100 bytes: 16 MiB could hold 95,000 of them).
+    nodes: int = 20_000
 
     def __post_init__(self) -> None:
         for name, v in (("max_manifest_bytes", self.manifest_bytes),
                         ("max_tensor_bytes", self.tensor_bytes),
-                        ("max_inflation", self.inflation)):
+                        ("max_inflation", self.inflation), ("max_nodes", self.nodes)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {v!r}")
 
@@ -270,13 +274,17 @@ def _read_archive(
         raise ValueError(
             f"{path} was written in recording format {version[0]}.{version[1]}, newer "
             f"than this autograd_widget reads ({VERSION[0]}.x): upgrade autograd_widget "
-            "(pip install -U autograd_widget) to open it"
+            "(install it again from a newer clone or wheel) to open it"
         )
     if version[0] < VERSION[0]:
         raise _bad(path, f"format version {version[0]} is older than this reader's")
     rec = doc.get("recording")
     if not isinstance(rec, dict):
         raise _bad(path, "the manifest holds no recording")
+    n = _node_count(rec)
+    if n > limits.nodes:
+        raise _too_big(path, f"its graph has {n} nodes (compiled regions' ops counted), more "
+                             f"than max_nodes={limits.nodes}", "max_nodes", n)
     specs = _index(path, doc.get("tensors"), members, manifest, size, limits)
     if check is not None:
         try:
@@ -284,6 +292,21 @@ def _read_archive(
         except ValueError as e:
             raise _bad(path, f"malformed recording manifest: {e}") from None
     return rec, {s.edge: _tensor(z, path, members[s.file], s) for s in specs}
+
+
+def _node_count(rec: Mapping[str, Any]) -> int:
+    """How many nodes the recording's graph lists, its regions' ops included (0 for what is
+    not a list: the manifest's own check words that)."""
+    graph = rec.get("graph")
+    if not isinstance(graph, dict):
+        return 0
+    nodes = graph.get("nodes")
+    n = len(nodes) if isinstance(nodes, list) else 0
+    regions = graph.get("regions")
+    for r in regions if isinstance(regions, list) else ():
+        ops = r.get("ops") if isinstance(r, dict) else None
+        n += len(ops) if isinstance(ops, list) else 0
+    return n
 
 
 def _check_member(path: Path, info: zipfile.ZipInfo, size: int, limits: Limits) -> None:
@@ -330,30 +353,13 @@ def _read_exact(z: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo, n: int) -
     return buf
 
 
-class _NotStrict(ValueError):
-    """What strict JSON refuses (a NaN token, a key twice in one object)."""
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _NotStrict(f"the key {short(dup)} appears twice in one object")
-    return d
-
-
-def _constant(name: str) -> Any:
-    raise _NotStrict(f"{name} is not a JSON number (write 'nan', 'inf' or '-inf')")
-
-
 def _parse(path: Path, raw: bytearray) -> dict[str, Any]:
     try:
         with gc_paused():  # millions of new objects: no collection passes over them meanwhile
-            doc = json.loads(raw, object_pairs_hook=_object, parse_constant=_constant)
+            doc = strict_loads(raw)
     except RecursionError:
         raise _bad(path, "its manifest is nested too deeply") from None
-    except _NotStrict as e:
+    except NotStrict as e:
         raise _bad(path, f"its manifest is not strict JSON: {e}") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, an int of 5000 digits
         raise _bad(path, f"its manifest is not valid JSON ({str(e)[:200]})") from None

@@ -574,8 +574,8 @@ def _head(payload: bytes | memoryview) -> dict[str, Any]:
     if major > VERSION[0]:
         raise NewerVersion(
             f"was written in watch format {major}.{minor}, newer than this autograd_widget "
-            f"reads ({VERSION[0]}.x): upgrade autograd_widget (pip install -U "
-            "autograd_widget) to open it"
+            f"reads ({VERSION[0]}.x): upgrade autograd_widget (install it again "
+            "from a newer clone or wheel) to open it"
         )
     if major < VERSION[0]:
         raise ValueError(f"format version {major} is older than this reader's")
