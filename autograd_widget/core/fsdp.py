@@ -3,7 +3,7 @@
 `torch.distributed.fsdp.fully_shard` (FSDP2, public from torch 2.6) replaces a module's
 parameters by sharded DTensors (what `model.named_parameters()` returns) and, for its forward,
 all-gathers them into UNSHARDED parameters: other tensor objects, which the forward's ops save and
-which are therefore the leaves of the backward graph (AUTOGRAD_FACTS.md, "Distributed programs").
+which are therefore the leaves of the backward graph (DESIGN.md, "Distributed programs").
 After the forward FSDP frees their storage (resized to 0, the tensor objects stay); its
 pre-backward hooks gather them again. Nothing in a graph leaf points back at its sharded
 parameter, so this module reads FSDP's own parameter groups once (`sharding_of`):

@@ -1,7 +1,8 @@
 """collapse="auto" and orientation="auto": THE one owner of what the first render folds.
 
-The rule (API.md, "Widget"): the first render shows the WHOLE graph at a legible scale in the
-pixels the drawing has (`fitrule`: the layout's extent at `LEGIBLE_PPU` inside the drawing).
+The rule (docs/drawing.md, "The whole model at first sight"): the first render shows the WHOLE
+graph at a legible scale in the pixels the drawing has (`fitrule`: the layout's extent at
+`LEGIBLE_PPU` inside the drawing).
 Foldable groups are folded from the finest drawing to the coarsest until one fits:
 
 - F0: nothing folded (a graph that fits as it is shows every node);
