@@ -80,9 +80,9 @@ class _Traits:
     def __init__(self, widget: AutogradWidget) -> None:
         self.widget = widget
 
-    def show_step(self, step: int, stepper: Stepping) -> None:
-        """A watch's other step is shown: the cursor trait, and the widget follows the new
-        stepper (stepping it from Python updates the view)."""
+    def show_step(self, step: int, stepper: Stepping) -> tuple[str | None, str | None]:
+        """A watch's other step is shown: the cursor trait, the widget follows the new stepper
+        (stepping it from Python updates the view); returns what was selected (node, edge)."""
         w = self.widget
         stepper.add_listener(w._on_stepper_change)
         w._showing = True
@@ -90,6 +90,7 @@ class _Traits:
             w.watch_step = step
         finally:
             w._showing = False
+        return w.selected, w.selected_edge
 
     def draw(self, graph: dict[str, Any] | None, state: dict[str, Any]) -> None:
         w = self.widget

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..engine.record.rankwatch import RankWatches
     from ..engine.record.watch import Watch
 
-__all__ = ["RELEASED_NOTICE", "Front", "Session", "freed_notice"]
+__all__ = ["RELEASED_NOTICE", "Front", "Session", "follow_node", "freed_notice"]
 
 RELEASED_NOTICE = "released: the drawing stays, stepping needs explore() again"
 
@@ -37,7 +37,10 @@ def _validity(graph: BackwardGraph) -> dict[str, str]:
 
 
 class Front(Protocol):
-    """Where a Session shows its payloads (the widget's synced traits)."""
+    """Where a Session shows its payloads (the widget's synced traits). A front that shows a
+    watch may also have `show_step(step, stepper)`: told that another watched step is shown, it
+    returns what it had selected, (node id, edge id), for the selection to follow the same op
+    onto that step's graph (`Session.show_step`)."""
 
     def draw(self, graph: dict[str, Any] | None, state: dict[str, Any]) -> None:
         """Show a new graph payload (None: unchanged) and step state, together."""
@@ -47,6 +50,98 @@ class Front(Protocol):
 
     def select_edge(self, edge_id: str | None) -> None:
         """Select a real edge (None: nothing)."""
+
+
+def _leaf_acc(node: Any) -> bool:
+    return node.kind == "accumulate_grad" and bool(node.leaf_name)
+
+
+def _reach(graph: BackwardGraph, targets: list[str]) -> dict[str, frozenset[str]]:
+    """The named leaves each of `targets` sends gradient to (through any path): one pass over
+    the edges reachable from them, leaves as bits of one int per node."""
+    kids: dict[str, list[str]] = {}
+    for e in graph.edges:
+        kids.setdefault(e.src, []).append(e.dst)
+    bits: dict[str, int] = {}
+    mask: dict[str, int] = {}
+    for start in targets:
+        stack = [start]
+        while stack:
+            nid = stack[-1]
+            if nid in mask:
+                stack.pop()
+                continue
+            todo = [c for c in kids.get(nid, ()) if c not in mask]
+            if todo:
+                stack.extend(todo)
+                continue
+            leaf = graph.nodes[nid].leaf_name if nid in graph.nodes else None
+            m = 1 << bits.setdefault(leaf, len(bits)) if leaf else 0
+            for c in kids.get(nid, ()):
+                m |= mask[c]
+            mask[nid] = m
+            stack.pop()
+    names = list(bits)
+    return {t: frozenset(n for i, n in enumerate(names) if mask[t] >> i & 1) for t in targets}
+
+
+def follow_node(old: BackwardGraph, node_id: str, new: BackwardGraph) -> str | None:
+    """The node of graph `new` that is node `node_id` of graph `old` (another watched step's
+    graph): the same op by its identity, never merely the same id; None when `new` has no
+    such node. A parameter's (named leaf's) AccumulateGrad is the one of the same leaf; any
+    other node is the k-th node of its name in its module (node order: the key of
+    view/timeline.py's op rows) among those sending gradient to the same leaves, else, when
+    no node there reaches the same leaves (the loss's, whose graph grew), among all of them.
+
+    Example:
+        >>> a, b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+        >>> net = torch.nn.ModuleDict({"a": a, "b": b}); x0 = torch.ones(1, 3)
+        >>> one = aw.capture(a(x0).relu().sum(), model=net)
+        >>> two = aw.capture(b(a(x0).relu()).relu().sum(), model=net)
+        >>> [(n.id, n.name, n.module) for n in one.nodes.values()][:3]
+        [('n0', 'SumBackward0', None), ('n1', 'ReluBackward0', None), ('n2', 'AddmmBackward0', 'a')]
+        >>> [(n.id, n.name, n.module) for n in two.nodes.values()][:7:2]
+        [('n0', 'SumBackward0', None), ('n2', 'AddmmBackward0', 'b'), ('n4', 'ReluBackward0', None),
+         ('n6', 'AddmmBackward0', 'a')]
+        >>> [follow_node(one, n, two) for n in ("n0", "n1", "n2")]  # n1: a's ReLU, not b's
+        ['n0', 'n4', 'n6']
+        >>> follow_node(two, "n2", one) is None  # b's Addmm: not in the graph without b
+        True
+    """
+    if old is new:
+        return node_id if node_id in new.nodes else None
+    node = old.nodes.get(node_id)
+    if node is None:
+        return None
+    if _leaf_acc(node):
+        return next((nid for nid, n in new.nodes.items()
+                     if _leaf_acc(n) and n.leaf_name == node.leaf_name), None)  # fmt: skip
+
+    def same_op(g: BackwardGraph) -> list[str]:
+        want = (node.name, node.module)
+        return [nid for nid, n in g.nodes.items()
+                if (n.name, n.module) == want and not _leaf_acc(n)]  # fmt: skip
+
+    mine, theirs = same_op(old), same_op(new)
+    if not theirs:
+        return None
+    reach_old, reach_new = _reach(old, mine), _reach(new, theirs)
+    leaves = reach_old[node_id]
+    alike = [nid for nid in mine if reach_old[nid] == leaves]
+    match = [nid for nid in theirs if reach_new[nid] == leaves]
+    k = alike.index(node_id)
+    if k < len(match):
+        return match[k]
+    k = mine.index(node_id)
+    return theirs[k] if k < len(theirs) and not match else None
+
+
+def _describe(graph: BackwardGraph, node_id: str) -> str:
+    node = graph.nodes[node_id]
+    if _leaf_acc(node):
+        return f"{node.name} ({node.leaf_name})"
+    where = f" in {node.module}" if node.module else ""
+    return f"{node.name}{where}"
 
 
 class Session:
@@ -104,6 +199,9 @@ class Session:
         self.rank: int | None = None
         #: (position, message) of a step that waited for the other ranks in vain (`stalled_on`).
         self._stalled: tuple[int, str] | None = None
+        #: (position, message) when the node selected on the step shown before is not in this
+        #: step's graph (`show_step`): said until the stepper moves or another step is shown.
+        self._lost: tuple[int, str] | None = None
 
     @property
     def recorded(self) -> bool:
@@ -160,7 +258,12 @@ class Session:
         state["running"] = self.running and not state["done"]
         if self._stalled is not None and self._stalled[0] != self.stepper.position:
             self._stalled = None  # the stepper moved: no longer waiting there
-        state["notice"] = self._stalled[1] if self._stalled is not None else self.notice
+        if self._lost is not None and self._lost[0] != self.stepper.position:
+            self._lost = None
+        notice = self._stalled[1] if self._stalled is not None else self.notice
+        if self._lost is not None:
+            notice = self._lost[1] if not notice else f"{self._lost[1]}. {notice}"
+        state["notice"] = notice
         self.state = state
         return state
 
@@ -265,6 +368,13 @@ class Session:
         edge coloured by that step's gradients); the same drawing when its graph has the
         structure drawn, else a new scene; `node` selected (and revealed) when given.
 
+        Guarantees (one truth on screen): the state sent with the step is that step's final
+        state (every node ran, as the status says), under a `seq` above every one sent before,
+        so nothing the front-end cached for another step passes for this one's. Without
+        `node`, the node (and edge) the front has selected follows the same op onto this
+        step's graph (`follow_node`: by identity, not by id); when this graph has no such op,
+        the selection is cleared and the notice says so.
+
         Example:
             >>> from autograd_widget.view.scene import Scene
             >>> w = aw.watch(); loss = (x * 3).sum()
@@ -281,7 +391,8 @@ class Session:
         rec = self.watch.recording(step)
         stepper = Replay(rec)
         stepper.run()
-        old = self.stepper
+        old, old_graph, old_step = self.stepper, self.graph, self.watch_step
+        seq = self.scene.state.seq
         self.stepper = stepper
         same = rec.graph is self.graph
         if same:
@@ -293,19 +404,54 @@ class Session:
                                show_plumbing=self.scene.show_plumbing)  # fmt: skip
             self._validity = {}
             self._payload = None
+        self.scene.state.seq = seq  # a new StateView: its seq goes on from the last one sent
         old.close()
         self.watch_step = step
+        self._lost = None
         show = getattr(self.front, "show_step", None)
-        if show is not None:
-            show(step, stepper)
+        held = show(step, stepper) if show is not None else None
+        edge = None
+        if node is None and not same and held is not None:
+            node, edge = self._follow(old_graph, held, old_step, step)
         if node is not None and node in self.graph.nodes:
             self.scene.reveal(node)
-            self.redraw()
-            self.select(node)
-        elif same and self._payload is not None:
+        self.scene.state.advance()  # the replayed step's final state, not the new view's zeros
+        if same and node is None and self._payload is not None:
             self.refresh()
         else:
             self.redraw()
+        if node is not None and node in self.graph.nodes:
+            self.select(node)
+        if edge is not None:
+            self.select_edge(edge)
+
+    def _follow(self, old_graph: BackwardGraph, held: tuple[str | None, str | None],
+                old_step: int | None, step: int) -> tuple[str | None, str | None]:
+        """The (node, edge) to select on step `step` for the front's selection `held` (node,
+        edge) on `old_graph`; the old selection is cleared at once (the inspector never asks the
+        new graph for an old id), the edge follows its source node, and a node not in this
+        step's graph leaves the selection empty with a notice."""
+        sel, edge = held
+        sel = sel if sel in old_graph.nodes else None
+        if sel is None and edge is None:
+            return None, None
+        self.select(None)
+        self.select_edge(None)
+        new_edge = None
+        if edge is not None:
+            src, _, nr = edge.rpartition(":")
+            new_src = follow_node(old_graph, src, self.graph) if src in old_graph.nodes else None
+            if new_src is not None and any(e.id == f"{new_src}:{nr}" for e in self.graph.edges):
+                new_edge = f"{new_src}:{nr}"
+        if sel is None:
+            return None, new_edge
+        found = follow_node(old_graph, sel, self.graph)
+        if found is None:
+            where = f"on step {old_step}" if old_step not in (None, step) else "before"
+            self._lost = (self.stepper.position,
+                          f"{_describe(old_graph, sel)}, selected {where}, is not in step "
+                          f"{step}'s graph: the inspector closed")  # fmt: skip
+        return found, new_edge
 
     def replace(self, graph: BackwardGraph, stepper: Stepping, scene: Scene,
                 notice: str | None) -> None:
