@@ -186,7 +186,7 @@ export function createA11y(doc, on) {
       if (b.parentElement !== li) li.append(b);
       return li;
     });
-    for (const [i, b] of buttons) if (!want.includes(i)) buttons.delete(i);
+    for (const i of buttons.keys()) if (!want.includes(i)) buttons.delete(i);
     list.replaceChildren(...rows);
     if (active instanceof HTMLElement && active.classList.contains('agw-sr-item') && !active.isConnected && current >= 0) buttons.get(current)?.focus({ preventScroll: true });
   }

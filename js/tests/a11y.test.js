@@ -1,3 +1,4 @@
+// @ts-check
 // The drawing's accessible layer (a11y.js): the words for an item, arrow-key moves along edges
 // and between siblings, the list of items in view with its keyboard path, the live step.
 import { describe, expect, it } from 'vitest';

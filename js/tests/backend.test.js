@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it, vi } from 'vitest';
 import { kernelBackend } from '../src/backend.js';
 import { FakeModel } from './fixtures.js';

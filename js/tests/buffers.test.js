@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it } from 'vitest';
 import { toTyped } from '../src/buffers.js';
 import { dataView } from './fixtures.js';

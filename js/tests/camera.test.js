@@ -1,3 +1,4 @@
+// @ts-check
 // The camera (camera.js): one scale for both axes, Fit (whole graph when legible, else the
 // smallest legible scale centred on the stepping), zoom about the pointer, pan.
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,9 @@ import {
   FIT_PAD, FONT_PER_UNIT, LEGIBLE_PPU, LEGIBLE_PX, MAX_FIT_PPU, MAX_FONT_PX, MAX_PPU, MIN_PPU,
   areaOf, cameraOf, fitView, fontPx, panBy, projector, rangeAt, rangeOf, zoomAt,
 } from '../src/camera.js';
+
+/** @typedef {import('../src/camera.js').Range} Range */
+/** @typedef {[number, number, number, number]} Bounds  [x0, x1, y0, y1] */
 
 const SIZE = { width: 800, height: 500 };
 const centre = (r) => [(r.x[0] + r.x[1]) / 2, (r.y[0] + r.y[1]) / 2];
@@ -26,7 +30,7 @@ describe('font and scale', () => {
 
   it('cameraOf is isotropic: one scale for both axes, the smaller one, centred on the range', () => {
     const a = areaOf(SIZE);
-    for (const r of [{ x: [0, 10], y: [-5, 5] }, { x: [0, 100], y: [0, 1] }, { x: [3, 4], y: [-200, 0] }]) {
+    for (const r of /** @type {Range[]} */ ([{ x: [0, 10], y: [-5, 5] }, { x: [0, 100], y: [0, 1] }, { x: [3, 4], y: [-200, 0] }])) {
       const cam = cameraOf(r, SIZE);
       expect(cam.ppu).toBeCloseTo(Math.min(a.w / (r.x[1] - r.x[0]), a.h / (r.y[1] - r.y[0])));
       const shown = rangeOf(cam);
@@ -62,6 +66,7 @@ describe('font and scale', () => {
 
 describe('fitView', () => {
   it('a small graph: the whole of it, centred, inside the padding, at most MAX_FIT_PPU', () => {
+    /** @type {Bounds} */
     const bounds = [0, 10, -20, 0];
     const f = fitView(bounds, SIZE);
     expect(f.whole).toBe(true);
@@ -89,6 +94,7 @@ describe('fitView', () => {
   });
 
   it('a graph too big to be legible whole: the smallest legible scale, centred on the focus', () => {
+    /** @type {Bounds} */
     const bounds = [0, 1000, -600, 0];
     const focus = { x: 400, y: -250 };
     const f = fitView(bounds, SIZE, { focus });
@@ -100,6 +106,7 @@ describe('fitView', () => {
   });
 
   it('the focus is kept inside the graph: near an edge the view stops at the graph (and its padding)', () => {
+    /** @type {Bounds} */
     const bounds = [0, 1000, -600, 0];
     const f = fitView(bounds, SIZE, { focus: { x: 2, y: -599 } }); // the bottom-left corner
     const pad = FIT_PAD / ppuOf(f.range);
@@ -119,6 +126,7 @@ describe('fitView', () => {
   });
 
   it('without a focus: the start of the graph, its top in TB, its left in LR', () => {
+    /** @type {Bounds} */
     const bounds = [0, 3000, -3000, 0];
     const tb = fitView(bounds, SIZE, { orientation: 'TB' });
     const pad = FIT_PAD / ppuOf(tb.range);
@@ -141,6 +149,7 @@ describe('fitView', () => {
 
 describe('zoom and pan', () => {
   it('zoomAt keeps the layout point under the cursor where it was', () => {
+    /** @type {Range} */
     const r = { x: [0, 40], y: [-20, 0] };
     const before = projector(cameraOf(r, SIZE));
     for (const [x, y, f] of [[100, 80, 2], [700, 400, 0.5], [8, 8, 3.7]]) {
@@ -155,12 +164,14 @@ describe('zoom and pan', () => {
   });
 
   it('zoomAt stays within [MIN_PPU, MAX_PPU]', () => {
+    /** @type {Range} */
     const r = { x: [0, 40], y: [-20, 0] };
     expect(ppuOf(zoomAt(r, SIZE, 100, 100, 1e9))).toBeCloseTo(MAX_PPU, 6);
     expect(ppuOf(zoomAt(r, SIZE, 100, 100, 1e-9))).toBeCloseTo(MIN_PPU, 9);
   });
 
   it('panBy moves the drawing with the pointer, the scale kept', () => {
+    /** @type {Range} */
     const r = { x: [0, 40], y: [-20, 0] };
     const ppu = ppuOf(r);
     const p = panBy(r, SIZE, 30, -12); // drag right and up

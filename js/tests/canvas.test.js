@@ -1,3 +1,4 @@
+// @ts-check
 // The canvas (canvas.js): hit testing of items, leaf copies and edges; createCanvas in jsdom
 // (what was painted is recorded even without a real 2D context) and its gestures: click vs drag,
 // wheel zoom about the pointer, double-click Fit, rAF-throttled hover.
@@ -9,19 +10,19 @@ import { buildDrawing } from '../src/drawing.js';
 import { estimateWidth, overlappingLabels } from '../src/labelplace.js';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { BADGE_MIN_PX, makeTheme } from '../src/style.js';
-import { boxes, broken, dataView, nonfinite, zGraph, zState } from './fixtures.js';
+import { boxes, broken, dataView, nonfinite, partialGraph, zGraph, zState } from './fixtures.js';
 
 const SIZE = { width: 800, height: 400 };
 const theme = makeTheme();
 
 describe('hitItem', () => {
   // items 0 at (0, 0) 4 x 2 units, 1 at (10, 0), 2 at (11, 0.5) overlapping 1; a copy of 1 at (20, 0)
-  const graph = {
+  const graph = partialGraph({
     n: 3,
     x: Float32Array.from([0, 10, 11]),
     y: Float32Array.from([0, 0, 0.5]),
     copies: { item: Int32Array.from([1, -1]), x: Float32Array.from([20, 30]), y: Float32Array.from([0, 0]) },
-  };
+  });
   const size = { w: Float32Array.from([4, 4, 4]), h: Float32Array.from([2, 2, 2]) };
 
   it('inside a box, up to its border plus the pad; outside: -1', () => {
@@ -47,12 +48,12 @@ describe('hitItem', () => {
 
 describe('hitEdge', () => {
   // e0: (0,0) -> (10,0); e1: (0,1) -> (10,1) -> (10,5) (a bend); paths end in a NaN gap
-  const graph = {
+  const graph = partialGraph({
     m: 2,
     pathX: Float32Array.from([0, 10, NaN, 0, 10, 10, NaN]),
     pathY: Float32Array.from([0, 0, NaN, 1, 1, 5, NaN]),
     pathPtr: Int32Array.from([0, 3, 7]),
-  };
+  });
 
   it('within the tolerance of a segment, the nearest edge; beyond: -1', () => {
     expect(hitEdge(graph, 5, 0.3, 0.5)).toBe(0);
@@ -66,7 +67,7 @@ describe('hitEdge', () => {
   });
 
   it('an empty graph hits nothing', () => {
-    expect(hitEdge({ m: 0, pathX: new Float32Array(0), pathY: new Float32Array(0), pathPtr: Int32Array.from([0]) }, 0, 0, 1)).toBe(-1);
+    expect(hitEdge(partialGraph({ m: 0, pathX: new Float32Array(0), pathY: new Float32Array(0), pathPtr: Int32Array.from([0]) }), 0, 0, 1)).toBe(-1);
   });
 });
 

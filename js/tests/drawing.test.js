@@ -1,3 +1,4 @@
+// @ts-check
 // What the canvas paints (drawing.js): box styles per step state with readable text, the marks of
 // a step, edge layers (neutral in the memory / sensitivity modes), the fixed colour bar, badges.
 import { describe, expect, it } from 'vitest';
@@ -10,9 +11,13 @@ import { boxes, broken, dataView, z, zGraph, zState } from './fixtures.js';
 const light = makeTheme();
 const dark = makeTheme({ dark: true });
 const g = decodeGraph(zGraph()); // items: Add (root), Pow, y (input), x (parameter)
+/** @type {import('../src/drawing.js').ViewSpec} */
 const VIEW = { range: { x: [-10, 10], y: [-10, 10] }, size: { width: 800, height: 400 }, selected: -1 };
 
-/** z's state after `k` steps with `node_state` (a plain array here) and other fields replaced. */
+/**
+ * z's state after `k` steps with `node_state` (a plain array here) and other fields replaced.
+ * @param {number} k @param {Record<string, any>} [over]
+ */
 const stateWith = (k, over = {}) => {
   const o = { ...over };
   if (Array.isArray(o.node_state)) o.node_state = dataView(Uint8Array.from(o.node_state), 1);
@@ -177,7 +182,7 @@ describe('buildDrawing: edges and the colour bar', () => {
 
   it('memory and sensitivity modes: every edge neutral grey, no colour bar, no edge values', () => {
     const st = stateWith(3);
-    for (const mode of ['memory', 'sensitivity']) {
+    for (const mode of /** @type {const} */ (['memory', 'sensitivity'])) {
       // with the mode's data and (while it is on its way) without
       const data = mode === 'memory' ? { memory: { items: [0, 10, 0, 0] } } : { sensitivity: { items: Float64Array.from([0, 1, NaN, NaN]), range: [0, 1] } };
       for (const extra of [data, {}]) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The protocol payloads the JS tests read, made by Python (tests/js/js_fixtures.py writes
 // fixtures/*.json from real widgets: regenerate them with `python tests/js/js_fixtures.py`), and a
 // fake anywidget model. Binary buffers come back as DataViews at odd byte offsets, as ipywidgets
@@ -99,6 +100,14 @@ export const zGraph = () => z.graph();
 export const zState = (position, overrides = {}) => z.state(position, overrides);
 export const boxGraph = () => boxes.graph();
 export const boxState = (position, overrides = {}) => boxes.state(position, overrides);
+
+/**
+ * A graph holding only the fields a test of a pure function needs (hit tests read the positions
+ * or the edge paths, nothing else): each field is still checked against model.js's `Graph`.
+ * @param {Partial<import('../src/model.js').Graph>} fields
+ * @returns {import('../src/model.js').Graph}
+ */
+export const partialGraph = (fields) => /** @type {import('../src/model.js').Graph} */ (fields);
 
 /** A fake anywidget model: get/set/on/off/save_changes/send, with a log of what was sent. */
 export class FakeModel {

@@ -1,4 +1,5 @@
 // @vitest-environment node
+// @ts-check
 // What the view focuses and rings (focus.js): pure functions of the graph and the selection
 // traits, on the real payloads of z = x**2 + y and of the folded classifier (fixtures.js).
 import { describe, expect, it } from 'vitest';
@@ -7,6 +8,8 @@ import {
 } from '../src/focus.js';
 import { decodeGraph } from '../src/model.js';
 import { boxGraph, zGraph } from './fixtures.js';
+
+/** @typedef {import('../src/focus.js').Focus} Focus */
 
 const z = decodeGraph(zGraph()); // n0 Add -> n1 Pow (edge n0:0), n0 -> n2 y (n0:1), n1 -> n3 x (n1:0)
 const boxes = decodeGraph(boxGraph()); // n0, n1, then boxes "1.1", "1.0", "0"
@@ -49,26 +52,31 @@ describe('focus', () => {
   });
 
   it('focusOnSelected: follows the node, keeps an edge selected with its target, keeps itself when unchanged', () => {
+    /** @type {Focus} */
     const node = { kind: 'node', id: 'n1' };
     expect(focusOnSelected(node, z, 'n1', null)).toBe(node);
     expect(focusOnSelected(node, z, 'n2', null)).toEqual({ kind: 'node', id: 'n2' });
     // First NaN/Inf selects the edge n0:0 and its target n1 together: the edge stays in focus
+    /** @type {Focus} */
     const edge = { kind: 'edge', id: 'n0:0' };
     expect(focusOnSelected(edge, z, 'n1', 'n0:0')).toBe(edge);
     expect(focusOnSelected(edge, z, 'n3', 'n0:0')).toEqual({ kind: 'node', id: 'n3' });
     // cleared: a node focus falls back to the selected edge, or to nothing
     expect(focusOnSelected(node, z, null, 'n1:0')).toEqual({ kind: 'edge', id: 'n1:0' });
     expect(focusOnSelected(node, z, null, null)).toBeNull();
+    /** @type {Focus} */
     const box = { kind: 'box', path: '1.1' };
     expect(focusOnSelected(box, boxes, null, null)).toBe(box);
   });
 
   it('focusOnSelectedEdge: follows the edge; cleared, an edge focus falls back to the node', () => {
+    /** @type {Focus} */
     const edge = { kind: 'edge', id: 'n0:0' };
     expect(focusOnSelectedEdge(edge, null, 'n0:0')).toBe(edge);
     expect(focusOnSelectedEdge(null, null, 'n1:0')).toEqual({ kind: 'edge', id: 'n1:0' });
     expect(focusOnSelectedEdge(edge, 'n1', null)).toEqual({ kind: 'node', id: 'n1' });
     expect(focusOnSelectedEdge(edge, null, null)).toBeNull();
+    /** @type {Focus} */
     const node = { kind: 'node', id: 'n1' };
     expect(focusOnSelectedEdge(node, 'n1', null)).toBe(node);
   });

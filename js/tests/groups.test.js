@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState, SAVED_STATE } from '../src/model.js';
 import { LEGIBLE_PPU, LEGIBLE_PX, fitView } from '../src/camera.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // The shortcut table and the help dialog rendered from it.
 import { describe, expect, it, vi } from 'vitest';
 import { GESTURES, SHORTCUTS, createHelp, shortcutFor } from '../src/help.js';

@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it } from 'vitest';
 import { decodeGraph } from '../src/model.js';
 import {

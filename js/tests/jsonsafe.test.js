@@ -1,3 +1,4 @@
+// @ts-check
 // js/src/jsonsafe.js: the protocol's numbers, read only in the spellings Python's
 // util/jsonsafe.py writes ("nan", "inf", "-inf", complex as [re, im]).
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+// @ts-check
 // Label placement (labelplace.js): item names inside their boxes at a legible font, op names never
 // cut, titles cut in the middle, frame titles in their band, edge values only where free, and no
 // two labels overlapping (a property test over random box grids).
@@ -11,7 +12,13 @@ import {
 import { CHAR_W } from '../src/drawing.js';
 
 const measure = estimateWidth;
-/** An item box centred at (cx, cy) px, `w` x `h` px. */
+/** @typedef {import('../src/labelplace.js').LabelItem} LabelItem */
+/**
+ * An item box centred at (cx, cy) px, `w` x `h` px.
+ * @param {number} index @param {string} name @param {number} cx @param {number} cy
+ * @param {number} w @param {number} h @param {Partial<LabelItem>} [extra]
+ * @returns {LabelItem}
+ */
 const item = (index, name, cx, cy, w, h, extra = {}) => ({ kind: 'node', index, name, cx, cy, w, h, ...extra });
 
 /** A seeded PRNG (mulberry32): the property tests are reproducible. */
@@ -252,6 +259,7 @@ describe('property: no two labels overlap on random grids of non-overlapping box
     const ppu = r() < 0.35 ? LEGIBLE_PPU : LEGIBLE_PPU + r() * 30; // Fit of a big graph: exactly legible
     const rows = 3 + Math.floor(r() * 8);
     const cols = 2 + Math.floor(r() * 6);
+    /** @type {LabelItem[]} */
     const items = [];
     let y = 20;
     for (let row = 0; row < rows; row++) {

@@ -1,4 +1,5 @@
 // @vitest-environment node
+// @ts-check
 // The one "latest reply wins" request helper (latest.js): only the newest ask's answer is used.
 import { describe, expect, it, vi } from 'vitest';
 import { errorText, latestReply } from '../src/latest.js';

@@ -1,9 +1,14 @@
+// @ts-check
 import { describe, expect, it, vi } from 'vitest';
 import loader, { bundleCache, injectCss, loadBundle, requestBundle } from '../src/loader.js';
 import { HOST } from '../src/protocol.js';
 import { FakeModel } from './fixtures.js';
 
 /** Answer the model's last bundle request as the kernel would. */
+/**
+ * Reply to the last request `model` sent, with `data` (a bundle, or anything a test needs).
+ * @param {import('./fixtures.js').FakeModel} model @param {object} [data]
+ */
 function answer(model, data = { code: 'CODE', css: '.x{}', hash: 'h1' }) {
   const req = model.sent.at(-1);
   model.receive({ type: 'reply', request: req.request, data });

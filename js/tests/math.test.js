@@ -1,3 +1,4 @@
+// @ts-check
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { formulaInfo, renderMath, renderNote } from '../src/math.js';
 import { decodeGraph, decodeState } from '../src/model.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // The minimap's geometry (pure) and its element (DOM, fake canvas from setup.js).
 import { describe, expect, it, vi } from 'vitest';
 import {

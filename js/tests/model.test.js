@@ -1,3 +1,4 @@
+// @ts-check
 // decodeGraph / decodeState on the payloads Python sends (fixtures made by tests/js/js_fixtures.py):
 // string tables and index buffers, derived fields (ids, polylines, label anchors, identity maps)
 // rebuilt here, checked against Python's own `decode_graph` of the same payload.
@@ -69,7 +70,7 @@ function asWalkthrough(fx) {
     for (const [k, v] of Object.entries(g[part])) {
       if (v instanceof DataView) {
         const [, Ctor] = Object.entries(TYPES).find(([name]) => g.dtypes[`${part}.${k}`] === name) ?? [];
-        g[part][k] = new (Ctor ?? Int32Array)(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength));
+        g[part][k] = new (Ctor ?? Int32Array)(/** @type {ArrayBuffer} */ (v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength)));
       }
     }
   }

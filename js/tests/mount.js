@@ -1,3 +1,4 @@
+// @ts-check
 // The widget's view mounted on a fake anywidget model, for the view tests (view_*.test.js,
 // sensitivity.test.js), and the helpers that read the canvas drawing back and drive it with
 // pointer events. jsdom has no 2D canvas: setup.js gives every canvas a recording context whose
@@ -118,6 +119,7 @@ export function edgePoint(el, e) {
   const clear = ([x, y]) => !p.items.some((b) => x >= b.x - 3 && x <= b.x + b.w + 3 && y >= b.y - 3 && y <= b.y + b.h + 3);
   const mid = p.edgeMid(e);
   if (clear(mid)) return mid;
+  /** @type {[number, number][]} */
   const pts = [];
   for (let k = g.pathPtr[e]; k + 1 < g.pathPtr[e + 1]; k++) {
     if (Number.isNaN(g.pathX[k]) || Number.isNaN(g.pathX[k + 1])) continue;

@@ -1,3 +1,4 @@
+// @ts-check
 // Edge styles, arrowheads and marker symbols (paintstyle.js) that the canvas paints with.
 import { describe, expect, it } from 'vitest';
 import { ARROW_MIN_EDGE_PX, arrowHead, arrowIntoBox, colorbar, edgeLayers, edgeStyles, tracePath } from '../src/paintstyle.js';

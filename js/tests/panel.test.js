@@ -1,3 +1,4 @@
+// @ts-check
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { createMemoryPanel } from '../src/colormodes.js';
@@ -23,7 +24,7 @@ describe('inspector: a node', () => {
     const hd = handlers();
     const insp = createInspector(document, hd);
     document.body.append(insp.el);
-    const target = { kind: 'node', key: 'node:n6', id: 'n6', item: -1, data, graph: g, state: s, ...extra };
+    const target = { kind: /** @type {const} */ ('node'), key: 'node:n6', id: 'n6', item: -1, data, graph: g, state: s, ...extra };
     insp.render(target);
     return { insp, hd, el: insp.el, target };
   }
@@ -36,7 +37,7 @@ describe('inspector: a node', () => {
     expect(el.querySelector('h3').textContent).toBe('AddmmBackward0');
     expect(el.textContent).toContain('sequence nr4');
     expect(el.querySelector('.agw-crumbs').textContent).toBe('2');
-    const tb = el.querySelector('details.agw-traceback');
+    const tb = /** @type {HTMLDetailsElement} */ (el.querySelector('details.agw-traceback'));
     expect(tb.open).toBe(false);
     expect(tb.querySelector('pre').textContent).toContain('out = model(x)');
   });
@@ -208,7 +209,7 @@ describe('memory panel', () => {
     expect(holder.textContent).toContain('AddmmBackward0 · 1416 B');
     holder.querySelector('button').click();
     expect(select).toHaveBeenCalledWith('n6');
-    const box = p.el.querySelector('input[type=checkbox]');
+    const box = /** @type {HTMLInputElement} */ (p.el.querySelector('input[type=checkbox]'));
     box.checked = true;
     box.dispatchEvent(new Event('change'));
     expect(excludeLeaves).toHaveBeenCalledWith(true);

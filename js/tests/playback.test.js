@@ -1,4 +1,5 @@
 // @vitest-environment node
+// @ts-check
 // The play / run / seek machine (playback.js) without a DOM: a store, a fake kernel (the
 // commands sent, the requests answered by the test) and fake timers.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -6,14 +7,19 @@ import { PLAY_STALL_MS, RUN_CHUNK_MS, createPlayback } from '../src/playback.js'
 import { createStore } from '../src/store.js';
 
 /** A stepping state as decodeState gives it (only what playback reads). */
-const at = (position, extra = {}) => ({ seq: position, position, done: false, error: null, running: false, ...extra });
+/**
+ * A stepping state at `position`: only the fields playback reads (model.js's `State` has more).
+ * @param {number} position @param {Partial<import('../src/model.js').State>} [extra]
+ * @returns {import('../src/model.js').State}
+ */
+const at = (position, extra = {}) => /** @type {import('../src/model.js').State} */ ({ seq: position, position, done: false, error: null, running: false, ...extra });
 
 function machine({ speed = 4, state = at(0) } = {}) {
   const store = createStore({ state, mode: /** @type {import('../src/playback.js').Mode} */ ('idle') });
   const sent = [];
   /** @type {{ msg: any, resolve: (v: any) => void, reject: (e: any) => void }[]} */
   const asked = [];
-  const hooks = { refuse: vi.fn(() => true), alert: vi.fn(), paused: vi.fn(), seeking: vi.fn(), found: vi.fn() };
+  const hooks = { refuse: /** @type {import('vitest').Mock<(what: string) => boolean>} */ (vi.fn(() => true)), alert: vi.fn(), paused: vi.fn(), seeking: vi.fn(), found: vi.fn() };
   const playback = createPlayback({
     store,
     send: (cmd) => sent.push(cmd),
@@ -53,7 +59,7 @@ describe('playback', () => {
   });
 
   it('after a failed step, moving forward is refused with why; Back and Reset still go', () => {
-    const m = machine({ state: at(3, { error: { node: 1, message: 'boom' } }) });
+    const m = machine({ state: at(3, { error: { node: 1, id: 'n1', message: 'boom' } }) });
     m.playback.step();
     m.playback.play();
     m.playback.runToEnd();

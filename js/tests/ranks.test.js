@@ -1,3 +1,4 @@
+// @ts-check
 // The rank selector of aw.explore(group) (ranks.js): decoding the `ranks` trait, the labelled
 // <select> following the `rank` trait, a pick sent as `select_rank` (the control stays on the rank
 // Python shows until it answers), the live widget's bar only for a rank group, and the standalone
@@ -106,7 +107,7 @@ describe('the rank bar', () => {
     document.body.append(el);
     const cleanup = widget.render({ model, el });
     expect(el.firstElementChild.classList.contains('agw-ranks')).toBe(true);
-    const select = el.querySelector('.agw-rank-select');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('.agw-rank-select'));
     select.value = '0';
     select.dispatchEvent(new Event('change'));
     expect(model.sent.at(-1)).toEqual({ type: MSG.SELECT_RANK, rank: 0 });
@@ -125,15 +126,14 @@ describe('the rank group page', () => {
     const other = z.walkthrough();
     other.title = 'rank 0';
     const lines = [...LINES, { rank: 2, label: 'rank 2: gradients finite', detail: '', role: 'finite' }];
-    walk.ranks = { lines, selected: 1, pattern: 'run_{rank}.awwatch', world: 3, carried: [0, 1], walks: { 0: other }, kind: 'watch' };
-    return walk;
+    return Object.assign(walk, { ranks: { lines, selected: 1, pattern: 'run_{rank}.awwatch', world: 3, carried: [0, 1], walks: { 0: other }, kind: 'watch' } });
   }
 
   it('swaps the carried ranks in and says how to see the others', () => {
     const el = document.createElement('main');
     document.body.append(el);
     const cleanup = mountWalkthroughRanks(el, page());
-    const select = el.querySelector('.agw-rank-select');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('.agw-rank-select'));
     expect(select.value).toBe('1');
     expect(document.title).toBe('rank 1');
     expect(el.querySelectorAll('.agw-root').length).toBe(1);

@@ -1,3 +1,4 @@
+// @ts-check
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeGraph } from '../src/model.js';
 import { SEARCH_DEBOUNCE_MS, createSearch, decodeMatches, matchWhere, moveActive } from '../src/search.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Semantic zoom (semzoom.js): zooming out past legible folds the deepest frames, zooming into a
 // folded box opens it; the sizing rule of height=None (sizing.js).
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+// @ts-check
 // Issue 10: the "sensitivity" colour mode and what-if edits. Pure helpers, then the view with a
 // fake model (the canvas read back: mount.js) and a fake backend for a walkthrough.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -22,6 +23,8 @@ import {
 } from '../src/sensitivity.js';
 import { FakeModel, zGraph, zState } from './fixtures.js';
 import { edgeLabelOf, fillOf, flush, mountView, paints } from './mount.js';
+
+/** @typedef {import('../src/sensitivity.js').Edit} Edit */
 
 // z = x**2 + y: items Add, Pow, y, x. Add's map is [1, 1] (norm² 2), Pow's is 4 (norm² 16).
 const PROBE = {
@@ -62,8 +65,8 @@ describe('sensitivity helpers', () => {
     const edits = decodeEdits({ 2: { id: 'n1:0', kind: 'scale', factor: 0.5, before: null }, 7: { kind: 'zero' }, x: {} }, 3);
     expect([...edits.keys()]).toEqual([2]);
     expect(editText(edits.get(2))).toBe('scaled by 0.5');
-    expect(editText({ kind: 'zero' })).toBe('zeroed');
-    expect(editText({ kind: 'set' })).toBe('replaced');
+    expect(editText(/** @type {Edit} */ ({ kind: 'zero' }))).toBe('zeroed'); // only the kind is read
+    expect(editText(/** @type {Edit} */ ({ kind: 'set' }))).toBe('replaced');
     expect(parseFactor(' 2.5 ')).toBe(2.5);
     expect(parseFactor('')).toBeNull();
     expect(parseFactor('abc')).toBeNull();
@@ -78,6 +81,7 @@ describe('sensitivity helpers', () => {
     expect(state.edits.get(2).kind).toBe('zero');
     const theme = readTheme(document.body);
     const [x0, x1, y0, y1] = graph.bounds;
+    /** @type {import('../src/drawing.js').ViewSpec} */
     const view = { range: { x: [x0 - 1, x1 + 1], y: [y0 - 1, y1 + 1] }, size: { width: 800, height: 400 }, selected: -1 };
     const texts = buildDrawing(graph, state, theme, view).edgeTexts;
     const t = texts.find((x) => x.index === 2);
@@ -106,7 +110,7 @@ describe('sensitivity colour mode', () => {
   it('asks for a probe, shades the boxes in one repaint, shows the norm in the node inspector and the errors', async () => {
     const { model, el, sent, reply, inspector, cleanup } = mount(0);
     await flush();
-    const select = el.querySelector('select[aria-label="Colour mode"]');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('select[aria-label="Colour mode"]'));
     expect([...select.options].map((o) => o.value)).toContain('sensitivity');
     select.value = 'sensitivity';
     select.dispatchEvent(new Event('change'));

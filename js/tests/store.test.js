@@ -1,4 +1,5 @@
 // @vitest-environment node
+// @ts-check
 // The view's state store (store.js): one place for a view's state, changed through `set`.
 import { describe, expect, it, vi } from 'vitest';
 import { createStore } from '../src/store.js';

@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { itemStyles } from '../src/drawing.js';
@@ -26,6 +27,7 @@ const theme = makeTheme();
 
 describe('colour bins', () => {
   it('spreads a log range over N_BINS bins', () => {
+    /** @type {[number, number]} */
     const r = [-3, 1];
     expect(binOf(1e-3, r)).toBe(0);
     expect(binOf(1e-4, r)).toBe(0);

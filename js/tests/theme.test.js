@@ -1,3 +1,4 @@
+// @ts-check
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDark, luminance, readTheme, watchTheme } from '../src/theme.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The timeline of aw.explore(watch) (timeline.js) and the gain colour mode's helpers (gain.js):
 // decoding a payload (binary buffers as DataViews at odd offsets, as ipywidgets delivers them),
 // binning 10,000 steps to pixels, colours, and the DOM: module rows expanding to their ops

@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it, vi } from 'vitest';
 
 import widget from '../src/index.js';
@@ -197,6 +198,7 @@ describe('render', () => {
         observed = cb;
       }
       observe() {}
+      unobserve() {}
       disconnect() {}
     };
     try {
@@ -452,7 +454,7 @@ describe('a new _state', () => {
 describe('layout direction', () => {
   it('sets the orientation trait when the model has one', () => {
     const { model, el, cleanup } = mount(0, { orientation: 'TB' });
-    const select = el.querySelector('select.agw-direction');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('select.agw-direction'));
     expect(select.value).toBe('TB');
     select.value = 'LR';
     select.dispatchEvent(new Event('change'));
@@ -510,7 +512,7 @@ describe('Play / Pause', () => {
   it('steps at the chosen speed until Pause', async () => {
     vi.useFakeTimers();
     const { model, el, button, cleanup } = mount(0);
-    const speed = el.querySelector('input[type=range]');
+    const speed = /** @type {HTMLInputElement} */ (el.querySelector('input[type=range]'));
     speed.value = '10';
     speed.dispatchEvent(new Event('input'));
     button('Play').click();

@@ -1,3 +1,4 @@
+// @ts-check
 // The view's module boxes and folded runs of repeated blocks: clicks, hover cards, progress, read
 // back from the canvas (mount.js); the model is a fake.
 import { describe, expect, it } from 'vitest';

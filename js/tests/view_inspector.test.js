@@ -1,3 +1,4 @@
+// @ts-check
 // The view's inspector and selection: node and edge inspectors, `selected`/`selected_edge` both
 // ways, read back from the canvas (mount.js); the model is a fake.
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+// @ts-check
 // The view's navigation: search, First NaN/Inf, the plumbing toggle, the memory colour mode, read
 // back from the canvas (mount.js); the model is a fake.
 import { describe, expect, it, vi } from 'vitest';
@@ -17,7 +18,7 @@ describe('navigation', () => {
   it('search: matches in a dropdown; choosing one selects it by id and zooms to it', async () => {
     vi.useFakeTimers();
     const { model, el, sent, reply, inspector, cleanup } = mount(0);
-    const input = el.querySelector('input[aria-label="Search nodes"]');
+    const input = /** @type {HTMLInputElement} */ (el.querySelector('input[aria-label="Search nodes"]'));
     input.value = '1.weight';
     input.dispatchEvent(new Event('input'));
     vi.advanceTimersByTime(SEARCH_DEBOUNCE_MS);
@@ -127,7 +128,7 @@ describe('navigation', () => {
   it('memory colour mode: asks once per graph, shades the nodes, lists the holders', async () => {
     const { model, el, sent, reply, cleanup } = mount(0);
     await flush();
-    const select = el.querySelector('select[aria-label="Colour mode"]');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('select[aria-label="Colour mode"]'));
     select.value = 'memory';
     select.dispatchEvent(new Event('change'));
     expect(sent('memory')).toEqual([expect.objectContaining({ type: 'memory', exclude_leaves: false })]);

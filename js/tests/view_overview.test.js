@@ -1,3 +1,4 @@
+// @ts-check
 // Overview and help in the mounted view (issue 17): the "?" help, the minimap, the per-mode
 // legends and the neutral edges of the memory / sensitivity modes, read back from the canvas.
 import { describe, expect, it } from 'vitest';
@@ -132,7 +133,7 @@ describe('colour modes', () => {
     expect(legend.textContent).toContain('not flowed');
     // gradient mode: edges that flowed are drawn in the gradient bins (the test can fail)
     expect([...lastStrokes(el)].some((c) => BINS.has(c))).toBe(true);
-    const select = el.querySelector('select[aria-label="Colour mode"]');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('select[aria-label="Colour mode"]'));
     select.value = 'memory';
     select.dispatchEvent(new Event('change'));
     expect(legend.dataset.mode).toBe('memory');
@@ -162,7 +163,7 @@ describe('colour modes', () => {
   it('sensitivity: its own legend with the ‖J‖²_F bins and no unit', async () => {
     const { el, q, reply, cleanup } = mountBoxes(9);
     await flush();
-    const select = el.querySelector('select[aria-label="Colour mode"]');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('select[aria-label="Colour mode"]'));
     select.value = 'sensitivity';
     select.dispatchEvent(new Event('change'));
     const legend = q('.agw-legend');

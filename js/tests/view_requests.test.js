@@ -1,3 +1,4 @@
+// @ts-check
 // Every request of the mounted view goes through one "latest reply wins" channel (latest.js):
 // an answer that was superseded, or is no longer wanted, changes nothing on the page.
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+// @ts-check
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
 import { Player, decodeBuffers, walkthroughBackend, walkthroughModel } from '../src/walkthrough.js';

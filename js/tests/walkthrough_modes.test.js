@@ -1,3 +1,4 @@
+// @ts-check
 // The standalone page's offline modes: the walked replies answered by the walkthrough backend
 // exactly as Python walked them, and the view offering only what the walkthrough answers.
 import { describe, expect, it } from 'vitest';
@@ -43,7 +44,7 @@ describe('walked modes', () => {
 
   it('a refusal Python walked comes back as the rejection the kernel would give', async () => {
     const walk = z.walkthrough();
-    walk.modes.probe = { error: 'probe: no can do' };
+    Object.assign(walk.modes, { probe: { error: 'probe: no can do' } }); // a refusal in place of the answer
     await expect(open(walk).backend.request({ type: 'probe' })).rejects.toThrow('no can do');
   });
 
@@ -144,7 +145,7 @@ describe('the standalone page', () => {
     }
     expect(kids.at(-1).classList.contains('agw-sep')).toBe(false);
     expect(button('First NaN/Inf').hidden).toBe(false);
-    const select = el.querySelector('select[aria-label="Colour mode"]');
+    const select = /** @type {HTMLSelectElement} */ (el.querySelector('select[aria-label="Colour mode"]'));
     expect(select.hidden).toBe(false);
     expect([...select.options].filter((o) => !o.hidden).map((o) => o.value)).toEqual(['gradient', 'memory', 'sensitivity']);
     expect(el.querySelector('.agw-plumbing-input').closest('label').hidden).toBe(true);
@@ -154,7 +155,7 @@ describe('the standalone page', () => {
 
   it('a click on a folded box inspects it, with no unfold or fold control', async () => {
     const { el, cleanup, button } = page(broken.walkthrough());
-    const canvas = el.querySelector('canvas.agw-canvas');
+    const canvas = /** @type {HTMLCanvasElement & { agwPainted: import('../src/canvas.js').Painted }} */ (el.querySelector('canvas.agw-canvas'));
     const box = canvas.agwPainted.items.find((it) => it.kind === 'box');
     expect(box).toBeTruthy();
     clickItem(el, box.index); // a walkthrough cannot unfold: a click inspects the box

@@ -1,3 +1,4 @@
+// @ts-check
 // The standalone page opening at a given step (`save_html(start=...)`), and two walkthroughs
 // played side by side, stepped together (`RecordingPair.save_html`), as the live pair does.
 import { describe, expect, it } from 'vitest';

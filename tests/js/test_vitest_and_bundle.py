@@ -1,5 +1,7 @@
 """The front-end's own checks, from pytest (CI reads only pytest's closing line):
-the vitest suite passes, js/src type-checks (`tsc --noEmit -p js`: checkJs + strict), and the
+the vitest suite passes, js/src type-checks (`tsc --noEmit -p js`: checkJs + strict) and so do
+js/tests (js/tsconfig.tests.json), js/ lints clean (ESLint's recommended rules,
+js/eslint.config.mjs), and the
 shipped bundle is not older than its sources (the module size limit is a house rule:
 tests/project/test_house.py)."""
 
@@ -65,15 +67,47 @@ def _npm() -> str:
 
 
 @pytest.mark.slow
-def test_front_end_type_checks():
+@pytest.mark.parametrize("project", ["tsconfig.json", "tsconfig.tests.json"])
+def test_front_end_type_checks(project):
     """js/tsconfig.json: every module of js/src under `checkJs` and `strict`, zero errors (the
-    JSDoc types are checked, not only written). The tests (js/tests) are not type-checked."""
+    JSDoc types are checked, not only written); js/tsconfig.tests.json: the tests against those
+    types (strict but for implicit any and null checks: see that file)."""
     _npm()
     tsc = JS / "node_modules" / ".bin" / "tsc"
     assert tsc.exists(), "typescript is pinned in js/package.json: cd js && npm ci"
     proc = subprocess.run(
-        [str(tsc), "--noEmit", "-p", str(JS)], cwd=ROOT, capture_output=True, text=True,
-        timeout=300,
+        [str(tsc), "--noEmit", "-p", str(JS / project)], cwd=ROOT, capture_output=True,
+        text=True, timeout=300,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+
+
+def test_every_js_test_file_opts_in_to_the_type_check():
+    """js/tsconfig.tests.json checks only the files that say `// @ts-check` (checkJs is off there
+    so that js/src is checked once, under tsconfig.json): a test file without it would silently
+    go unchecked."""
+    files = sorted((JS / "tests").rglob("*.js"))
+    assert files, "no js/tests/**/*.js found"
+    missing = [
+        str(p.relative_to(ROOT)) for p in files
+        if "// @ts-check" not in p.read_text(encoding="utf-8").splitlines()[:3]
+    ]
+    assert not missing, (
+        f"add `// @ts-check` as the first line (after any @vitest-environment): {missing}"
+    )
+
+
+@pytest.mark.slow
+def test_front_end_lints_clean():
+    """js/eslint.config.mjs: ESLint's recommended rules over js/src, js/tests and the build
+    scripts, zero errors and zero warnings (unused variables, undefined names, unreachable code:
+    bugs, not style)."""
+    _npm()
+    eslint = JS / "node_modules" / ".bin" / "eslint"
+    assert eslint.exists(), "eslint is pinned in js/package.json: cd js && npm ci"
+    proc = subprocess.run(
+        [str(eslint), "--max-warnings", "0", "--no-color", "."], cwd=JS, capture_output=True,
+        text=True, timeout=300,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
 
