@@ -25,8 +25,7 @@ export const INSPECT_TIMEOUT_MS = 10000;
  * The backend over an anywidget model: `model.send` out, `msg:custom` in.
  * Request ids start at a random offset, so replies meant for another view of the same widget
  * (every view receives every custom message) are never mistaken for ours.
- * @param {{ send(msg: any, callbacks?: any, buffers?: any): void, on(ev: string, cb: Function): void,
- *   off(ev: string, cb: Function): void }} model
+ * @param {Pick<import('./protocol.js').WidgetModel, 'send' | 'on' | 'off'>} model
  * @param {{ timeoutMs?: number }} [opts]
  * @returns {Backend & { request: NonNullable<Backend['request']> }}
  */

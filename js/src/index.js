@@ -8,7 +8,7 @@ import { createTimeline, decodeTimeline } from './timeline.js';
 import { createView } from './view.js';
 
 /**
- * @param {{ model: import('./view.js').Model & { send(msg: any): void }, el: HTMLElement }} ctx
+ * @param {{ model: import('./protocol.js').WidgetModel, el: HTMLElement }} ctx
  * @returns {() => void} cleanup, called by anywidget when the view is removed
  */
 function render({ model, el }) {

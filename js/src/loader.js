@@ -34,7 +34,7 @@ export function bundleCache(scope = globalThis) {
 /**
  * Ask the kernel for the bundle over the widget's custom messages (the kernel backend's
  * request/reply, with its own timeout).
- * @param {{ send(msg: any): void, on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} model
+ * @param {Pick<import('./protocol.js').WidgetModel, 'send' | 'on' | 'off'>} model
  * @param {number} timeoutMs
  * @returns {Promise<{ code: string, css: string, hash: string }>}
  */
@@ -84,7 +84,7 @@ export function injectCss(el, css, hash) {
 
 /**
  * The bundle for `model`: from the page's cache, else asked for once and imported.
- * @param {any} model
+ * @param {Pick<import('./protocol.js').WidgetModel, 'get' | 'send' | 'on' | 'off'>} model
  * @param {{ scope?: any, timeoutMs?: number, importer?: (code: string) => Promise<any> }} [opts]
  * @returns {Promise<{ module: any, css: string, hash: string }>}
  */
@@ -109,7 +109,7 @@ export function loadBundle(model, opts = {}) {
 
 /**
  * anywidget's render: load the bundle (once per page), then hand the view to it.
- * @param {{ model: any, el: HTMLElement }} ctx
+ * @param {{ model: import('./protocol.js').WidgetModel, el: HTMLElement }} ctx
  * @returns {Promise<() => void>}
  */
 async function render({ model, el }) {

@@ -88,6 +88,41 @@ export const TRAIT = Object.freeze({
 });
 
 /**
+ * What each synced trait holds, as the front-end reads it (`model.get(TRAIT.X)`): the widget's
+ * traitlets (widget.py). The payloads (`_graph`, `_state`, `_timeline`, `ranks`) are checked
+ * where they are decoded (model.js, timeline.js, ranks.js), so they are typed only as JSON here.
+ * A standalone page's model (walkthrough.js `walkthroughModel`) holds the traits it walks; the
+ * others read as undefined there.
+ * @typedef {object} Traits
+ * @property {Record<string, unknown>} _graph
+ * @property {Record<string, unknown> | null} _state null before the first state arrives
+ * @property {{ hash?: string, size?: number }} _bundle
+ * @property {string | null} selected
+ * @property {string | null} selected_edge
+ * @property {number | null} height
+ * @property {string | undefined} orientation 'auto', 'TB' or 'LR'; undefined on a standalone page
+ * @property {boolean} show_plumbing
+ * @property {Record<string, unknown>} _timeline
+ * @property {number | null} watch_step
+ * @property {number | null} rank
+ * @property {unknown[]} ranks
+ *
+ * A message to the kernel: `type` is one of MSG's values, the rest its arguments.
+ * @typedef {{ type: string, [k: string]: unknown }} Message
+ *
+ * anywidget's model as every part of the front-end uses it (view.js, index.js, backend.js,
+ * loader.js, ranks.js, sizing.js; walkthrough.js builds one for a standalone page): the traits by
+ * name, change events (`change:<trait>`, `msg:custom`), custom messages out.
+ * @typedef {object} WidgetModel
+ * @property {<K extends keyof Traits>(name: K) => Traits[K]} get
+ * @property {<K extends keyof Traits>(name: K, value: Traits[K]) => void} set
+ * @property {() => void} save_changes
+ * @property {(ev: string, cb: Function) => void} on
+ * @property {(ev: string, cb: Function) => void} off
+ * @property {(msg: Message, callbacks?: unknown, buffers?: ArrayBuffer[]) => void} send
+ */
+
+/**
  * The format of the walkthrough a standalone page embeds (`WALKTHROUGH_FORMAT`): the page's
  * own recorded step-through (walkthrough.js), not `aw.record`'s Recording.
  */

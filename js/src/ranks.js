@@ -25,7 +25,7 @@ import { mountWalkthrough } from './walkthrough.js';
  * @typedef {{ nSteps: number, values: (number | null)[], alarm: number[], range: [number, number] }} Strip
  *   a watch rank's row of the timeline: the model's log10 gradient norm per column of steps
  * @typedef {{ rank: number, label: string, detail: string, role: string, strip: Strip | null }} RankLine
- * @typedef {{ get(name: string): any, on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} RankModel
+ * @typedef {Pick<import('./protocol.js').WidgetModel, 'get' | 'on' | 'off'>} RankModel
  */
 
 /** Roles drawn as where it broke: the NaN/Inf's birth, the node that raised. */

@@ -51,7 +51,7 @@ export function autoHeight(bounds, plotWidth, chrome, windowHeight) {
 /**
  * @param {Document} doc
  * @param {{
- *   model: { get(name: string): any, set(name: string, v: any): void, save_changes(): void },
+ *   model: Pick<import('./protocol.js').WidgetModel, 'get' | 'set' | 'save_changes'>,
  *   root: HTMLElement, body: HTMLElement, plot: HTMLElement, live: boolean,
  *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
  *   bounds: () => [number, number, number, number],

@@ -35,8 +35,7 @@ import { readTheme, watchTheme } from './theme.js';
 import { createViewport } from './viewport.js';
 
 /**
- * @typedef {{ get(name: string): any, set(name: string, value: any): void, save_changes(): void,
- *   on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} Model
+ * @typedef {Omit<import('./protocol.js').WidgetModel, 'send'>} Model the traits (the view sends through its backend)
  * @typedef {{ schedule?: (cb: () => void) => void, now?: () => number }} ViewOptions
  *
  * @typedef {object} ViewState one view's state, in its store
