@@ -125,7 +125,10 @@ class Summary:
     __hash__ = None  # type: ignore[assignment]  # `values` is a list, as before
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{n}={v!r}" for n, v in zip(_FIELDS, self._fields()))
+        # `shard` only where it says something (a DTensor's summary): a plain tensor's summary
+        # reads as it always has
+        inner = ", ".join(f"{n}={v!r}" for n, v in zip(_FIELDS, self._fields())
+                          if n != "shard" or v is not None)
         return f"Summary({inner})"
 
     def __reduce__(self) -> tuple:

@@ -85,6 +85,9 @@ def test_summary_shard_field_encodes_only_when_set_and_round_trips():
     assert s.as_dict()["shard"] == note
     back = pickle.loads(pickle.dumps(s))
     assert back == s and back.shard == note and back != plain
+    # printed only where it says something: a plain tensor's summary reads as it always has
+    assert "shard" not in repr(plain) and repr(plain).endswith("numel=3)")
+    assert repr(s).endswith(f"numel=3, shard={note!r})")
 
 
 def test_store_finite_now_still_reads_raw_summaries():
