@@ -44,17 +44,17 @@ from .engine.diagnose.failure import FailureExplanation  # noqa: E402
 from .engine.diagnose.origins import Origin  # noqa: E402
 from .engine.interface import Capabilities, Stepping  # noqa: E402
 from .engine.record.ranks import RankFailure, RankRecordings  # noqa: E402
-from .engine.record.rankwatch import Divergence, RankNonfinite, RankWatches  # noqa: E402
 from .engine.record.recdiff import compare_recordings  # noqa: E402
 from .engine.record.recorder import record  # noqa: E402
 from .engine.record.recording import Failure, NodeExecution, Recording, load_recording  # noqa: E402
 from .engine.record.replay import Replay  # noqa: E402
-from .engine.record.trainstep import TrainingStep  # noqa: E402
-from .engine.record.watch import Watch, load_watch, watch  # noqa: E402
 from .engine.step.listeners import ListenerHandle  # noqa: E402
 from .engine.step.probes import JacobianNorm  # noqa: E402
 from .engine.step.results import Difference, EditInfo, LeafDiff, StepInfo, StepRecord  # noqa: E402
 from .engine.step.stepper import Stepper  # noqa: E402
+from .engine.watch.rankwatch import Divergence, RankNonfinite, RankWatches  # noqa: E402
+from .engine.watch.trainstep import TrainingStep  # noqa: E402
+from .engine.watch.watch import Watch, load_watch, watch  # noqa: E402
 from .pair import RecordingPair, side_by_side  # noqa: E402
 from .view.folding import RepeatedSubgraph  # noqa: E402
 from .view.repeats import Repeat  # noqa: E402

@@ -30,8 +30,8 @@ from .engine.record.recdiff import compare_recordings
 from .engine.record.recorder import empty_notice
 from .engine.record.recording import Recording
 from .engine.record.replay import Replay, recording_name
-from .engine.record.watch import Watch
 from .engine.step.stepper import Stepper
+from .engine.watch.watch import Watch
 from .export.figure import to_figure
 from .export.html import save_html, start_step
 from .util import static

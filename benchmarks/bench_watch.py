@@ -11,7 +11,7 @@ order within one process, a garbage collection before each call; medians with th
 dropped, of wall time and of this process's CPU time (the machine is shared: CPU time is less
 sensitive to other processes than wall time; both are shown). Variants:
 - `plain`: no watch;
-- `watch every=1`: every step watched (the lean path, engine/record/lean.py);
+- `watch every=1`: every step watched (the lean path, engine/watch/lean.py);
 - `watch, unwatched step`: a step of a watch with `every` > 1 that is not watched (its parameter
   check only). `every=10` is then (1 watched + 9 unwatched) / (10 plain), from these medians;
 - `record summaries`: `with aw.record(loss, model=model): loss.backward()` (full summaries);
@@ -49,9 +49,9 @@ import numpy as np
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record import lean
-from autograd_widget.engine.record import watch as watch_module
-from autograd_widget.engine.record.trainstep import TrainingStep
+from autograd_widget.engine.watch import lean
+from autograd_widget.engine.watch import watch as watch_module
+from autograd_widget.engine.watch.trainstep import TrainingStep
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # run as a script or loaded by path (tests)
@@ -61,7 +61,7 @@ from _results import RESULTS, commit, machine, write_section  # noqa: E402
 SECTION = "watch"
 #: What the measurements showed (the same in both runs reported; rerun to check).
 NOTES = [
-    "Kept (engine/record/lean.py): one post-hook per node and none on AccumulateGrad nodes "
+    "Kept (engine/watch/lean.py): one post-hook per node and none on AccumulateGrad nodes "
     "(their place is inferred: right after their producer; a parameter's norm is its one "
     "edge's, a pre-hook only for a parameter fed by several edges or carrying tensor hooks); "
     "norms staged and read once per step (on CPU each is read at once: no device to wait for, "
@@ -283,7 +283,7 @@ def memory_per_edge(w: aw.Watch, tmp: Path) -> tuple[float, float, int]:
     extra = sum(sys.getsizeof(d) for d in (st.nonfinite, st.slot_nonfinite, st.births))
     edges = len(w.structures[st.structure or 0].edge_ids)
     path = w.save(tmp / "mem.awwatch")
-    from autograd_widget.engine.record import awwatch
+    from autograd_widget.engine.watch import awwatch
 
     file_bytes = len(awwatch.step_record(st))
     del path
@@ -407,7 +407,7 @@ def setup_ms(size: str, repeats: int = 5) -> tuple[float, float, int]:
     """(walk ms, hooks on + off ms, nodes) of one watched step's set-up on the benchmark's
     graph: what `torch.autograd.graph.node_creation_hook` (torch >= 2.15, which attaches hooks
     while the forward builds the graph) could save at most; torch 2.13 has none."""
-    from autograd_widget.engine.record.structure import Structure, walk
+    from autograd_widget.engine.watch.structure import Structure, walk
 
     model, ids = build(size)
     loss = model(input_ids=ids, labels=ids).loss

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.record.ranks import graph_difference
-from ..engine.record.rankwatch import RankWatches
 from ..engine.record.replay import Replay
+from ..engine.watch.rankwatch import RankWatches
 from ..wire.rankswitch import opening_step
 
 __all__ = ["MAX_PAGE_RANKS", "RankExport", "carried_ranks", "rank_pages"]

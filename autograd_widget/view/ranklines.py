@@ -2,7 +2,7 @@
 shows, and the rank it opens on.
 
 `aw.load_watch("run_{rank}.awwatch")` gives a `RankWatches`, `aw.load_recording("x_{rank}.awrec")`
-a `RankRecordings` (engine/record/rankwatch.py, ranks.py). Their own explanations are whole
+a `RankRecordings` (engine/watch/rankwatch.py, ranks.py). Their own explanations are whole
 sentences (`RankWatches.nonfinite_ranks`, `RankRecordings.failures`); a selector needs a line a
 user reads at a glance ("rank 1: NaN/Inf born at step 3 in SqrtBackward0", "rank 0: waiting on
 rank 1 (collective)"), with the whole sentence kept as its `detail`. The group opens on the rank
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.record.ranks import RankRecordings
-from ..engine.record.rankwatch import RankWatches
+from ..engine.watch.rankwatch import RankWatches
 
 __all__ = ["STRIP_BINS", "RankLine", "opening_rank", "rank_lines", "rank_strips"]
 

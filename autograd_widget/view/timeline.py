@@ -32,9 +32,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..engine.record.recording import Recording
-    from ..engine.record.structure import Structure
-    from ..engine.record.trainstep import TrainingStep
-    from ..engine.record.watch import Watch
+    from ..engine.watch.structure import Structure
+    from ..engine.watch.trainstep import TrainingStep
+    from ..engine.watch.watch import Watch
 
 __all__ = ["FORMAT", "MOVED", "first_nonfinite", "gain", "moved", "op_rows", "timeline"]
 

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..engine.record.ranks import RankRecordings
-from ..engine.record.rankwatch import RankWatches
 from ..engine.record.recorder import empty_notice
 from ..engine.record.replay import Replay
+from ..engine.watch.rankwatch import RankWatches
 from ..view.ranklines import opening_rank, rank_lines
 from ..view.scene import Scene
 from ..view.timeline import first_nonfinite
@@ -39,7 +39,7 @@ from .trainpayload import timeline_payload
 
 if TYPE_CHECKING:
     from ..engine.record.recording import Recording
-    from ..engine.record.watch import Watch
+    from ..engine.watch.watch import Watch
     from .session import Session
 
 __all__ = [

@@ -23,8 +23,8 @@ from .payload import graph_payload
 if TYPE_CHECKING:
     from ..engine.interface import Stepping
     from ..engine.record.ranks import RankRecordings
-    from ..engine.record.rankwatch import RankWatches
-    from ..engine.record.watch import Watch
+    from ..engine.watch.rankwatch import RankWatches
+    from ..engine.watch.watch import Watch
 
 __all__ = ["RELEASED_NOTICE", "Front", "Session", "follow_node", "freed_notice"]
 

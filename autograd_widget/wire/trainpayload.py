@@ -32,7 +32,7 @@ from ..view.stateview import as_buffer
 
 if TYPE_CHECKING:
     from ..engine.record.recording import Recording
-    from ..engine.record.watch import Watch
+    from ..engine.watch.watch import Watch
     from ..view.scene import Scene
 
 __all__ = ["gain_payload", "rows_payload", "timeline_payload"]

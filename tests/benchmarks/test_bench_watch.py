@@ -28,8 +28,8 @@ def bench():
 
 
 def test_tiny_run_writes_only_its_section(bench, tmp_path, capsys):
-    from autograd_widget.engine.record import lean
-    from autograd_widget.engine.record import watch as watch_module
+    from autograd_widget.engine.watch import lean
+    from autograd_widget.engine.watch import watch as watch_module
 
     results = tmp_path / "RESULTS.md"
     results.write_text("# Benchmark results\n\n<!-- other:start -->\nkeep me\n<!-- other:end -->\n")

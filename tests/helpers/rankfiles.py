@@ -1,6 +1,7 @@
 """Every rank's files of one distributed run, crafted in this process: a rank's meta set as
-`Watch.save` / `Recording.save` write it under torch.distributed (tests/engine/test_rank_groups.py,
-tests/widget/test_explore_ranks.py, tests/browser/test_ranks_browser.py).
+`Watch.save` / `Recording.save` write it under torch.distributed
+(tests/engine/watch/test_rank_groups.py, tests/widget/test_explore_ranks.py,
+tests/browser/test_ranks_browser.py).
 
 - `train(bad_step, poisoned_from)`: a watch where a NaN is born at `bad_step` (a sqrt at 0), or
   comes in through poisoned weights from `poisoned_from` on (what DDP's all-reduce does to a peer);

@@ -1,6 +1,6 @@
 """Hand-made `.awwatch` records, built independently of the project's writer, for the tests of
-the watch file's reader (tests/engine/test_awwatch.py, test_hostile_watch.py): a record is tag,
-u64 length, payload, crc32; a file is the magic, a HEAD record, then STRC/STEP records."""
+the watch file's reader (tests/engine/watch/test_awwatch.py, test_hostile_watch.py): a record is
+tag, u64 length, payload, crc32; a file is the magic, a HEAD record, then STRC/STEP records."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record import awwatch
+from autograd_widget.engine.watch import awwatch
 
 __all__ = ["file_with", "graph_dict", "head", "rec", "step_payload", "stp", "strc",
            "watched_step"]

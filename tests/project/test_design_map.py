@@ -34,7 +34,7 @@ FEATURES = ("stepping", "recording", "watching", "compiled regions", "distribute
 
 #: First folders of a cited path that are ours (a path under torch/ is torch's, not checked).
 OUR_FOLDERS = {"autograd_widget", "core", "engine", "view", "wire", "export", "util", "step",
-               "record", "diagnose", "formulas", "js", "src", "docs", "tests", "notebooks"}
+               "watch", "record", "diagnose", "formulas", "js", "src", "docs", "tests", "notebooks"}
 
 _CITED_PATH = re.compile(r"(?<![\w./])((?:[A-Za-z_][\w.-]*/)+[\w.-]+\.(?:py|js|md|ipynb|css))\b")
 _NAMED = re.compile(r"(?<![\w.])([A-Za-z_][\w/]*\.(?:py|js))\b")
@@ -99,7 +99,7 @@ def source_files() -> list[Path]:
 def cited_but_absent(path: Path, text: str) -> list[str]:
     """`line: path` of every path of ours `text` (the file `path`) cites that does not exist,
     looked up from the repository root, the package, js/, engine/ and the citing file's own
-    folder and its parent (docstrings say `record/watch.py` inside engine/)."""
+    folder and its parent (docstrings say `watch/watch.py` inside engine/)."""
     bases = [ROOT, PKG, ROOT / "js", PKG / "engine", path.parent, path.parent.parent]
     out = []
     for k, line in enumerate(text.splitlines(), 1):

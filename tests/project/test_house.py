@@ -349,7 +349,7 @@ def test_engine_has_rooms_and_only_the_interface_of_its_own():
     own = sorted(p.name for p in (PKG / "engine").glob("*.py"))
     assert own == ["__init__.py", "interface.py"]
     rooms = sorted(p.name for p in (PKG / "engine").iterdir() if (p / "__init__.py").exists())
-    assert rooms == ["diagnose", "record", "step"]
+    assert rooms == ["diagnose", "record", "step", "watch"]
 
 
 def test_nothing_outside_engine_asks_which_stepping_class_it_holds():

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record.trainstep import as_recording
+from autograd_widget.engine.watch.trainstep import as_recording
 from autograd_widget.export.html import walkthrough
 from autograd_widget.view import modules, stateview, timeline, visible
 from autograd_widget.view.stateview import DONE, FAILED, NEXT, NO_GRADIENT

@@ -37,7 +37,7 @@ Reading a file from anyone (`read`): nothing is read that was not bounded first.
 - What the recording itself says (every field's type, every node id) is checked by the caller
   (`check`, recording.py), also before any tensor byte is read.
 Every problem is a ValueError naming the file and what is wrong where; the file's own size
-bounds the work (see tests/engine/test_hostile_recordings.py for the measured costs).
+bounds the work (see tests/engine/record/test_hostile_recordings.py for the measured costs).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ those hooks do, through FSDP's public API (`FSDPModule.unshard()` / `reshard()`)
   as it is and never resharded here;
 - `close()` reshards what is still unsharded here; a stepper run to the end has resharded all.
   FSDP's state is then what it was: a `loss.backward()` afterwards runs exactly as without the
-  stepping (tests/engine/test_fsdp.py checks the parameters after an optimizer step, bit for bit).
+  stepping (tests/engine/step/test_fsdp.py checks the parameters after an optimizer step, bit
+  for bit).
 
 Unsharding is a collective (an all-gather): EVERY rank must step the same graph in the same order,
 as every rank runs its backward. A replay (`back()` without kept tensors, a what-if edit, `grad()`

@@ -17,7 +17,7 @@ import autograd_widget as aw
 from autograd_widget.engine.record import awrec
 from tests.helpers.programs import raising
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 
 
 Boom = raising(RuntimeError, "boom")

@@ -1,6 +1,6 @@
 """One training step as a watch keeps it, and a watched step turned into a drawable `Recording`.
 
-A `TrainingStep` is what `aw.watch` (record/watch.py) keeps of every `watch.step(loss)` block:
+A `TrainingStep` is what `aw.watch` (watch/watch.py) keeps of every `watch.step(loss)` block:
 the loss, the loss scaler's factor when there is one, the parameters whose gradient came out
 non-finite, the failure; a WATCHED step also the arrays its lean hooks left (lean.py), indexed by
 its graph's `Structure` (structure.py): the engine's order, one float32 norm per edge, per
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...core.summary import Summary
-from .recording import Failure, NodeExecution, Recording
+from ..record.recording import Failure, NodeExecution, Recording
 from .structure import Structure
 
 __all__ = ["TrainingStep", "as_recording", "summary_of_norm"]

@@ -1,4 +1,4 @@
-"""The `.awwatch` file (engine/record/awwatch.py): save/load round trips, the file appended as
+"""The `.awwatch` file (engine/watch/awwatch.py): save/load round trips, the file appended as
 training runs, a SIGKILLed training process whose file still loads with every completed step,
 a record cut at every byte, and a strict reader: every malformed file is a ValueError naming
 what is wrong, and nothing in a file is ever executed (no pickle)."""
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record import awwatch
+from autograd_widget.engine.watch import awwatch
 from tests.helpers.watchcraft import (
     file_with,
     graph_dict,
@@ -30,7 +30,7 @@ from tests.helpers.watchcraft import (
     watched_step,
 )
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 
 
 

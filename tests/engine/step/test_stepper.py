@@ -803,7 +803,7 @@ def _bench_module():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[2] / "benchmarks" / "bench_stepper.py"
+    path = Path(__file__).parents[3] / "benchmarks" / "bench_stepper.py"
     spec = importlib.util.spec_from_file_location("bench_stepper", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["bench_stepper"] = mod  # dataclasses resolve annotations through sys.modules

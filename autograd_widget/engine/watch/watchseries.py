@@ -1,4 +1,4 @@
-"""The numbers behind `Watch.series` and `Watch.table` (record/watch.py): per watched step, the
+"""The numbers behind `Watch.series` and `Watch.table` (watch/watch.py): per watched step, the
 gradient norm of an edge, a parameter or a module, from the arrays the steps of one structure
 keep.
 

@@ -211,7 +211,7 @@ class Writer:
 
     Example:
         >>> import tempfile
-        >>> from autograd_widget.engine.record import awwatch
+        >>> from autograd_widget.engine.watch import awwatch
         >>> with tempfile.TemporaryDirectory() as d:
         ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 2.0))
         ...     w.close(); head, graphs, steps, warnings = awwatch.read(Path(d) / "w.awwatch")
@@ -268,7 +268,7 @@ class Writer:
 
         Example:
             >>> import tempfile
-            >>> from autograd_widget.engine.record import awwatch
+            >>> from autograd_widget.engine.watch import awwatch
             >>> with tempfile.TemporaryDirectory() as d:
             ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.structure(0, Structure(g))
             ...     w.close(); awwatch.read(Path(d) / "w.awwatch")[1]
@@ -281,7 +281,7 @@ class Writer:
 
         Example:
             >>> import tempfile
-            >>> from autograd_widget.engine.record import awwatch
+            >>> from autograd_widget.engine.watch import awwatch
             >>> with tempfile.TemporaryDirectory() as d:
             ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 1.0))
             ...     w.close(); [s.step for s in awwatch.read(Path(d) / "w.awwatch")[2]]
@@ -367,7 +367,7 @@ def save(path: Path, every: int, meta: Mapping[str, Any], structures: Sequence[S
 
     Example:
         >>> import tempfile
-        >>> from autograd_widget.engine.record import awwatch
+        >>> from autograd_widget.engine.watch import awwatch
         >>> with tempfile.TemporaryDirectory() as d:
         ...     save(Path(d) / "w.awwatch", 2, {"rank": 0}, [], [TrainingStep(0, False, 1.0)])
         ...     awwatch.read(Path(d) / "w.awwatch")[0]["meta"]

@@ -24,9 +24,9 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record.watch import NO_BACKWARD, UNENTERED
+from autograd_widget.engine.watch.watch import NO_BACKWARD, UNENTERED
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _net():
@@ -218,5 +218,5 @@ def test_first_nonfinite_is_none_on_a_finite_run_and_the_docs_check_it():
         loss.backward()
     assert w.first_nonfinite() is None
     unchecked = re.compile(r"^\s*(>>>\s*)?\w+\s*,\s*\w+\s*=\s*\w+\.first_nonfinite\(\)", re.M)
-    for page in [*ROOT.glob("docs/*.md"), ROOT / "autograd_widget/engine/record/watch.py"]:
+    for page in [*ROOT.glob("docs/*.md"), ROOT / "autograd_widget/engine/watch/watch.py"]:
         assert not unchecked.search(page.read_text(encoding="utf-8")), page

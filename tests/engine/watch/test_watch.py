@@ -16,7 +16,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 import autograd_widget as aw
-from autograd_widget.engine.record.lean import LeanPass
+from autograd_widget.engine.watch.lean import LeanPass
 from tests.helpers.programs import raising
 from tests.zoo.models import MODELS, forward
 
@@ -118,7 +118,7 @@ def test_norms_equal_the_real_gradients_and_the_order_is_the_engines():
 
 
 def test_rearranging_nodes_repeat_their_input_norm_without_a_pass(monkeypatch):
-    from autograd_widget.engine.record import lean
+    from autograd_widget.engine.watch import lean
 
     w = torch.randn(6, 4, requires_grad=True)
     loss = (w.t().reshape(3, 8)[1:] * 2).sum()

@@ -43,12 +43,12 @@ from ...core.capture import capture
 from ...core.fsdp import fsdp_leaf_names
 from ...util.warn import warn_user
 from ..diagnose.origins import Origin, root_loss_scale
+from ..record.ranks import RANK
+from ..record.recording import Recording, new_meta, rank_info
 from . import awwatch
 from .awwatch_write import check_target, write_failed
 from .lean import LeafCheck, LeanPass
-from .ranks import RANK
 from .rankwatch import RankWatches
-from .recording import Recording, new_meta, rank_info
 from .stepblock import NO_BACKWARD, UNENTERED, StepBlock
 from .structure import Structure, walk
 from .trainstep import TrainingStep, as_recording

@@ -1,4 +1,4 @@
-"""One `with watch.step(loss):` block of `aw.watch` (record/watch.py), and what its misuse says.
+"""One `with watch.step(loss):` block of `aw.watch` (watch/watch.py), and what its misuse says.
 
 A `StepBlock` is what `Watch.step(loss)` returns: entering it (`Watch.begin`) numbers the step and
 hooks its graph, leaving it (`Watch.end`) reads and keeps what the hooks saw. Misuse is never

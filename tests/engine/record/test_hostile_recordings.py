@@ -51,7 +51,7 @@ pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="RLIMIT_AS, /proc and named pipes: Linux"
 )
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 MIB = 1 << 20
 CPU_S = 1.0
 MEM_FACTOR = 8

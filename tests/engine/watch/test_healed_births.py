@@ -1,5 +1,5 @@
 """A NaN/Inf born and healed within one watched step is offered by `first_nonfinite()`, marked
-"healed" (engine/record/watchfirst.py), never hidden behind "no NaN"."""
+"healed" (engine/watch/watchfirst.py), never hidden behind "no NaN"."""
 
 from __future__ import annotations
 

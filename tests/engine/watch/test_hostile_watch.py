@@ -24,7 +24,7 @@ import torch
 import autograd_widget as aw
 from autograd_widget.core.records import Node, RegionEdge, TensorMeta
 from autograd_widget.core.regions import Region, RegionInput, RegionOutput
-from autograd_widget.engine.record import awwatch
+from autograd_widget.engine.watch import awwatch
 from tests.helpers.awrec_craft import pack
 from tests.helpers.watchcraft import file_with, graph_dict, head, rec, stp, strc, watched_step
 

@@ -22,7 +22,7 @@ from tests.helpers.torch_versions import needs_torch
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("open_regions")]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 SCRIPT = r"""
 import json, sys, torch

@@ -1,6 +1,6 @@
 """The lean recording path: the hooks of one watched backward, norms only, read once.
 
-What a watched step of `aw.watch` (record/watch.py) records, at a cost meant to be left on:
+What a watched step of `aw.watch` (watch/watch.py) records, at a cost meant to be left on:
 
 - one post-hook per node the engine runs (`node.register_hook`: it receives what the node got
   and what it sent, so no pre-hook is needed), none on AccumulateGrad nodes: those run right

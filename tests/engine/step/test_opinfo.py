@@ -7,8 +7,9 @@ gives no gradient (None) gets None from the stepper too.
 The sample is a fixed, hand-picked list spread over torch's op families (pointwise, binary with
 broadcasting, reductions, scans and sorts, linear algebra, views and shape ops, indexing and
 scatter, nn.functional, complex outputs), the first `SAMPLES` OpInfo samples of each; it runs in a
-couple of seconds. `AW_OPINFO_ALL=1 pytest tests/engine/test_opinfo.py` runs every op in op_db that
-supports autograd and float64 on CPU instead (about 540 ops, also quick). Public API only.
+couple of seconds. `AW_OPINFO_ALL=1 pytest tests/engine/step/test_opinfo.py` runs every op in
+op_db that supports autograd and float64 on CPU instead (about 540 ops, also quick). Public API
+only.
 
 `test_istft_window_is_a_leaf_view`: OpInfo istft's complex128 samples 8 and 9, whose `window` is
 a leaf that is also a view (taken under no_grad: no gradient edge), where the stepper refused.

@@ -20,7 +20,7 @@ import torch
 
 import autograd_widget as aw
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 TIMEOUT = 60
 
 CHILD = textwrap.dedent(

@@ -1,6 +1,6 @@
 """A watched graph's structure: the index tables the lean hooks and a watch's series read.
 
-`aw.watch` (record/watch.py) sees the same graph structure on step after step of a training
+`aw.watch` (watch/watch.py) sees the same graph structure on step after step of a training
 loop. It captures the full graph (`aw.capture`: records with shapes, modules, parameter names)
 only when a structure is new, and keeps one `Structure` per distinct one; every watched step then
 stores plain arrays indexed by it (one float per edge, per parameter, per recorded input slot).

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..diagnose.collective import birth_evidence
-from .ranks import load_ranks
+from ..record.ranks import load_ranks
 
 if TYPE_CHECKING:
     from ..diagnose.origins import Origin

@@ -1,5 +1,5 @@
 """`aw.watch(path=...)` never destroys and never loses a watch silently (issue 38;
-engine/record/awwatch_write.py): a path it cannot write is refused when the watch is made (or
+engine/watch/awwatch_write.py): a path it cannot write is refused when the watch is made (or
 at the first step, for a `{rank}` path), with the reason, never waiting on a named pipe; a full
 disk raises at the step it hits (or warns once with `best_effort=True`); an existing file is
 never truncated (continued only by the same run); two writers on one file (two DDP ranks
@@ -22,13 +22,13 @@ import pytest
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.record import awwatch
-from autograd_widget.engine.record.trainstep import TrainingStep
+from autograd_widget.engine.watch import awwatch
+from autograd_widget.engine.watch.trainstep import TrainingStep
 from tests.helpers.ranks import gloo_only, run_ranks
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pipes, devices, flock: POSIX")
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 
 
 @contextlib.contextmanager

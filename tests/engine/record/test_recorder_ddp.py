@@ -19,7 +19,7 @@ import torch
 
 import autograd_widget as aw
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 TIMEOUT = 45  # seconds for both ranks together
 
 CHILD = textwrap.dedent(

@@ -155,7 +155,7 @@ def test_collective_names_and_errors():
 def test_a_watch_made_before_init_process_group_saves_as_its_rank(tmp_path, monkeypatch):
     """`aw.watch()` is often made before the process group exists (its meta then says rank 0 of
     1); `Watch.save` under torch.distributed writes the rank it runs on, so the group loads."""
-    from autograd_widget.engine.record import watch as watch_module
+    from autograd_widget.engine.watch import watch as watch_module
 
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     for rank in (0, 1):

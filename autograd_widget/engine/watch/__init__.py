@@ -1,0 +1,26 @@
+"""engine/watch: `aw.watch`, gradient flow across training steps, cheap enough to leave on.
+
+Where a watched step's norms are computed and stored, in the order they happen:
+
+- watch.py: `aw.watch(...)`, `Watch`, `aw.load_watch`: one `with watch.step(loss):` block per
+  training step; every `every`-th block is watched (its graph hooked), the others get only the
+  parameter check; stepblock.py: that block (`StepBlock`) and the warnings of its misuse;
+- lean.py: the lean hooks a watched step runs (one post-hook per node, norms only, read once per
+  step; AccumulateGrad nodes inferred) and `LeafCheck`, the non-finite check of the others;
+- structure.py: a graph structure's index tables (`Structure`) and the walk that recognises a
+  structure seen before, so a step keeps arrays, not graphs;
+- trainstep.py: `TrainingStep`, what a watch keeps per step, and a watched step as a drawable
+  `Recording` (engine/record/recording.py);
+- watchseries.py: the norms behind `Watch.series` and `Watch.table` (edges, parameters,
+  modules); watchfirst.py: `Watch.first_nonfinite`'s search (healed steps too);
+- awwatch.py: the `.awwatch` file format (appended step by step; a strict, bounded reader);
+  awwatch_write.py: its writer (never replaces a special file, never truncates, one writer per
+  file);
+- rankwatch.py: `RankWatches`, every rank's watch of one distributed run read together (the rank
+  where a NaN/Inf was born, where ranks diverge).
+
+Imports go one way: watch -> record (a watched step is drawn as a `Recording`) -> step ->
+diagnose; nothing in engine/record imports from here.
+"""
+
+__all__: list[str] = []
