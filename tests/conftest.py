@@ -60,3 +60,19 @@ def docs_site(tmp_path_factory, docs_cache):
     print(f"docs built in {time.perf_counter() - t0:.1f} s")
     return out
 
+
+
+#: Tests that run in one pytest-xdist worker, in one group, when the suite runs on several
+#: (`make test` runs two: .ci/test): the browser tests share one JupyterLab server and one
+#: Chromium, and the documentation site (`docs_site`) is built once for the tests that read it.
+#: The rest are spread over the workers. Without xdist the marker is inert.
+ONE_WORKER = "browser-and-docs"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = str(item.nodeid).split("::")[0]
+        names = getattr(item, "fixturenames", ())
+        if ("/browser/" in path or "browser" in item.keywords or "docs_site" in names
+                or "docs_cache" in names):
+            item.add_marker(pytest.mark.xdist_group(ONE_WORKER))
