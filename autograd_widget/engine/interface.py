@@ -6,8 +6,12 @@ engine/ is typed against `Stepping` and never tests which class it holds: where 
 it reads `capabilities` (what this run can do) or calls a member whose answer already says it
 (`execution_of` is None for a live stepper, `known_run_norms` is None until something ran).
 
-The members are documented here, once; the classes' own docstrings say only what is particular
-to them, with an example each.
+The members are documented here, once, with one meaning each that both classes keep; the
+classes' own docstrings say only what is particular to them, with an example each. What the two
+share is one piece of code, `RunBase` (engine/step/runbase.py); a contract test
+(tests/engine/step/test_interface_contract.py) runs both through the same calls over the same
+program and compares the answers, and `mypy --strict` checks that both conform
+(tests/engine/step/typecheck_stepping.py).
 
 Example:
     >>> def describe(st: Stepping) -> str:
@@ -18,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -31,7 +35,8 @@ if TYPE_CHECKING:
     from .diagnose.origins import Origin
     from .record.recording import NodeExecution
     from .step.listeners import ListenerHandle
-    from .step.results import StepInfo, StepRecord
+    from .step.probes import JacobianNorm
+    from .step.results import Difference, StepInfo, StepRecord
 
 __all__ = ["LIVE", "RECORDED", "Capabilities", "Stepping"]
 
@@ -72,9 +77,10 @@ RECORDED = Capabilities(False, False, False, False, False, False)
 class Stepping(Protocol):
     """A backward run stepped node by node, in the engine's order (see the module docstring).
 
-    A STEP is one entry of `order`. Moving (`step`, `back`, `run`, `reset`) notifies the
-    listeners; reading never moves. A node that raises gives a record with `error` set and
-    the position does not pass it.
+    A STEP is one entry of `order`. Every change of state (a move: `step`, `back`, `run`,
+    `reset`, or an edit) notifies the listeners once; a call that changes nothing notifies
+    nobody; reading never moves. A node that raises gives a record with `error` set and the
+    position does not pass it: that record is `failure` until the next move.
     """
 
     @property
@@ -84,12 +90,13 @@ class Stepping(Protocol):
 
     @property
     def graph(self) -> BackwardGraph:
-        """The graph being stepped (live for a `Stepper`, records only for a `Replay`)."""
+        """The graph whose nodes are the steps: what a view draws (`capabilities.live` says
+        whether its nodes can be called)."""
         ...
 
     @property
     def create_graph(self) -> bool:
-        """Whether the gradients carry their own graph (double backward); False for a replay."""
+        """Whether the gradients carry their own graph (double backward)."""
         ...
 
     @property
@@ -99,7 +106,8 @@ class Stepping(Protocol):
 
     @property
     def order(self) -> Sequence[str]:
-        """Node ids in the engine's order, read-only; a replay ends with its failing node."""
+        """Node ids, one per step, in the order they run (read-only): the steps this run can
+        show, so a run whose backward raised ends with the node that raised."""
         ...
 
     @property
@@ -109,7 +117,7 @@ class Stepping(Protocol):
 
     @property
     def done(self) -> bool:
-        """True when position == len(order) (a failing node is never done)."""
+        """True when position == len(order) (a run stopped by a failing node is never done)."""
         ...
 
     @property
@@ -124,17 +132,19 @@ class Stepping(Protocol):
 
     @property
     def last_error(self) -> tuple[str, str] | None:
-        """(node id, message) of the step that just failed, else None."""
+        """(node id, message) of the step that just failed, else None. The message holds the
+        exception's own text (a live run puts its type and node first: "ValueError in n3
+        (MulBackward0): ..."; a recording keeps the engine's text as it was raised)."""
         ...
 
     @property
     def at_breakpoint(self) -> bool:
-        """True when the next node is a breakpoint (where `run()` stops)."""
+        """True when the next node is a breakpoint (where `run()` stops); False when done."""
         ...
 
     @property
     def history(self) -> Sequence[StepRecord]:
-        """Records of the steps done so far, in order (built on read)."""
+        """Records of the steps done so far, in order (built on read; follows the moves)."""
         ...
 
     @property
@@ -144,56 +154,71 @@ class Stepping(Protocol):
 
     @property
     def edits(self) -> dict[str, Any]:
-        """Edge id -> the what-if edit on it (`EditInfo`); always empty without `edit`."""
+        """Edge id -> the what-if edit on it (`EditInfo`), in step order of the sources;
+        always empty without `capabilities.edit`."""
         ...
 
     @property
     def edit_seq(self) -> int:
-        """Bumped whenever the set of edits changes (a view re-reads the edited edges)."""
+        """A counter bumped whenever the set of edits changes (a view re-reads the edited
+        edges); constant without `capabilities.edit`."""
         ...
 
     # ------------------------------------------------------------------ moving
     def step(self) -> StepRecord | None:
         """Run the next step: its record (`error` set when the node raised, position
-        unchanged), or None when done."""
+        unchanged, `failure` set), or None when done (nothing changes)."""
         ...
 
     def run(self, until: str | None = None) -> StepRecord | None:
-        """Run to the end, or up to and including node `until`; stops early at a failing node
-        or a breakpoint (not on the first step). The last record, None if nothing ran."""
+        """Run to the end, or up to and including node `until`; stops AT a failing node (its
+        record, `failure` set) or BEFORE a breakpoint (a run that starts on one runs it
+        first). The last record, None if nothing ran. KeyError for an `until` not in
+        `order`, ValueError for one that already ran."""
         ...
 
     def back(self) -> None:
-        """Undo the last step exactly (a failed step first)."""
+        """Undo the last step that moved the position, exactly, and clear `failure` (a failed
+        step never moved it, so after a failure the step undone is the one before the node
+        that raised). At position 0 it only clears `failure`."""
         ...
 
     def reset(self) -> None:
-        """Back to position 0 (edits dropped)."""
+        """Back to position 0, `failure` cleared, every edit dropped; breakpoints stay."""
         ...
 
     def break_at(self, target: str | Callable[[Node], bool]) -> list[str]:
-        """Make `run()` stop before `target` (a node id or a predicate on `Node`); the ids."""
+        """Make `run()` stop before the node `target` names (an id or a `Node`) or before
+        every node it accepts (a predicate on `Node`, called once per node, now). Returns
+        every node id that now breaks, in step order (`breakpoints`). KeyError for an id not
+        in `order`, TypeError for a predicate that raises; neither changes anything."""
         ...
 
     def clear_breakpoints(self, target: str | Callable[[Node], bool] | None = None) -> None:
-        """Remove the breakpoints of `target`, or all of them."""
+        """Remove the breakpoints on the nodes `target` names (an id or a `Node`) or accepts
+        (any predicate, asked about each node: not only one given to `break_at`), however they
+        were set; all of them for None. Breakpoints are a set of nodes: afterwards no node of
+        `target` is in `breakpoints`, and the others stay."""
         ...
 
     def step_index(self, node_id: str | Node) -> int:
-        """The step at which `node_id` runs; KeyError for a node not in `order`."""
+        """The step at which `node_id` (an id or a `Node`) runs; KeyError for a node not in
+        `order`, TypeError for anything else."""
         ...
 
     # ------------------------------------------------------------------ reading
     def record(self, index: int) -> StepRecord:
-        """The record of step `index` (< position): node, inputs, outputs, seconds."""
+        """The record of step `index` (0 <= index < position, else IndexError): node,
+        inputs, outputs (tensors where kept, else summaries), seconds."""
         ...
 
     def step_info(self, index: int) -> StepInfo:
-        """Node, called / no-gradient and time of step `index` (< position), no tensors."""
+        """Node, called / no-gradient and time of step `index` (as `record`), no tensors."""
         ...
 
     def edge_summary(self, edge_or_id: Edge | str) -> Summary | None:
-        """The summary of an edge's gradient, None before it flowed."""
+        """The summary of an edge's gradient once its source ran (among the steps done),
+        None before. KeyError for an unknown edge id."""
         ...
 
     def edge_summaries(self) -> dict[str, Summary]:
@@ -205,11 +230,15 @@ class Stepping(Protocol):
         ...
 
     def waiting(self, node_id: str) -> list[Summary | None]:
-        """Per input slot of `node_id`: what it has received so far (None: nothing yet)."""
+        """Per input slot of `node_id`: the summary of the gradient the slot holds now, None
+        where this run holds nothing for it yet. A slot fed by several edges reads its partial
+        sum where the run keeps partial sums (a live run), else (a recording holds the totals
+        only) None until every edge into it has flowed."""
         ...
 
     def grad(self, tensor: Any) -> Any:
-        """The gradient computed so far for a captured tensor (needs `grad_of_tensor`)."""
+        """The gradient computed so far for a captured tensor (needs `grad_of_tensor`, else
+        RuntimeError)."""
         ...
 
     def first_nonfinite(self) -> tuple[Edge, Summary] | None:
@@ -222,11 +251,11 @@ class Stepping(Protocol):
         ...
 
     def first_birth(self) -> Origin | None:
-        """The first "born" origin among the steps done, or None."""
+        """The first "born" origin of `nonfinite_origins()`, or None."""
         ...
 
     def explain_failure(self) -> FailureExplanation | None:
-        """Why the step that just failed failed, or None."""
+        """Why the step that just failed (`failure`) failed, or None when none did."""
         ...
 
     def execution_of(self, node_id: str) -> NodeExecution | None:
@@ -245,28 +274,48 @@ class Stepping(Protocol):
         ...
 
     # ------------------------------------------------------------------ live only
-    def compare_with_engine(self, **kwargs: Any) -> Any:
-        """Differences between this run and the real engine (needs `compare`)."""
+    def compare_with_engine(
+        self,
+        *,
+        rtol: float | None = None,
+        atol: float | None = None,
+        tensors: Sequence[Any] = (),
+    ) -> list[Difference]:
+        """Where a manual run of this graph and one run of the real engine disagree, with
+        torch.testing's tolerances unless given; `tensors`: non-leaf tensors whose `.grad`
+        must be restored (needs `compare`, else RuntimeError)."""
         ...
 
-    def jacobian_norms(self, *args: Any, **kwargs: Any) -> Any:
-        """Per node, the squared Frobenius norm of its map (needs `probe`)."""
+    def jacobian_norms(
+        self,
+        nodes: str | Node | Iterable[str | Node] | None = None,
+        samples: int = 16,
+        seed: int | None = None,
+        *,
+        exact_max: int | None = None,
+    ) -> dict[str, JacobianNorm]:
+        """Per node, the squared Frobenius norm of its gradient map (needs `probe`, else
+        RuntimeError)."""
         ...
 
     def set_edge_grad(self, edge_or_id: Edge | str, tensor: Any) -> None:
-        """What-if: replace the gradient on an edge (needs `edit`)."""
+        """What-if: replace the gradient on an edge (needs `edit`, else
+        RuntimeError)."""
         ...
 
     def scale_edge_grad(self, edge_or_id: Edge | str, factor: float) -> None:
-        """What-if: scale the gradient on an edge (needs `edit`)."""
+        """What-if: scale the gradient on an edge (needs `edit`, else
+        RuntimeError)."""
         ...
 
     def zero_edge_grad(self, edge_or_id: Edge | str) -> None:
-        """What-if: zero the gradient on an edge (needs `edit`)."""
+        """What-if: zero the gradient on an edge (needs `edit`, else
+        RuntimeError)."""
         ...
 
     def clear_edits(self, edge_or_id: Edge | str | None = None) -> None:
-        """Undo the edit on an edge, or every edit (needs `edit`)."""
+        """Undo the edit on an edge, or every edit (needs `edit`, else
+        RuntimeError)."""
         ...
 
     def leaf_grad_diff(self) -> dict[str, Any]:
@@ -275,7 +324,8 @@ class Stepping(Protocol):
 
     # ------------------------------------------------------------------ following
     def add_listener(self, fn: Callable[[Any], None]) -> ListenerHandle:
-        """Call `fn(run)` after every move; the handle removes it (or use it as a context)."""
+        """Call `fn(run)` after every change of state; the handle removes it (or use it as a
+        context)."""
         ...
 
     def remove_listener(self, fn: Callable[[Any], None]) -> None:
@@ -283,10 +333,9 @@ class Stepping(Protocol):
         ...
 
     def batch(self) -> AbstractContextManager[Any]:
-        """Group moves into one notification."""
+        """Group moves into one notification, sent when the outermost batch exits."""
         ...
 
     def close(self) -> None:
-        """Drop every tensor held; idempotent; moves raise afterwards."""
+        """Drop every tensor held; idempotent; moves raise RuntimeError afterwards."""
         ...
-

@@ -10,25 +10,29 @@ What it guarantees:
   `nonfinite_origins`) is what the recording holds for the steps done so far, nothing later;
 - it never touches torch objects: a recording loaded from a file in a process without the model
   replays the same way. What needs the live graph (edits, Jacobian probes, the engine
-  comparison, gradients of tensors) raises a `RuntimeError` saying so.
+  comparison, gradients of tensors) raises a `RuntimeError` saying so;
+- what it shares with a `Stepper` (the failed step, breakpoints, listeners, `history`) is the
+  same code, `RunBase` (engine/step/runbase.py), so the two answer the same calls alike
+  (tests/engine/step/test_interface_contract.py runs both through the same calls).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...core.graph import BackwardGraph
 from ...core.records import Edge, Node
 from ...core.summary import Summary
 from ..interface import RECORDED, Capabilities
-from ..step.listeners import ListenerHandle, Listeners
-from ..step.results import History, ReadOnlyList, StepInfo, StepRecord
+from ..step.plan import node_id as as_node_id
+from ..step.results import Difference, StepRecord
+from ..step.runbase import RunBase
 
 if TYPE_CHECKING:
     from ..diagnose.failure import FailureExplanation
     from ..diagnose.origins import Origin
+    from ..step.probes import JacobianNorm
     from .recording import NodeExecution, Recording
 
 __all__ = ["Replay", "recording_name"]
@@ -39,7 +43,7 @@ _LIVE_ONLY = (
 )
 
 
-class Replay:
+class Replay(RunBase):
     """Steps through `recording` (see the module docstring). It implements
     `engine.interface.Stepping`, where every member is documented; the docstrings here say what
     is particular to a replay.
@@ -74,16 +78,11 @@ class Replay:
                 order = order[: order.index(failure.node)]
             self._fail_at = len(order)
             order.append(failure.node)
-        self._order = ReadOnlyList(order)
         self._step_of = {nid: k for k, nid in enumerate(order)}
+        super().__init__(order, [self._graph.nodes[nid] for nid in order], self.step_index,
+                         "this replay was closed; aw.explore(recording) again")
         self._runs = {run.node: run for run in recording.executions}
         self._pos = 0
-        self._failure: StepRecord | None = None
-        self._breaks: set[int] = set()
-        self._listeners = Listeners()
-        self._closed = False
-        #: what the widget reads after `jacobian_norms` on a Stepper; always empty here.
-        self.probe_errors: dict[str, str] = {}
 
     # ------------------------------------------------------------------ state
     @property
@@ -125,50 +124,9 @@ class Replay:
         self._graph = graph
 
     @property
-    def closed(self) -> bool:
-        """True once `close()` was called."""
-        return self._closed
-
-    @property
-    def order(self) -> list[str]:
-        """Node ids in the order the engine ran them (the failing node last, if any)."""
-        return self._order
-
-    @property
     def position(self) -> int:
         """Number of steps done (0..len(order))."""
         return self._pos
-
-    @property
-    def done(self) -> bool:
-        """True when every step ran (a failing node is never done)."""
-        return self._pos == len(self._order)
-
-    @property
-    def next_node(self) -> str | None:
-        """Id of the node the next `step()` shows, None when done."""
-        return None if self.done else self._order[self._pos]
-
-    @property
-    def failure(self) -> StepRecord | None:
-        """The record of the step that just failed (cleared by any successful move)."""
-        return self._failure
-
-    @property
-    def last_error(self) -> tuple[str, str] | None:
-        """(node id, error message) of the step that just failed, else None."""
-        f = self._failure
-        return None if f is None else (f.node.id, f.error or "")
-
-    @property
-    def at_breakpoint(self) -> bool:
-        """True when the next node is a breakpoint (where `run()` stops)."""
-        return not self.done and self._pos in self._breaks
-
-    @property
-    def history(self) -> Sequence[StepRecord]:
-        """Records of the steps done so far, in order."""
-        return History(lambda: self._pos, self.record)
 
     @property
     def edits(self) -> dict[str, Any]:
@@ -190,17 +148,13 @@ class Replay:
             >>> Replay(rec).step_index("n0")
             0
         """
-        nid = node_id if isinstance(node_id, str) else node_id.id
+        nid = as_node_id(node_id)  # TypeError for what is neither an id nor a `Node`, as a Stepper
         try:
             return self._step_of[nid]
         except KeyError:
             raise KeyError(f"node {nid!r} did not run in this recording") from None
 
     # ----------------------------------------------------------------- moving
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this replay was closed; aw.explore(recording) again")
-
     def _inputs(self, nid: str) -> tuple[Summary | None, ...]:
         run = self._runs.get(nid)
         if run is not None:
@@ -248,22 +202,6 @@ class Replay:
         return StepRecord(index, node, self._inputs(nid), self._outputs(nid), run.seconds,
                           called=node.kind != "accumulate_grad")  # fmt: skip
 
-    def step_info(self, index: int) -> StepInfo:
-        """Node, called and time of step `index` (< position).
-
-        Example:
-            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec); _ = r.step(); r.step_info(0).node
-            'n0'
-        """
-        rec = self.record(index)
-        return StepInfo(index, rec.node.id, rec.called, False, rec.seconds)
-
-    def _changed(self) -> None:
-        self._listeners.notify(self)
-
     def _advance(self) -> StepRecord:
         k = self._pos
         nid = self._order[k]
@@ -296,8 +234,9 @@ class Replay:
         return rec
 
     def run(self, until: str | None = None) -> StepRecord | None:
-        """Step to the end, or up to and including node `until`; stops at the failing node or a
-        breakpoint (not on the first step). Returns the last record, None if nothing ran.
+        """Step to the end, or up to and including node `until` (KeyError: it did not run;
+        ValueError: it was shown already); stops at the failing node or before a breakpoint
+        (not on the first step). Returns the last record, None if nothing ran.
 
         Example:
             >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
@@ -307,13 +246,21 @@ class Replay:
             2
         """
         self._check_open()
-        stop = len(self._order) if until is None else self.step_index(until) + 1
+        stop = len(self._order)
+        pos = self._pos
+        if until is not None:
+            k = self.step_index(until)
+            if k < pos:
+                raise ValueError(
+                    f"node {until!r} already ran (step {k}, position {pos}); call back() "
+                    "or reset() to run up to it again"
+                )
+            stop = k + 1
+        stop = self._run_stop(stop)  # before the first breakpoint on the way (runbase.py)
+        if pos >= stop:
+            return None
         last = None
-        first = True
         while self._pos < stop:
-            if not first and self._pos in self._breaks:
-                break
-            first = False
             last = self._advance()
             if last.error is not None:
                 break
@@ -321,7 +268,8 @@ class Replay:
         return last
 
     def back(self) -> None:
-        """Undo the last step (clears a failure first).
+        """Undo the last step shown, clearing a failure shown (as a `Stepper` does: the failed
+        step never moved the position, so the step undone is the one before it).
 
         Example:
             >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
@@ -331,10 +279,12 @@ class Replay:
             0
         """
         self._check_open()
-        if self._failure is not None:
-            self._failure = None
-        elif self._pos > 0:
-            self._pos -= 1
+        failed, self._failure = self._failure, None
+        if self._pos == 0:
+            if failed is not None:  # the failure shown is gone: the views must hear it
+                self._changed()
+            return
+        self._pos -= 1
         self._changed()
 
     def reset(self) -> None:
@@ -351,47 +301,6 @@ class Replay:
         self._pos = 0
         self._failure = None
         self._changed()
-
-    def break_at(self, target: str | Callable[[Node], bool]) -> list[str]:
-        """Stop `run()` before `target` (a node id or a predicate on `Node`); returns the ids.
-
-        Example:
-            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec); r.break_at("n1"); _ = r.run(); r.position
-            ['n1']
-            1
-        """
-        ids = self._match(target)
-        self._breaks.update(self._step_of[n] for n in ids)
-        return ids
-
-    def _match(self, target: str | Callable[[Node], bool]) -> list[str]:
-        if callable(target):
-            return [n for n in self._order if target(self._graph.nodes[n])]
-        self.step_index(target)
-        return [target]
-
-    def clear_breakpoints(self, target: str | Callable[[Node], bool] | None = None) -> None:
-        """Remove breakpoints (all, or those of `target`).
-
-        Example:
-            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec); _ = r.break_at("n1"); r.clear_breakpoints(); r.breakpoints
-            []
-        """
-        if target is None:
-            self._breaks.clear()
-        else:
-            self._breaks.difference_update(self._step_of[n] for n in self._match(target))
-
-    @property
-    def breakpoints(self) -> list[str]:
-        """Node ids with a breakpoint, in run order."""
-        return [self._order[k] for k in sorted(self._breaks)]
 
     # ----------------------------------------------------------------- gradients
     def _edge(self, edge_or_id: Edge | str) -> Edge:
@@ -515,19 +424,6 @@ class Replay:
         """
         return [o for o in self.recording.nonfinite_origins() if o.step < self._pos]
 
-    def first_birth(self) -> Origin | None:
-        """The first "born" origin among the steps shown, or None.
-
-        Example:
-            >>> w = torch.zeros(2, requires_grad=True)
-            >>> loss = w.sqrt().sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec); _ = r.run(); r.first_birth().cause
-            'saved `result` has 2 zeros: the derivative of sqrt at 0 is infinite'
-        """
-        return next((o for o in self.nonfinite_origins() if o.kind == "born"), None)
-
     def explain_failure(self) -> FailureExplanation | None:
         """Why the recorded backward failed (computed while the graph was live), once the replay
         reached the failing node; None otherwise.
@@ -548,7 +444,9 @@ class Replay:
         return self.recording.failure.explanation
 
     # ----------------------------------------------------------------- live-only
-    def compare_with_engine(self, **_: Any) -> Any:
+    def compare_with_engine(
+        self, *, rtol: float | None = None, atol: float | None = None, tensors: Sequence[Any] = ()
+    ) -> list[Difference]:
         """Not available: the recording IS the engine's run.
 
         Example:
@@ -563,7 +461,10 @@ class Replay:
         raise RuntimeError(_LIVE_ONLY.format(what="compare_with_engine()",
                                              why="compare a manual run with the engine"))
 
-    def jacobian_norms(self, *_: Any, **__: Any) -> Any:
+    def jacobian_norms(
+        self, nodes: str | Node | Iterable[str | Node] | None = None, samples: int = 16,
+        seed: int | None = None, *, exact_max: int | None = None,
+    ) -> dict[str, JacobianNorm]:  # fmt: skip
         """Not available: probing calls the nodes.
 
         Example:
@@ -596,48 +497,7 @@ class Replay:
         """
         return {}
 
-    # ----------------------------------------------------------------- listeners
-    def add_listener(self, fn: Callable[[Replay], None]) -> ListenerHandle:
-        """Call `fn(replay)` after every move (how a view follows Python-driven steps).
-
-        Example:
-            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec)
-            >>> with r.add_listener(lambda s: print(s.position)):
-            ...     _ = r.step()
-            1
-        """
-        return self._listeners.add(fn)
-
-    def remove_listener(self, fn: Callable[[Replay], None]) -> None:
-        """Stop calling `fn`; a no-op if absent.
-
-        Example:
-            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec)
-            >>> _ = r.add_listener(print); r.remove_listener(print); _ = r.step()  # no output
-        """
-        self._listeners.remove(fn)
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[Replay]:
-        """Group moves into one notification.
-
-        Example:
-            >>> loss = (torch.ones(2, requires_grad=True) * 3).sum()
-            >>> with aw.record(loss) as rec:
-            ...     loss.backward()
-            >>> r = Replay(rec)
-            >>> with r.add_listener(print), r.batch(): _ = r.step(); _ = r.step()
-            <Replay step 2/3 of a recording>
-        """
-        with self._listeners.batch(self):
-            yield self
-
+    # ----------------------------------------------------------------- cleanup
     def close(self) -> None:
         """Stop: every move raises afterwards. Idempotent.
 

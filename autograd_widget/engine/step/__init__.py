@@ -11,6 +11,8 @@ bitwise the same.
 The modules, one job each (imports one way: stepper -> the rest; nothing imports stepper.py at
 run time):
 - stepper.py: `Stepper`, the public face: validation, the guard, listeners, delegation;
+- runbase.py: `RunBase`, what a `Stepper` and a `Replay` (engine/record/) share, written once:
+  breakpoints, the failed step, listeners, `history` (one meaning, engine/interface.py);
 - stepstate.py: `StepState`, one pass's position, slot buffers, edge values, undo log and step
   records, with the hot loop (`advance`) and the records it hands out;
 - plan.py: the engine's order and the routing tables, as flat lists; resolve.py: checking the

@@ -3,7 +3,9 @@
 `Stepper` is the public face of the step/ room (its map, engine/step/__init__.py, says who does
 what): it validates, moves its one `StepState` (stepstate.py: position, slots, undo log, the hot
 loop) under the Ctrl-C guard with the garbage collector paused, tells its listeners, and
-delegates the rest, one job per module. It implements `engine.interface.Stepping`.
+delegates the rest, one job per module. It implements `engine.interface.Stepping`; what it
+shares with a `Replay` (the position read through `order`, the failed step, breakpoints,
+listeners, `history`) is `RunBase` (runbase.py), written once for both.
 
 It holds no autograd node objects (it fetches them from the graph at call time; see
 DESIGN.md, "Teardown hazard"), writes no `.grad`, bumps no version counter and leaves no
@@ -13,7 +15,8 @@ hook behind: the user's own `backward()` works afterwards with identical results
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Literal
 
 import torch
@@ -25,18 +28,17 @@ from ...util.gcpause import gc_paused
 from ..diagnose.failure import FailureExplanation, explain_failure
 from ..diagnose.origins import Origin
 from ..interface import LIVE, Capabilities
-from .breakpoints import Breakpoints
 from .calls import IN_STEP_CODES
 from .compare import compare
 from .edits import EditKind, Edits
 from .guard import Guard
-from .listeners import ListenerHandle, Listeners
 from .nonfinite import StepOrigins, first_nonfinite
 from .plan import Plan
 from .probes import EXACT_MAX, JacobianNorm
 from .probes import jacobian_norms as probe_jacobian_norms
 from .resolve import edge_index, grad_slot, make_plan, step_index, through
-from .results import Difference, EditInfo, History, LeafDiff, ReadOnlyList, StepInfo, StepRecord
+from .results import Difference, EditInfo, LeafDiff, StepInfo, StepRecord
+from .runbase import RunBase
 from .stepstate import ADVANCE_CODE, StepState
 from .whatif import WhatIf
 
@@ -45,7 +47,7 @@ __all__ = ["Difference", "EditInfo", "StepInfo", "StepRecord", "Stepper"]
 Keep = Literal["summaries", "tensors"] | int
 
 
-class Stepper:
+class Stepper(RunBase):
     """Run a captured graph's backward by hand, one engine step at a time (see the module doc).
 
     Args:
@@ -73,15 +75,12 @@ class Stepper:
         regions: Literal["open", "closed"] = "open",
     ) -> None:  # fmt: skip
         self._plan, seeds = make_plan(graph, keep, regions, bool(create_graph))  # resolve.py
+        super().__init__(self._plan.order, self._plan.records, partial(step_index, self._plan),
+                         "this Stepper was closed; create a new one from a live graph")
         self._graph = graph
         self.create_graph = bool(create_graph)
         self.keep: Keep = keep
         self.regions = regions
-        self._breaks = Breakpoints(self._plan, dict(zip(self._plan.order, self._plan.records)))
-        self._closed = False
-        self._failure: StepRecord | None = None
-        self._listeners = Listeners()
-        self._order: ReadOnlyList | None = None
         self._guard = Guard(ADVANCE_CODE, IN_STEP_CODES)
         self._edits = Edits(self._plan)
         self._state = StepState(
@@ -90,45 +89,11 @@ class Stepper:
         )  # fmt: skip
         self._whatif = WhatIf(self._state)
         self._origins = StepOrigins()
-        #: Node id -> why its Jacobian probe failed, from the last `jacobian_norms()` call.
-        self.probe_errors: dict[str, str] = {}
 
     # ----------------------------------------------------------------- listeners
-    def add_listener(self, fn: Callable[[Stepper], None]) -> ListenerHandle:
-        """Call `fn(stepper)` after every change of state (step, back, run, reset, edits): how a
-        view stays in sync when the stepper is driven from Python. Exceptions propagate.
-
-        Guarantees: returns a handle whose `remove()` (or leaving its `with` block) removes `fn`;
-        `remove_listener(fn)` works too.
-
-        Example:
-            >>> with st.add_listener(lambda s: print(s.position)):
-            ...     _ = st.step()
-            1
-        """
-        return self._listeners.add(fn)
-
-    def remove_listener(self, fn: Callable[[Stepper], None]) -> None:
-        """Stop calling `fn`, a listener given to `add_listener` (compared with `==`, so a bound
-        method works); a no-op if absent.
-
-        Example:
-            >>> _ = st.add_listener(print); st.remove_listener(print); _ = st.step()  # no output
-        """
-        self._listeners.remove(fn)
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[Stepper]:
-        """Group many moves into one notification, sent when the outermost batch exits.
-
-        Guarantees: one Ctrl-C guard covers all the steps of the batch.
-
-        Example:
-            >>> with st.add_listener(print), st.batch(): _ = st.step(); _ = st.step()
-            <Stepper step 2/4, keep='summaries', create_graph=False>
-        """
-        with self._listeners.batch(self), self._guard.scope():
-            yield self
+    def _batch_scope(self) -> contextlib.AbstractContextManager[object]:
+        """One Ctrl-C guard covers all the steps of a `batch()` (listeners: runbase.py)."""
+        return self._guard.scope()
 
     # ----------------------------------------------------------------- state
     @property
@@ -140,10 +105,6 @@ class Stepper:
     def graph(self, graph: BackwardGraph) -> None:
         self._graph = graph
         self._state.graph = graph
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this Stepper was closed; create a new one from a live graph")
 
     @property
     def plan(self) -> Plan:
@@ -186,53 +147,14 @@ class Stepper:
         return None
 
     @property
-    def closed(self) -> bool:
-        """True once `close()` was called (every method that moves then raises)."""
-        return self._closed
-
-    @property
-    def order(self) -> list[str]:
-        """Node ids in the engine's order, one per step (read-only, built once, never copied)."""
-        order = self._order
-        if order is None:
-            order = self._order = ReadOnlyList(self._plan.order)
-        return order
-
-    @property
     def position(self) -> int:
         """Number of steps done (0..len(order))."""
         return self._state.pos
 
     @property
     def done(self) -> bool:
-        """True when every step ran (position == len(order))."""
+        """True when every step ran (position == len(order)); read on every step, so direct."""
         return self._state.pos == len(self._plan.order)
-
-    @property
-    def next_node(self) -> str | None:
-        """Id of the node the next `step()` runs, None when done."""
-        return None if self.done else self._plan.order[self._state.pos]
-
-    @property
-    def failure(self) -> StepRecord | None:
-        """The record of the step that just failed (cleared by any successful move)."""
-        return self._failure
-
-    @property
-    def last_error(self) -> tuple[str, str] | None:
-        """(node id, error message) of the step that just failed, else None."""
-        f = self._failure
-        return None if f is None else (f.node.id, f.error or "")
-
-    @property
-    def at_breakpoint(self) -> bool:
-        """True when the next node to run is a breakpoint (where `run()` stops)."""
-        return not self.done and self._state.pos in self._breaks.step_set
-
-    @property
-    def history(self) -> Sequence[StepRecord]:
-        """Records of the steps done so far, in order (built on access)."""
-        return History(lambda: self._state.pos, self.record)
 
     def step_index(self, node_id: str | Node) -> int:
         """The step at which node `node_id` (an id, or a `Node` record of this graph) runs.
@@ -288,10 +210,7 @@ class Stepper:
                     "or reset() to run up to it again"
                 )
             stop = k + 1
-        for b in self._breaks.steps:
-            if pos < b < stop:
-                stop = b
-                break
+        stop = self._run_stop(stop)  # before the first breakpoint on the way (runbase.py)
         if pos >= stop:
             return None
         failure = self._move(stop, capture=False)
@@ -311,7 +230,7 @@ class Stepper:
             except BaseException:  # KeyboardInterrupt: stopped at a step boundary
                 state.store.release_recent()
                 self._failure = None
-                self._listeners.notify(self)
+                self._changed()
                 raise
             if capture:
                 state.store.release_recent()
@@ -320,7 +239,7 @@ class Stepper:
                     state.store.release_recent()
                     state.store.flush()
             self._failure = rec if rec is not None and rec.error else None
-            self._listeners.notify(self)
+            self._changed()
         return rec
 
     def back(self) -> None:
@@ -334,11 +253,13 @@ class Stepper:
             0
         """
         self._check_open()
-        self._failure = None
+        failed, self._failure = self._failure, None
         if self._state.pos == 0:
+            if failed is not None:  # the failure shown is gone: the views must hear it
+                self._changed()
             return
         self._state.undo_last()
-        self._listeners.notify(self)
+        self._changed()
 
     def reset(self) -> None:
         """Back to position 0 (root gradients seeded, nothing run): the faithful run, without
@@ -354,46 +275,15 @@ class Stepper:
             self._edits.drop(list(self._edits.active))
         self._failure = None
         self._state.reset()
-        self._listeners.notify(self)
-
-    # ----------------------------------------------------------------- breakpoints
-    def break_at(self, target: str | Callable[[Node], bool]) -> list[str]:
-        """Stop `run()` before a node, or before every node a predicate accepts.
-
-        Args:
-            target: a node id (or `Node`), or a callable taking a `Node` record, returning bool.
-
-        Guarantees: returns the node ids that now break, in step order; an unknown id raises
-        KeyError, a predicate that raises a TypeError (and is not registered).
-
-        Example:
-            >>> st.break_at(lambda n: n.name == "PowBackward0"), st.run().node.id  # stops before n1
-            (['n1'], 'n2')
-        """
-        self._breaks.add(target)
-        return self.breakpoints
-
-    def clear_breakpoints(self, target: str | Callable[[Node], bool] | None = None) -> None:
-        """Remove one breakpoint (`target`: the id or the callable given to `break_at`), or all
-        of them (None).
-
-        Example:
-            >>> _ = st.break_at("n1"); st.clear_breakpoints(); st.breakpoints
-            []
-        """
-        self._breaks.clear(target)
-
-    @property
-    def breakpoints(self) -> list[str]:
-        """Node ids `run()` stops before, in step order."""
-        return self._breaks.ids()
+        self._changed()
 
     # ----------------------------------------------------------------- inspection
     def _edge(self, edge_or_id: Edge | str) -> int:
         return edge_index(self._plan, edge_or_id)
 
     def edge_grad(self, edge_or_id: Edge | str) -> torch.Tensor | None:
-        """The gradient that flowed along edge `edge_or_id` (an `Edge` or an id), or None.
+        """The gradient that flowed along edge `edge_or_id` (an `Edge` or an id such as "n2:0"),
+        or None (not flowed yet, none, or not kept).
 
         Example:
             >>> st = Stepper(g, keep="tensors"); _ = st.run(); st.edge_grad("n1:0")
@@ -403,7 +293,8 @@ class Stepper:
         return v if isinstance(v, torch.Tensor) else None
 
     def edge_summary(self, edge_or_id: Edge | str) -> Summary | None:
-        """The `Summary` of edge `edge_or_id`'s gradient (an `Edge` or an id), None until flowed.
+        """The `Summary` of edge `edge_or_id`'s gradient (an `Edge` or an id such as "n2:0");
+        None before it flowed (or when none flowed).
 
         Example:
             >>> _ = st.run(); st.edge_summary("n1:0").mean, st.edge_summary("n1:0").finite
@@ -536,6 +427,7 @@ class Stepper:
         self._check_open()
         return compare(self.graph, self._plan, self._state.seeds, tensors, rtol, atol)
 
+    # ----------------------------------------------------------------- probes
     def jacobian_norms(
         self,
         nodes: str | Node | Iterable[str | Node] | None = None,
@@ -644,7 +536,7 @@ class Stepper:
         if targets:
             self._whatif.apply({}, targets)
             self._failure = None
-            self._listeners.notify(self)
+            self._changed()
 
     def leaf_grad_diff(self) -> dict[str, LeafDiff]:
         """Leaf id -> `LeafDiff`: each leaf's gradient here (edits applied) against the
@@ -679,8 +571,9 @@ class Stepper:
         info = self._edits.make(ei, kind, factor, value, self._state.summary_of(ei))
         self._whatif.apply({ei: info}, [])
         self._failure = None
-        self._listeners.notify(self)
+        self._changed()
 
+    # ----------------------------------------------------------------- cleanup
     def close(self) -> None:
         """Drop every tensor this stepper holds (the graph stays open; it is the caller's).
 
