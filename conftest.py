@@ -32,6 +32,19 @@ NEEDS_TORCH = {
 }  # fmt: skip
 
 
+#: The integrations import their optional extra when imported: without it, their doctests are
+#: not collected (tests/integrations/ skips likewise, by importorskip).
+def _missing(*packages: str) -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(p) is None for p in packages)
+
+
+collect_ignore = [f"autograd_widget/integrations/{m}.py" for m, pkgs in (
+    ("hf", ("transformers",)), ("lightning", ("lightning", "pytorch_lightning")),
+    ("tensorboard", ("tensorboard",))) if _missing(*pkgs)]
+
+
 #: Doctests that step inside a compiled region: skipped, with the note users see, where this
 #: torch keeps regions opaque (tests/helpers/compiled.py `regions_opaque_here`).
 OPEN_REGIONS = ("autograd_widget.engine.step.regioncalls.",)
@@ -72,6 +85,8 @@ def _doctest_names(request):
     if not isinstance(request.node, DoctestItem):  # the tests build their own objects
         yield
         return
+    if request.node.name.endswith(".to_tensorboard") and _missing("tensorboard"):
+        pytest.skip("needs the tensorboard extra: pip install autograd_widget[tensorboard]")
     needed = _needed_torch(request.node.name)
     if needed is not None:
         from tests.helpers.torch_versions import needs_torch_reason

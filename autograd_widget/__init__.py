@@ -17,7 +17,9 @@ The package map (each subpackage's own docstring maps it): `util`, `core`, `engi
 `wire`, `export` are the layers, each importing only from those before it; `widget`
 (`AutogradWidget`, `explore`: traits + dispatch), `pair` (`side_by_side`), `__main__` (the
 command line: a recording's standalone page) and `static` (the built front-end, no Python) sit
-on top. Everything not exported here may change.
+on top; `integrations` (the trainers' callbacks and TensorBoard: `integrations.hf`, `.lightning`,
+`.tensorboard`, each an optional extra, not imported here) sits on top of them all. Everything not
+exported here may change.
 
 Example:
     >>> x = torch.tensor(2.0, requires_grad=True)
