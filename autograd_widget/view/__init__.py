@@ -12,7 +12,8 @@
   as arrays), `scale` (the gradient colour scale, fixed per run), `labels` (labels and the status
   line), `inspect` (inspector data as functions of scene and stepper);
 - `timeline` (`aw.explore(watch)`'s timeline: module rows per watched step, op rows, the
-  first NaN/Inf, moved modules, the gain of each node); `ranklines` (one line per rank of a
+  first NaN/Inf, moved modules, the gain of each node); `timecalls` (a module's calls within
+  one step: a recurrent cell through time, a fused RNN node); `ranklines` (one line per rank of a
   distributed run's files, and the rank `aw.explore(group)` opens on).
 """
 

@@ -4,12 +4,14 @@
 selected step as `watch_step`; the front-end (js/src/timeline.js) draws them and sends:
 - "watch_step" {step, node?}: show that watched step's graph below (its recording, replayed to
   the end: every edge coloured by that step's gradients), the node selected when given;
-- "timeline_rows" {module, request}: the rows of a module's own ops (a reply);
+- "timeline_rows" {module, request}: the rows of a module's own ops, or of its calls through
+  time (a reply);
 - "gain" {request}: per visible item of the graph below, log10 of |grad out| / |grad in| (a
   reply; the "gain" colour mode).
 
-Their validators and handlers sit in protocol.py's one table (`MESSAGES`); this module turns
-view/timeline.py's numbers into payloads (numpy arrays as binary buffers, JSON-safe floats).
+Their validators and handlers are watchmessages.py's (named in protocol.py's one table,
+`MESSAGES`); this module turns view/timeline.py's numbers into payloads (numpy arrays as binary
+buffers, JSON-safe floats).
 
 Example:
     >>> w = aw.watch(); loss = (x * 3).sum()
@@ -60,22 +62,24 @@ def timeline_payload(w: Watch, selected: int | None = None) -> dict[str, Any]:
         0
     """
     t = tl.timeline(w, selected)
-    t["moved"] = [{**m, "factor": float(m["factor"])} for m in t["moved"]]
+    t["moved"] = [_encode({**m, "factor": float(m["factor"])}) for m in t["moved"]]
     return _encode(t)
 
 
 def rows_payload(w: Watch, module: str) -> dict[str, Any]:
     """The rows of `module`'s own ops (`view.timeline.op_rows`): a REPLY, so JSON only (a
     custom message carries no buffer): `values` is the base64 of the little-endian float32
-    matrix (rows x watched steps; NaN, +inf and -inf kept).
+    matrix (rows x watched steps; NaN, +inf and -inf kept); `note` what the rows are when not
+    one per op (a module called once per time step, a fused recurrent node), else None.
 
     Example:
         >>> rows_payload(aw.watch(), "")
-        {'id': [], 'label': [], 'values': ''}
+        {'id': [], 'label': [], 'note': None, 'values': ''}
     """
     r = tl.op_rows(w, module)
     raw = np.ascontiguousarray(r["values"], dtype="<f4").tobytes()
-    return {"id": r["id"], "label": r["label"], "values": base64.b64encode(raw).decode("ascii")}
+    return {"id": r["id"], "label": r["label"], "note": r["note"],
+            "values": base64.b64encode(raw).decode("ascii")}  # fmt: skip
 
 
 def gain_payload(scene: Scene, rec: Recording) -> dict[str, Any]:

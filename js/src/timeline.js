@@ -3,7 +3,11 @@
  * across, the model's modules down (each expandable to its sub-modules and its own ops), every
  * cell coloured by the log10 gradient norm Python computed (view/timeline.py); the loss curve
  * above; a step cursor with Play; "First NaN/Inf" (the step and the birth node with its cause);
- * the modules whose norm moved more than 10x. The graph below is the selected step's.
+ * the modules whose norm moved the most and stand out (Python's rule, said in the list's help).
+ * The graph below is the selected step's. A colour bar says which colour is which norm, a step
+ * axis runs under the grid, and every cell reads out (step, row, norm, change against the
+ * previous watched step) on hover and, by keyboard (arrows, Enter), in a live region that
+ * screen readers announce. The tree opens as deep as fits (timelinerows.js).
  *
  * Draws only: every number, range and cause comes from Python; a cursor move sends
  * `watch_step` (Python shows that step's graph below and answers with the synced `watch_step`
@@ -18,21 +22,27 @@ import { domHelpers } from './dom.js';
 import { formatNumber } from './format.js';
 import { latestReply } from './latest.js';
 import { MSG, TRAIT } from './protocol.js';
-import { ALARM_COLOR, SELECT_COLOR } from './style.js';
+import { ALARM_COLOR } from './style.js';
+import { stepTicks } from './timelineaxis.js';
+import { ZERO_COLOR, cellColor, colorbarTicks, rampCss } from './timelinecolorbar.js';
+import { binRow, paintTimeline } from './timelinepaint.js';
+import { openDepth, visibleRows } from './timelinerows.js';
+import { cellText, firstText, healedText } from './timelinetext.js';
+
+export { binRow, cellColor };
 
 /** Row height (CSS px) of the heat map. */
 export const ROW_PX = 14;
 /** Height (CSS px) of the loss curve. */
 export const LOSS_PX = 56;
+/** Height (CSS px) of the step axis under the grid. */
+export const AXIS_PX = 18;
+/** The tree opens as deep as fits this many rows. */
+export const FIT_ROWS = 24;
 /** Play's interval between two watched steps (ms). */
 export const PLAY_MS = 350;
 /** Step flags (`flags`, one byte per step; view/timeline.py). */
-export const FLAG = Object.freeze({ WATCHED: 1, NONFINITE: 2, EXPECTED: 4, FAILED: 8 });
-
-/** Viridis, sampled: a larger norm, brighter. */
-const RAMP = ['#440154', '#482878', '#3e4a89', '#31688e', '#26828e', '#1f9e89', '#35b779', '#6ece58', '#b5de2b', '#fde725'];
-/** A norm of exactly zero. */
-const ZERO_COLOR = '#202020';
+export const FLAG = Object.freeze({ WATCHED: 1, NONFINITE: 2, EXPECTED: 4, FAILED: 8, HEALED: 16 });
 
 /**
  * @typedef {object} Rows
@@ -41,6 +51,8 @@ const ZERO_COLOR = '#202020';
  * @property {(string | null)[]} parent
  * @property {number[]} depth
  * @property {boolean[]} ops a module with ops of its own (expandable to them)
+ * @property {number[]} calls times the module runs per step (a cell through time: > 1)
+ * @property {boolean[]} fused its own ops hold a fused recurrent node (nn.LSTM's)
  *
  * @typedef {object} First
  * @property {number} step
@@ -49,6 +61,26 @@ const ZERO_COLOR = '#202020';
  * @property {string | null} name
  * @property {string | null} cause
  * @property {boolean} expected
+ *
+ * @typedef {object} Origin what the first NaN/Inf is (view/timeline.py `origin`)
+ * @property {string | null} kind 'born', 'propagated', 'healed'
+ * @property {string | null} where 'forward' (made by a forward op), 'backward'
+ * @property {string | null} module the node's module
+ * @property {string | null} forward_node
+ * @property {string | null} forward_op
+ * @property {string | null} forward_module
+ * @property {string | null} forward_cause
+ *
+ * @typedef {object} HealedFirst
+ * @property {number} step
+ * @property {string | null} node where it was removed
+ * @property {string | null} name
+ * @property {string | null} born_node
+ * @property {string | null} born_name
+ * @property {string | null} born_cause
+ * @property {string | null} module the birth node's module
+ *
+ * @typedef {{ steps: number[], count: number, first: HealedFirst }} Healed
  *
  * @typedef {{ module: string, factor: number, low_step: number, high_step: number }} Moved
  *
@@ -61,7 +93,10 @@ const ZERO_COLOR = '#202020';
  * @property {Float32Array} values rows x watched, log10 norms (NaN none, +inf non-finite, -inf zero)
  * @property {[number, number]} range
  * @property {First | null} first
+ * @property {Origin | null} origin
+ * @property {Healed | null} healed
  * @property {Moved[]} moved
+ * @property {string} movedRule the moved list's rule, in words (Python's)
  * @property {number | null} selected
  * @property {number} every one step in `every` is watched
  */
@@ -108,10 +143,16 @@ export function decodeTimeline(raw) {
     parent: pick(r.parent, (x) => (typeof x === 'string' ? x : null)),
     depth: pick(r.depth, (x) => (Number.isInteger(x) && x >= 0 ? x : 0)),
     ops: pick(r.ops, (x) => x === true),
+    calls: pick(r.calls, (x) => (Number.isInteger(x) && x > 0 ? x : 1)),
+    fused: pick(r.fused, (x) => x === true),
   };
   const range = Array.isArray(raw.range) && raw.range.length === 2 && raw.range.every(Number.isFinite) ? /** @type {[number, number]} */ ([raw.range[0], raw.range[1]]) : /** @type {[number, number]} */ ([0, 1]);
   const f = raw.first && typeof raw.first === 'object' && Number.isInteger(raw.first.step) ? raw.first : null;
   const str = (/** @type {unknown} */ v) => (typeof v === 'string' ? v : null);
+  /** @param {any} o @param {string[]} keys */
+  const strs = (o, keys) => Object.fromEntries(keys.map((k) => [k, str(o?.[k])]));
+  const o = raw.origin && typeof raw.origin === 'object' ? raw.origin : null;
+  const hd = raw.healed && typeof raw.healed === 'object' && Array.isArray(raw.healed.steps) && raw.healed.first && Number.isInteger(raw.healed.first.step) ? raw.healed : null;
   return {
     nSteps,
     watched,
@@ -121,53 +162,19 @@ export function decodeTimeline(raw) {
     values: toTyped(raw.values, Float32Array, { length: n * watched.length }),
     range,
     first: f ? { step: f.step, watched: f.watched === true, node: str(f.node), name: str(f.name), cause: str(f.cause), expected: f.expected === true } : null,
+    origin: o ? /** @type {Origin} */ (strs(o, ['kind', 'where', 'module', 'forward_node', 'forward_op', 'forward_module', 'forward_cause'])) : null,
+    healed: hd
+      ? {
+          steps: hd.steps.filter(Number.isInteger),
+          count: Number.isInteger(hd.count) ? hd.count : hd.steps.length,
+          first: { step: hd.first.step, .../** @type {Omit<HealedFirst, 'step'>} */ (strs(hd.first, ['node', 'name', 'born_node', 'born_name', 'born_cause', 'module'])) },
+        }
+      : null,
+    movedRule: typeof raw.moved_rule === 'string' ? raw.moved_rule : '',
     moved: Array.isArray(raw.moved) ? raw.moved.filter((/** @type {any} */ m) => m && typeof m.module === 'string' && Number.isFinite(m.factor)) : [],
     selected: Number.isInteger(raw.selected) ? raw.selected : null,
     every: Number.isInteger(raw.every) && raw.every > 0 ? raw.every : 1,
   };
-}
-
-/**
- * The colour of a log10 norm `v` on the range [lo, hi]: NaN none (null), +inf the alarm colour
- * (a NaN or an Inf in the gradient), -inf a zero norm.
- * @param {number} v @param {number} lo @param {number} hi
- * @returns {string | null}
- * @example cellColor(Infinity, 0, 1) // '#ff1f1f'
- */
-export function cellColor(v, lo, hi) {
-  if (Number.isNaN(v)) return null;
-  if (v === Infinity) return ALARM_COLOR;
-  if (v === -Infinity) return ZERO_COLOR;
-  const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-  return RAMP[Math.max(0, Math.min(RAMP.length - 1, Math.floor(t * RAMP.length)))];
-}
-
-/**
- * Per pixel column, the value drawn for the steps it covers: the largest finite value, +inf when
- * any is +inf, NaN when all are NaN. `values` holds `n` columns.
- * @param {ArrayLike<number>} values @param {number} offset first index of the row @param {number} n
- * @param {number} width pixels
- * @returns {Float32Array}
- * @example binRow([1, 5, NaN, Infinity], 0, 4, 2) // Float32Array [5, Infinity]
- */
-export function binRow(values, offset, n, width) {
-  const out = new Float32Array(width).fill(NaN);
-  if (n <= 0 || width <= 0) return out;
-  for (let x = 0; x < width; x++) {
-    const a = Math.floor((x * n) / width);
-    const b = Math.max(a + 1, Math.floor(((x + 1) * n) / width));
-    let best = NaN;
-    for (let k = a; k < b && k < n; k++) {
-      const v = values[offset + k];
-      if (v === Infinity) {
-        best = Infinity;
-        break;
-      }
-      if (!Number.isNaN(v) && !(v <= best)) best = v;
-    }
-    out[x] = best;
-  }
-  return out;
 }
 
 /**
@@ -179,12 +186,6 @@ export function stepAt(watched, t) {
   if (!watched.length) return null;
   const k = Math.max(0, Math.min(watched.length - 1, Math.floor(t * watched.length)));
   return watched[k];
-}
-
-/** @param {string} hex @returns {[number, number, number]} */
-function rgb(hex) {
-  const v = parseInt(hex.slice(1), 16);
-  return [(v >> 16) & 255, (v >> 8) & 255, v & 255];
 }
 
 /**
@@ -201,7 +202,7 @@ function rgb(hex) {
  *   live: boolean,
  *   schedule?: (cb: () => void) => void,
  * }} ctx `live`: a kernel answers (a standalone page only shows the steps it holds)
- * @returns {{ el: HTMLElement, destroy: () => void, paint: () => void, select: (step: number, node?: string | null) => void, state: () => { expanded: string[], selected: number | null, playing: boolean } }}
+ * @returns {{ el: HTMLElement, destroy: () => void, paint: () => void, select: (step: number, node?: string | null) => void, state: () => { expanded: string[], selected: number | null, playing: boolean, focus: { k: number, r: number } | null } }}
  */
 export function createTimeline(doc, ctx) {
   const { h, button } = domHelpers(doc);
@@ -210,10 +211,12 @@ export function createTimeline(doc, ctx) {
   let data = decodeTimeline(ctx.model.get(TRAIT.TIMELINE));
   /** @type {number | null} */
   let selected = ctx.model.get(TRAIT.WATCH_STEP) ?? data?.selected ?? null;
-  /** Modules open (their children shown). */
-  const expanded = new Set(['']);
-  /** Op rows per module, once asked. @type {Map<string, { id: string[], label: string[], values: Float32Array }>} */
+  /** Modules open (their children shown): as deep as fits. */
+  let expanded = data ? openDepth(data.rows, FIT_ROWS) : new Set(['']);
+  /** Op rows per module, once asked. @type {Map<string, import('./timelinerows.js').OpRows>} */
   const ops = new Map();
+  /** The keyboard's cell (column, row). @type {{ k: number, r: number } | null} */
+  let focus = null;
   /** @type {ReturnType<typeof setInterval> | null} */
   let timer = null;
   let destroyed = false;
@@ -221,48 +224,60 @@ export function createTimeline(doc, ctx) {
 
   const play = button('▶ Play', 'Play: move the cursor through the watched steps', 'agw-button agw-tl-play');
   const first = button('First NaN/Inf', 'Jump to the first step whose gradients hold a NaN or an Inf, and to the node where it was born', 'agw-button agw-tl-first');
+  const healedBtn = button('Healed NaN/Inf', 'A NaN/Inf born and healed within a step (every parameter gradient finite): show where', 'agw-button agw-tl-healed');
   const stepText = h('span', { class: 'agw-tl-step', 'aria-live': 'polite' });
   const cause = h('div', { class: 'agw-tl-cause', role: 'status' });
+  const readout = h('div', { class: 'agw-tl-readout', role: 'status', 'aria-live': 'polite', style: 'min-height:1.2em;font-size:12px;font-variant-numeric:tabular-nums' });
   const moved = h('div', { class: 'agw-tl-moved' });
-  const legend = h('div', { class: 'agw-tl-legend' });
+  const notes = h('div', { class: 'agw-tl-notes', style: 'font-size:12px;opacity:0.85' });
+  const colorbar = h('div', { class: 'agw-tl-legend agw-tl-colorbar', style: 'display:flex;align-items:flex-start;gap:6px' });
   const labels = h('div', { class: 'agw-tl-labels', role: 'tree', 'aria-label': 'Modules' });
-  const canvas = /** @type {HTMLCanvasElement} */ (h('canvas', { class: 'agw-tl-canvas', 'aria-label': 'Gradient norm per module and step' }));
-  const body = h('div', { class: 'agw-tl-body' }, labels, canvas);
+  const help = 'Gradient norm per module (rows) and watched step (columns). Arrow keys move a cell, Home and End go to the first and last step, Enter shows that step\'s graph; the cell is read out below.';
+  const canvas = /** @type {HTMLCanvasElement} */ (h('canvas', { class: 'agw-tl-canvas', tabindex: '0', role: 'application', 'aria-roledescription': 'timeline grid', 'aria-label': help, 'aria-describedby': '' }));
+  const tip = h('div', { class: 'agw-tl-tip', role: 'tooltip', hidden: '', style: 'position:absolute;z-index:2;pointer-events:none;padding:2px 6px;border-radius:3px;background:rgba(20,20,20,0.92);color:#fff;font-size:11px;white-space:nowrap' });
+  const grid = h('div', { class: 'agw-tl-grid', style: 'position:relative;flex:1 1 auto;min-width:50px' }, canvas, tip);
+  const body = h('div', { class: 'agw-tl-body' }, labels, grid);
   const el = h('div', { class: 'agw-timeline', 'aria-label': 'Training timeline' },
-    h('div', { class: 'agw-tl-bar' }, play, first, stepText, legend), body, cause, moved);
+    h('div', { class: 'agw-tl-bar' }, play, first, healedBtn, stepText, colorbar), body, readout, cause, moved, notes);
+  const readId = `agw-tl-read-${Math.random().toString(36).slice(2, 9)}`;
+  readout.id = readId;
+  canvas.setAttribute('aria-describedby', readId);
 
-  /** The rows shown now, in order: [id, label, depth, kind, values getter]. */
-  function visibleRows() {
-    /** @type {{ id: string, label: string, depth: number, kind: 'module' | 'op', module: string, row: number }[]} */
-    const out = [];
-    if (!data) return out;
-    const d = data;
-    /** @param {string | null} parent */
-    const children = (parent) => d.rows.id.map((_, i) => i).filter((i) => d.rows.parent[i] === parent);
-    /** @param {number} i */
-    const walk = (i) => {
-      const id = d.rows.id[i];
-      out.push({ id, label: d.rows.label[i], depth: d.rows.depth[i], kind: 'module', module: id, row: i });
-      if (!expanded.has(id)) return;
-      for (const c of children(id)) walk(c);
-      const o = ops.get(id);
-      if (o) for (let k = 0; k < o.id.length; k++) out.push({ id: o.id[k], label: o.label[k], depth: d.rows.depth[i] + 1, kind: 'op', module: id, row: k });
-    };
-    for (const r of children(null)) walk(r);
-    return out;
+  const rowsNow = () => (data ? visibleRows(data.rows, expanded, ops) : []);
+
+  /** The colour bar: the ramp with its powers of ten, then zero and NaN/Inf swatches. */
+  function renderColorbar() {
+    colorbar.replaceChildren();
+    if (!data) return;
+    const [lo, hi] = data.range;
+    const ticks = h('div', { style: 'position:relative;height:12px;font-size:10px' });
+    for (const t of colorbarTicks(lo, hi)) {
+      ticks.append(h('span', { class: 'agw-tl-cbar-tick', style: `position:absolute;left:${(t.t * 100).toFixed(1)}%;transform:translateX(-50%);white-space:nowrap` }, t.label));
+    }
+    const ramp = h('div', { class: 'agw-tl-cbar', role: 'img', 'aria-label': `colour scale: gradient norm from ${normLabel(lo)} (dark purple) to ${normLabel(hi)} (yellow), log scale`, style: `width:180px;height:10px;border-radius:2px;background:${rampCss()}` });
+    const sw = (/** @type {string} */ c, /** @type {string} */ t) => h('span', { style: 'display:inline-flex;align-items:center;gap:3px;margin-left:6px' }, h('span', { style: `display:inline-block;width:10px;height:10px;background:${c}` }), t);
+    colorbar.title = `log10 gradient norm ${formatNumber(lo)} … ${formatNumber(hi)}`;
+    colorbar.append(h('span', {}, 'gradient norm (log)'), h('div', { style: 'display:flex;flex-direction:column;gap:1px;margin:0 10px' }, ramp, ticks),
+      sw(ZERO_COLOR, '0'), sw(ALARM_COLOR, 'NaN/Inf'));
   }
+  /** @param {number} v log10 */
+  const normLabel = (v) => formatNumber(10 ** v);
 
   function renderLabels() {
     labels.replaceChildren();
     if (!data) return;
-    for (const r of visibleRows()) {
-      const canOpen = r.kind === 'module' && (data.rows.ops[r.row] || data.rows.parent.includes(r.id));
+    const d = data;
+    for (const r of rowsNow()) {
+      const canOpen = r.kind === 'module' && (d.rows.ops[r.row] || d.rows.parent.includes(r.id));
       const open = expanded.has(r.id);
       const tw = canOpen ? h('button', { type: 'button', class: 'agw-tl-twisty', 'aria-label': `${open ? 'Collapse' : 'Expand'} ${r.label}`, 'aria-expanded': String(open) }, open ? '▾' : '▸') : h('span', { class: 'agw-tl-twisty' }, '');
-      const item = h('div', { class: `agw-tl-row agw-tl-${r.kind}`, role: 'treeitem', 'data-id': r.id, title: r.kind === 'op' ? `${r.label} (${r.id})` : r.id || r.label, style: `padding-left:${r.depth * 10}px;height:${ROW_PX}px` }, tw, r.label);
+      const calls = r.kind === 'module' ? d.rows.calls[r.row] : 1;
+      const title = r.kind === 'op' ? `${r.label} (${r.id})` : `${r.id || r.label}${calls > 1 ? `: called ${calls} times per step (through time); expand for one row per call` : ''}${r.kind === 'module' && d.rows.fused[r.row] ? ': a fused recurrent node (one node for the whole sequence)' : ''}`;
+      const item = h('div', { class: `agw-tl-row agw-tl-${r.kind}`, role: 'treeitem', 'data-id': r.id, title, style: `padding-left:${r.depth * 10}px;height:${ROW_PX}px` }, tw, r.label, calls > 1 ? h('span', { class: 'agw-tl-calls', style: 'opacity:0.7;margin-left:4px' }, `×${calls}`) : null);
       if (canOpen) tw.addEventListener('click', () => toggle(r.id));
       labels.append(item);
     }
+    labels.style.paddingBottom = `${AXIS_PX}px`;
   }
 
   /** Open or close a module's rows (its ops asked of the kernel once). @param {string} id */
@@ -275,8 +290,9 @@ export function createTimeline(doc, ctx) {
         rowsReq.ask({ type: MSG.TIMELINE_ROWS, module: id }, {
           reply: (rep) => {
             const n = Array.isArray(rep?.id) ? rep.id.length : 0;
-            ops.set(id, { id: strings(rep?.id), label: strings(rep?.label), values: float32s(rep?.values, n * (data?.watched.length ?? 0)) });
+            ops.set(id, { id: strings(rep?.id), label: strings(rep?.label), values: float32s(rep?.values, n * (data?.watched.length ?? 0)), note: typeof rep?.note === 'string' ? rep.note : null });
             renderLabels();
+            renderNotes();
             paint();
           },
           error: (msg) => {
@@ -286,93 +302,125 @@ export function createTimeline(doc, ctx) {
       }
     }
     renderLabels();
+    renderNotes();
     paint();
   }
 
-  /** Paint the loss curve, the heat map and the cursor; what was painted is kept on the canvas
-   * as `canvas.agwTimeline` (rows, watched steps, the cursor's step and x, CSS px) and paints are
-   * counted in `canvas.dataset.painted` (for tests and the browser benchmark). */
+  function renderNotes() {
+    notes.replaceChildren();
+    for (const [id, o] of ops) if (o.note && expanded.has(id)) notes.append(h('div', {}, `${id || 'model'}: ${o.note}`));
+  }
+
+  /** Paint the loss curve, the heat map, the axis and the cursor; what was painted is kept on
+   * the canvas as `canvas.agwTimeline` (rows, watched steps, the cursor's step and x, the axis
+   * ticks, CSS px) and paints are counted in `canvas.dataset.painted` (tests, the benchmark). */
   function paint() {
     if (destroyed || !data) return;
     const d = data;
-    const rows = visibleRows();
+    const rows = rowsNow();
     const width = Math.max(50, Math.floor(canvas.clientWidth || body.clientWidth - 160 || 640));
-    const height = LOSS_PX + rows.length * ROW_PX;
+    const height = LOSS_PX + rows.length * ROW_PX + AXIS_PX;
     const ratio = win.devicePixelRatio || 1;
     canvas.width = Math.floor(width * ratio);
     canvas.height = Math.floor(height * ratio);
     canvas.style.height = `${height}px`;
     const g = canvas.getContext('2d');
-    if (!g) return;
-    g.setTransform(ratio, 0, 0, ratio, 0, 0);
-    g.clearRect(0, 0, width, height);
-    // the loss of every step (watched or not): NaN/Inf steps as red ticks
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const v of d.loss) if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
-    if (hi <= lo) { hi = lo + 1; }
-    g.strokeStyle = '#4e79a7';
-    g.lineWidth = 1.2;
-    g.beginPath();
-    let pen = false;
-    for (let s = 0; s < d.nSteps; s++) {
-      const v = d.loss[s];
-      const x = ((s + 0.5) / Math.max(1, d.nSteps)) * width;
-      if (!Number.isFinite(v)) { pen = false; continue; }
-      const y = 4 + (1 - (v - lo) / (hi - lo)) * (LOSS_PX - 10);
-      if (pen) g.lineTo(x, y); else g.moveTo(x, y);
-      pen = true;
-    }
-    g.stroke();
-    g.fillStyle = ALARM_COLOR;
-    for (let s = 0; s < d.nSteps; s++) {
-      if (d.flags[s] & FLAG.NONFINITE) g.fillRect(Math.floor((s / Math.max(1, d.nSteps)) * width), LOSS_PX - 5, 2, 4);
-    }
-    // the heat map: one ImageData, each pixel column the largest value of its steps
-    const nCols = d.watched.length;
-    if (rows.length && nCols) {
-      const img = g.createImageData(Math.floor(width * ratio), Math.floor(rows.length * ROW_PX * ratio));
-      if (!img?.data) return renderStatus(); // (a canvas without pixels: jsdom's)
-      const px = new Uint32Array(img.data.buffer);
-      const W = img.width;
-      const rowH = Math.max(1, Math.floor(ROW_PX * ratio));
-      const [rlo, rhi] = d.range;
-      const cache = new Map();
-      rows.forEach((r, k) => {
-        const src = r.kind === 'module' ? d.values : ops.get(r.module)?.values;
-        if (!src) return;
-        const bins = binRow(src, r.row * nCols, nCols, W);
-        for (let x = 0; x < W; x++) {
-          const c = cellColor(bins[x], rlo, rhi);
-          if (c === null) continue;
-          let word = cache.get(c);
-          if (word === undefined) {
-            const [cr, cg, cb] = rgb(c);
-            word = (255 << 24) | (cb << 16) | (cg << 8) | cr; // little-endian RGBA
-            cache.set(c, word);
-          }
-          for (let y = k * rowH + 1; y < (k + 1) * rowH; y++) px[y * W + x] = word;
-        }
-      });
-      g.putImageData(img, 0, Math.floor(LOSS_PX * ratio));
-    }
-    // the cursor
     let cursorX = null;
-    if (selected !== null && nCols) {
-      const k = d.watched.indexOf(selected);
-      const x = ((Math.max(0, k) + 0.5) / nCols) * width;
-      cursorX = x;
-      g.strokeStyle = SELECT_COLOR;
-      g.lineWidth = 2;
-      g.beginPath();
-      g.moveTo(x, 0);
-      g.lineTo(x, height);
-      g.stroke();
+    if (g) {
+      g.setTransform(ratio, 0, 0, ratio, 0, 0);
+      const fg = win.getComputedStyle ? win.getComputedStyle(el).color || '#444' : '#444';
+      cursorX = paintTimeline(g, { d, rows, width, ratio, lossPx: LOSS_PX, rowPx: ROW_PX, axisPx: AXIS_PX, selected, focus, fg, flag: FLAG,
+        source: (r) => (r.kind === 'module' ? d.values : ops.get(r.module)?.values) });
     }
-    /** @type {any} */ (canvas).agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, watched: Array.from(d.watched), selected, cursorX };
+    const ticks = stepTicks(d.watched, width);
+    /** @type {any} */ (canvas).agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, axisTop: LOSS_PX + rows.length * ROW_PX, ticks, watched: Array.from(d.watched), selected, cursorX };
     canvas.dataset.painted = String(Number(canvas.dataset.painted || 0) + 1);
     renderStatus();
   }
+
+  /** The reading of the cell at column `k`, row `r` of the rows shown (null outside). @param {number} k @param {number} r */
+  function readCell(k, r) {
+    if (!data) return null;
+    const d = data;
+    const rows = rowsNow();
+    const row = rows[r];
+    const n = d.watched.length;
+    if (!row || k < 0 || k >= n) return null;
+    const src = row.kind === 'module' ? d.values : ops.get(row.module)?.values;
+    const at = (/** @type {number} */ j) => (src && j >= 0 ? src[row.row * n + j] : NaN);
+    const name = row.kind === 'module' ? row.id || row.label : `${row.module || 'model'} › ${row.label}`;
+    return cellText({ step: d.watched[k], prevStep: k > 0 ? d.watched[k - 1] : null, name, v: at(k), prev: at(k - 1) });
+  }
+
+  /** Where the pointer is: the cell (k, r), r -1 on the loss band. @param {number} x @param {number} y CSS px in the canvas */
+  function cellAt(x, y) {
+    if (!data || !data.watched.length) return null;
+    const w = canvas.clientWidth || Number(/** @type {any} */ (canvas).agwTimeline?.width) || 1;
+    const k = Math.max(0, Math.min(data.watched.length - 1, Math.floor((x / w) * data.watched.length)));
+    const r = y < LOSS_PX ? -1 : Math.floor((y - LOSS_PX) / ROW_PX);
+    return { k, r };
+  }
+
+  /** @param {number} k */
+  function lossText(k) {
+    if (!data) return '';
+    const s = data.watched[k];
+    return `step ${s} · loss ${formatNumber(s < data.nSteps ? data.loss[s] : NaN)}`;
+  }
+
+  canvas.addEventListener('mousemove', (ev) => {
+    const rect = canvas.getBoundingClientRect();
+    const x = ev.clientX - rect.left;
+    const y = ev.clientY - rect.top;
+    const c = cellAt(x, y);
+    const text = c ? (c.r < 0 ? lossText(c.k) : readCell(c.k, c.r)) : null;
+    if (!text) return hideTip();
+    tip.textContent = text;
+    tip.hidden = false;
+    const gw = grid.clientWidth || rect.width;
+    const tw = tip.offsetWidth || 8 * text.length;
+    tip.style.left = `${Math.max(0, Math.min(gw - tw, x + 12))}px`;
+    tip.style.top = `${y + 16}px`;
+  });
+  const hideTip = () => {
+    tip.hidden = true;
+  };
+  canvas.addEventListener('mouseleave', hideTip);
+
+  /** Move the keyboard's cell and read it out. @param {number} k @param {number} r */
+  function focusCell(k, r) {
+    if (!data || !data.watched.length) return;
+    const nr = rowsNow().length;
+    focus = { k: Math.max(0, Math.min(data.watched.length - 1, k)), r: Math.max(0, Math.min(nr - 1, r)) };
+    readout.textContent = readCell(focus.k, focus.r) ?? '';
+    paint();
+  }
+  canvas.addEventListener('keydown', (ev) => {
+    if (!data || !data.watched.length) return;
+    const f = focus ?? { k: Math.max(0, data.watched.indexOf(selected ?? -1)), r: 0 };
+    const page = Math.max(1, Math.round(data.watched.length / 10));
+    /** @type {Record<string, () => void>} */
+    const keys = {
+      ArrowLeft: () => focusCell(f.k - 1, f.r),
+      ArrowRight: () => focusCell(f.k + 1, f.r),
+      ArrowUp: () => focusCell(f.k, f.r - 1),
+      ArrowDown: () => focusCell(f.k, f.r + 1),
+      PageUp: () => focusCell(f.k - page, f.r),
+      PageDown: () => focusCell(f.k + page, f.r),
+      Home: () => focusCell(0, f.r),
+      End: () => focusCell(Infinity, f.r),
+      Enter: () => { stop(); select(/** @type {Timeline} */ (data).watched[f.k]); },
+      ' ': () => { stop(); select(/** @type {Timeline} */ (data).watched[f.k]); },
+    };
+    const act = keys[ev.key];
+    if (!act) return;
+    ev.preventDefault();
+    if (!focus && ev.key !== 'Enter' && ev.key !== ' ') focus = f;
+    act();
+  });
+  canvas.addEventListener('focus', () => {
+    if (!focus && data?.watched.length) focusCell(Math.max(0, data.watched.indexOf(selected ?? -1)), 0);
+  });
 
   function renderStatus() {
     if (!data) return;
@@ -382,17 +430,24 @@ export function createTimeline(doc, ctx) {
     const loss = selected !== null && selected < d.nSteps ? d.loss[selected] : NaN;
     stepText.textContent = selected === null ? `${d.nSteps} steps, none watched` : `step ${selected} (${k + 1} of ${n} watched, ${d.nSteps} steps) · loss ${formatNumber(loss)}`;
     first.disabled = !d.first;
-    first.title = d.first ? `Step ${d.first.step}${d.first.name ? `: born at ${d.first.name}` : ''}` : 'No step had a NaN or an Inf gradient';
-    legend.textContent = `colour: log10 gradient norm ${formatNumber(d.range[0])} … ${formatNumber(d.range[1])}; red: NaN/Inf`;
+    const healedFirst = d.origin?.kind === 'healed';
+    first.textContent = healedFirst ? 'First NaN/Inf (healed)' : 'First NaN/Inf';
+    first.title = d.first ? firstText(d.first, d.origin, d.every) : 'No step had a NaN or an Inf gradient, healed or not';
+    healedBtn.hidden = !d.healed || (healedFirst && d.healed.first.step === d.first?.step);
+    if (d.healed) {
+      healedBtn.textContent = `Healed NaN/Inf (${d.healed.count})`;
+      healedBtn.title = healedText(d.healed);
+    }
     moved.replaceChildren();
     if (d.moved.length) {
-      moved.append(h('span', { class: 'agw-tl-moved-title' }, 'Moved > 10x: '));
+      moved.append(h('span', { class: 'agw-tl-moved-title', title: d.movedRule }, 'Moved > 10x, standing out: '));
       for (const m of d.moved) {
         const b = button(`${m.module || 'model'} ×${formatNumber(m.factor)} (step ${m.low_step} ↔ ${m.high_step})`, 'Show this module\'s row', 'agw-link agw-tl-moved-item');
         b.addEventListener('click', () => reveal(m.module));
         moved.append(b);
       }
     }
+    if (d.movedRule) moved.append(h('span', { class: 'agw-tl-moved-rule', style: 'display:block;opacity:0.75;font-size:11px' }, d.moved.length ? `Rule: ${d.movedRule}` : d.movedRule));
   }
 
   /** Open every parent of module `id`. @param {string} id */
@@ -438,17 +493,24 @@ export function createTimeline(doc, ctx) {
       select(d.watched[k + 1]);
     }, PLAY_MS);
   });
-  first.addEventListener('click', () => {
-    const f = data?.first;
-    if (!f) return;
+  /** Say `text` and go to `step` with `node` selected (when this page can). @param {string} text @param {number} step @param {string | null} node @param {boolean} watched */
+  function jump(text, step, node, watched) {
     stop();
     const held = ctx.model.get(TRAIT.WATCH_STEP);
-    let text = f.watched
-      ? `Step ${f.step}: ${f.name ? `born at ${f.name} (${f.node})` : 'no birth node found'}${f.cause ? `: ${f.cause}` : ''}${f.expected ? ' (the loss scaler\'s expected overflow)' : ''}`
-      : `Step ${f.step}: a parameter gradient came out non-finite; that step was not watched (every=${data?.every ?? 1}), watch every step to see where it was born`;
-    if (f.watched && !ctx.live && f.step !== held) text += `. This page holds the graph of step ${held} only: open the watch in a notebook to see step ${f.step}.`;
+    if (watched && !ctx.live && step !== held) text += `. This page holds the graph of step ${held} only: open the watch in a notebook to see step ${step}.`;
     cause.textContent = text;
-    if (f.watched && (ctx.live || f.step === held)) select(f.step, f.node);
+    if (watched && (ctx.live || step === held)) select(step, node);
+  }
+  first.addEventListener('click', () => {
+    const f = data?.first;
+    if (!f || !data) return;
+    const o = data.origin;
+    const node = o?.where === 'forward' && o.forward_node ? o.forward_node : f.node;
+    jump(firstText(f, o, data.every), f.step, node, f.watched);
+  });
+  healedBtn.addEventListener('click', () => {
+    const hd = data?.healed;
+    if (hd) jump(healedText(hd), hd.first.step, hd.first.born_node ?? hd.first.node, true);
   });
   canvas.addEventListener('click', (ev) => {
     if (!data) return;
@@ -463,7 +525,11 @@ export function createTimeline(doc, ctx) {
   const onData = () => {
     data = decodeTimeline(ctx.model.get(TRAIT.TIMELINE));
     ops.clear();
+    expanded = data ? openDepth(data.rows, FIT_ROWS) : new Set(['']);
+    focus = null;
+    renderColorbar();
     renderLabels();
+    renderNotes();
     paint();
   };
   const onStep = () => {
@@ -477,6 +543,7 @@ export function createTimeline(doc, ctx) {
     [`change:${TRAIT.WATCH_STEP}`, onStep],
   ];
   for (const [ev, cb] of listeners) ctx.model.on(ev, cb);
+  renderColorbar();
   renderLabels();
   schedule(paint);
 
@@ -484,7 +551,7 @@ export function createTimeline(doc, ctx) {
     el,
     paint,
     select,
-    state: () => ({ expanded: [...expanded], selected, playing: timer !== null }),
+    state: () => ({ expanded: [...expanded], selected, playing: timer !== null, focus }),
     destroy() {
       destroyed = true;
       stop();
@@ -493,4 +560,3 @@ export function createTimeline(doc, ctx) {
     },
   };
 }
-
