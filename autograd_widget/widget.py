@@ -9,6 +9,10 @@ The widget is traits and dispatch; everything else lives below it:
   `wire.protocol.dispatch` over its one table, against this widget's `wire.session.Session`
   (graph, stepper, `view.scene.Scene`); replies and warnings go back as custom messages.
 - Stepping from Python (`widget.stepper.step()`) notifies the widget, which refreshes `_state`.
+- What `explore()` was given is resolved into the run shown (graph, stepper, a watch's step, a
+  rank group's rank) by `wire.opening.open_run`; the loader, the `_bundle` trait and the reply
+  to its BUNDLE request come from `wire.hostmessages`; a rank group's selector is
+  `wire.rankswitch.RankSelection`.
 """
 
 from __future__ import annotations
@@ -23,66 +27,49 @@ import anywidget
 import torch
 import traitlets
 
-from .core.capture import capture
 from .core.graph import BackwardGraph
 from .engine.interface import Stepping
 from .engine.record.recdiff import compare_recordings
-from .engine.record.recorder import empty_notice
 from .engine.record.recording import Recording
-from .engine.record.replay import Replay, recording_name
-from .engine.step.stepper import Stepper
+from .engine.record.replay import recording_name
+from .engine.step.stepper import Keep
 from .engine.watch.watch import Watch
 from .export.figure import to_figure
 from .export.html import save_html, start_step
-from .util import static
-from .util.static import MISSING_MESSAGE
 from .view import inspect
 from .view.fitrule import default_viewport
 from .view.folding import RepeatedSubgraph
 from .view.labels import status_line
 from .view.repeats import Repeat
-from .view.scene import COLLAPSE_MODES, ORIENTATIONS, Scene
-from .view.timeline import first_nonfinite as timeline_first
-from .wire.protocol import BUNDLE, REPLY, WARNING, dispatch
-from .wire.rankswitch import RankSelection, attach, group_of, member, show_rank
-from .wire.session import Session, freed_notice
+from .view.scene import ORIENTATIONS, Scene
+from .wire.hostmessages import bundle_reply, bundle_trait, loader_esm
+from .wire.opening import check_options, open_run
+from .wire.protocol import BUNDLE, WARNING, dispatch
+from .wire.rankswitch import RankSelection, attach, show_rank
+from .wire.session import Session
 from .wire.trainpayload import timeline_payload
 
 __all__ = ["AutogradWidget", "explore"]
 
 log = logging.getLogger("autograd_widget")
 
-_MISSING = (
-    "export default { render({ el }) { el.textContent = 'autograd_widget: " + MISSING_MESSAGE
-    .replace("'", "\\'") + "'; } };"
-)
-
-
-# Each widget's `_esm` is the small loader (static/loader.js), as TEXT, not a path: anywidget
-# turns a path into a watched FileContents whose class-level `changed` signal keeps a strong
-# reference to every widget ever made. The loader asks for the bundle once per page (HOST
-# message BUNDLE), so ten widgets do not carry, sync and save ten copies of it.
-def _esm() -> str:
-    return static.loader() if static.has_bundle() else _MISSING
-
-
-def _bundle_id() -> dict[str, Any]:
-    """What the `_bundle` trait says of the bundle: its hash and size (not its text)."""
-    if not static.has_bundle():
-        return {}
-    b = static.bundle()
-    return {"hash": b.hash, "bytes": len(b.code) + len(b.css)}
-
 
 class _Traits:
-    """The widget as its Session's `Front`: payloads into the synced traits."""
+    """The widget as its Session's `Front`: payloads into the synced traits.
+
+    The Session decides what to show; this class only writes it into the traits, under one
+    `hold_sync` when several change together, so the front-end never sees a new graph with the
+    old state (or the reverse).
+    """
 
     def __init__(self, widget: AutogradWidget) -> None:
         self.widget = widget
 
     def show_step(self, step: int, stepper: Stepping) -> tuple[str | None, str | None]:
-        """A watch's other step is shown: the cursor trait, the widget follows the new stepper
-        (stepping it from Python updates the view); returns what was selected (node, edge)."""
+        """A watch's other step is shown: the cursor trait moves (without showing the step a
+        second time: `_showing`), and the widget follows the new stepper (stepping it from
+        Python updates the view). Returns what was selected (node id, edge id), for the
+        selection to follow the same op onto that step's graph (`Session.show_step`)."""
         w = self.widget
         stepper.add_listener(w._on_stepper_change)
         w._showing = True
@@ -93,8 +80,10 @@ class _Traits:
         return w.selected, w.selected_edge
 
     def draw(self, graph: dict[str, Any] | None, state: dict[str, Any]) -> None:
+        """A new drawing (None: unchanged) and step state, together; plumbing shown when the
+        scene revealed some (its toggle follows the scene)."""
         w = self.widget
-        show = w._session.scene.show_plumbing
+        show = w._built.scene.show_plumbing
         if graph is None and w.show_plumbing == show:  # a step: only the state moved
             w._state = state
             return
@@ -106,12 +95,15 @@ class _Traits:
                 w.show_plumbing = show
 
     def select(self, node_id: str | None) -> None:
+        """The `selected` trait (validated: an unknown node is ignored)."""
         self.widget.selected = node_id
 
     def select_edge(self, edge_id: str | None) -> None:
+        """The `selected_edge` trait (validated: an unknown edge is ignored)."""
         self.widget.selected_edge = edge_id
 
-    def show_rank(self, rank: int, stepper: Stepping | None, timeline: dict | None) -> None:
+    def show_rank(self, rank: int, stepper: Stepping | None,
+                  timeline: dict[str, Any] | None) -> None:
         """Another rank is shown (wire/rankswitch.py): the widget follows its stepper."""
         w = self.widget
         if stepper is not None:
@@ -127,7 +119,9 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
     way keeps the view and the kernel in agreement.
     """
 
-    _esm = _esm()
+    # The loader's TEXT, not a path (wire/hostmessages.py says why): it asks for the bundle
+    # once per page.
+    _esm = loader_esm()
     # None until __init__ has built the session, so a widget whose construction failed closes
     # cleanly when garbage-collected.
     _session: Session | None = None
@@ -138,7 +132,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
     _graph = traitlets.Dict().tag(sync=True)
     _state = traitlets.Dict().tag(sync=True)
     #: The front-end bundle's hash and size; the loader fetches it once per page by this hash.
-    _bundle = traitlets.Dict(_bundle_id()).tag(sync=True)
+    _bundle = traitlets.Dict(bundle_trait()).tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     #: The selected edge id ("src:output_nr"), e.g. after "First NaN/Inf".
     selected_edge = traitlets.Unicode(None, allow_none=True).tag(sync=True)
@@ -155,7 +149,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
     watch_step = traitlets.Int(None, allow_none=True).tag(sync=True)
     #: A rank group's rank shown (set it, or `select_rank`) and its lines (wire/rankswitch.py).
     rank = traitlets.Int(None, allow_none=True).tag(sync=True)
-    ranks = traitlets.List().tag(sync=True)
+    ranks: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     _showing = False
 
     def __init__(
@@ -167,95 +161,34 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
         params: Mapping[str, torch.Tensor] | None = None,
         collapse: str = "auto",
         orientation: str = "auto",
-        keep: str | int = "summaries",
+        keep: Keep = "summaries",
         create_graph: bool = False,
         height: int | None = None,
         compare_to: Recording | None = None,
     ) -> None:
-        if collapse not in COLLAPSE_MODES:
-            raise ValueError(f"collapse must be one of {COLLAPSE_MODES}, got {collapse!r}")
-        if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be 'auto', 'TB' or 'LR', got {orientation!r}")
-        if height is not None and (
-                not isinstance(height, int) or isinstance(height, bool) or height < 100):
-            raise ValueError(
-                f"height must be None (what the graph needs) or an int number of pixels >= 100, "
-                f"got {height!r}")
-        if isinstance(graph_or_outputs, torch.nn.Module):
-            name = type(graph_or_outputs).__name__
-            raise TypeError(
-                f"aw.explore() got the module itself ({name}); it draws the backward of a "
-                f"tensor the module computed: pass the loss or the output, and the module as "
-                f"model=, e.g. aw.explore(model(x).sum(), model=model) or "
-                f"aw.explore(loss, model=model)"
-            )
-        stepper: Stepping
-        watch: Watch | None = None
-        group = group_of(graph_or_outputs, compare_to)  # every rank's files: one rank shown
-        if group is not None:
-            graph_or_outputs = member(group)  # the rank that matters: where it broke
-        if isinstance(graph_or_outputs, Watch):
-            if grad_outputs is not None or model is not None or params is not None:
-                raise TypeError("a watch was recorded already: model/params apply to aw.watch()")
-            if compare_to is not None or keep != "summaries" or create_graph:
-                raise TypeError("compare_to/keep/create_graph do not apply to a watch")
-            watch = graph_or_outputs
-            if not watch.steps:
-                raise ValueError("this watch has no watched step yet: run a training step in "
-                                 "`with watch.step(loss): loss.backward()` first")  # fmt: skip
-            first = timeline_first(watch)
-            step0 = first["step"] if first and first["watched"] else watch.steps[-1]
-            graph_or_outputs = watch.recording(step0)
-        if isinstance(graph_or_outputs, Recording):
-            if grad_outputs is not None or model is not None or params is not None:
-                raise TypeError(
-                    "a recording was captured already: grad_outputs/model/params apply to "
-                    "aw.record(...), not to explore(recording)"
-                )
-            if keep != "summaries" or create_graph:
-                raise TypeError(
-                    "keep/create_graph choose how a live graph is stepped; a recording replays "
-                    "what aw.record(..., keep=...) kept"
-                )
-            graph = graph_or_outputs.graph
-            stepper = Replay(graph_or_outputs)
-            self._owns_graph = False
-        elif compare_to is not None:
-            raise TypeError("compare_to compares two recordings: pass aw.record(...) results")
-        elif isinstance(graph_or_outputs, BackwardGraph):
-            if grad_outputs is not None or model is not None or params is not None:
-                raise TypeError(
-                    "grad_outputs/model/params apply when capturing; pass them to "
-                    "aw.capture() or give the widget the tensors instead of a graph"
-                )
-            graph = graph_or_outputs
-            self._owns_graph = False
-            stepper = Stepper(graph, create_graph=create_graph, keep=keep)
-        else:
-            graph = capture(graph_or_outputs, grad_outputs, model=model, params=params)
-            self._owns_graph = True
-            stepper = Stepper(graph, create_graph=create_graph, keep=keep)
+        check_options(collapse, orientation, height)
+        # What was given, resolved (wire/opening.py): the graph, the stepper that drives it, a
+        # watch's opening step, a rank group's rank; every refusal comes before anything is built.
+        run = open_run(graph_or_outputs, grad_outputs, model=model, params=params, keep=keep,
+                       create_graph=create_graph, compare_to=compare_to)
+        graph, stepper, watch, group = run.graph, run.stepper, run.watch, run.group
+        self._owns_graph = run.owns_graph
         super().__init__(height=height, orientation=orientation)
         self.collapse_mode = collapse
         scene = Scene(graph, stepper, collapse=collapse, orientation=orientation,
                       show_plumbing=self.show_plumbing, viewport=default_viewport(height))
-        notice = freed_notice(graph)
-        if isinstance(graph_or_outputs, Recording):
-            notice = empty_notice(graph_or_outputs) or notice
-        session = Session(graph, stepper, scene, _Traits(self), notice=notice)
-        if compare_to is not None:
-            if not isinstance(compare_to, Recording):
-                raise TypeError(f"compare_to must be a Recording, got {type(compare_to).__name__}")
+        session = Session(graph, stepper, scene, _Traits(self), notice=run.notice)
+        if compare_to is not None and run.recording is not None:
             #: The edges whose gradients differ from `compare_to` (`compare_recordings`).
-            self.differences = compare_recordings(graph_or_outputs, compare_to)
+            self.differences = compare_recordings(run.recording, compare_to)
             scene.state.mark_differences(self.differences)
             session.compared = self.compared = recording_name(compare_to)
-        if watch is not None:
+        if watch is not None and run.step is not None:
             session.watch, session.collapse = watch, collapse
-            session.watch_step = step0
+            session.watch_step = run.step
             stepper.run()  # the step's graph coloured by all its gradients
-            self._timeline = timeline_payload(watch, step0)
-            self.watch_step = step0
+            self._timeline = timeline_payload(watch, run.step)
+            self.watch_step = run.step
         self._graph = session.graph_payload()
         if group is not None:
             session.collapse, self.rank_group = collapse, group
@@ -267,15 +200,24 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ state
     @property
+    def _built(self) -> Session:
+        """The session `__init__` built (None only on a widget whose construction failed, which
+        is never handed out: `_session` is None then, and `close()` has nothing to release)."""
+        session = self._session
+        if session is None:
+            raise RuntimeError("this widget's construction failed: explore() the tensors again")
+        return session
+
+    @property
     def graph(self) -> BackwardGraph:
         """The captured graph the widget draws (its records only, after `release()`)."""
-        return self._session.graph
+        return self._built.graph
 
     @property
     def stepper(self) -> Stepping:
         """The stepper the buttons drive (a `Replay` for a recording); stepping it from Python
         updates the view."""
-        return self._session.stepper
+        return self._built.stepper
 
     @property
     def status(self) -> str:
@@ -292,19 +234,21 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
         return str(self._state.get("status", ""))
 
     def _on_stepper_change(self, _stepper: Stepping) -> None:
-        self._session.refresh()
+        """The stepper's listener: it moved (from Python or a button), show its new state."""
+        self._built.refresh()
 
+    # ------------------------------------------------------------------ messages
     def _handle_message(self, _widget: Any, msg: Any, buffers: Sequence[Any]) -> None:
+        """One custom message from the front-end: the loader's BUNDLE request is answered
+        here (the host), every other one by `wire.protocol.dispatch` on the session."""
         # Nothing a message does may raise into the kernel: the dispatch answers every
         # malformed message itself; what is left (the bundle missing, a reply that cannot be
         # sent) is logged and warned about.
         try:
             if isinstance(msg, dict) and msg.get("type") == BUNDLE:
-                b = static.bundle()
-                data = {"code": b.code, "css": b.css, "hash": b.hash}
-                self.send({"type": REPLY, "request": msg.get("request"), "data": data})
+                self.send(bundle_reply(msg))
                 return
-            for out in dispatch(self._session, msg):
+            for out in dispatch(self._built, msg):
                 self.send(out)
         except Exception as err:
             log.exception("autograd_widget: a front-end message failed")
@@ -313,8 +257,11 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             except Exception:
                 log.exception("autograd_widget: the warning could not be sent either")
 
+    # ------------------------------------------------------------------ a watch, a rank group
     @traitlets.observe("watch_step")
-    def _show_watch_step(self, change: dict) -> None:
+    def _show_watch_step(self, change: dict[str, Any]) -> None:
+        """`widget.watch_step = k` (or the timeline's cursor) shows watched step k; a step that
+        was not watched is refused with a warning and the trait goes back."""
         session = self._session
         step = change["new"]
         if self._showing or session is None or session.watch is None or step is None:
@@ -327,21 +274,25 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             session.show_step(step)
 
     @traitlets.validate("rank")
-    def _check_rank(self, proposal: dict) -> int | None:
+    def _check_rank(self, proposal: dict[str, Any]) -> int | None:
         """Setting `rank` shows that rank's run (`select_rank`); a ValueError when it can't."""
         session = self._session
-        if session is not None and proposal["value"] != session.rank:
-            show_rank(session, proposal["value"])
-        return proposal["value"]
+        rank: int | None = proposal["value"]
+        if session is not None and rank != session.rank:
+            show_rank(session, rank)
+        return rank
 
     @property
     def watch(self) -> Watch | None:
         """The `aw.watch` this widget shows (`aw.explore(watch)`), else None."""
         return None if self._session is None else self._session.watch
 
+    # ------------------------------------------------------------------ selection and layout
     @traitlets.validate("selected")
-    def _check_selected(self, proposal: dict) -> str | None:
-        value = proposal["value"]
+    def _check_selected(self, proposal: dict[str, Any]) -> str | None:
+        """A node of the drawn graph or None; an unknown id is ignored with a warning (the
+        selection stays, if it still names a drawn node)."""
+        value: str | None = proposal["value"]
         # the drawn graph's nodes: a compiled region's ops too
         drawn = self.graph.nodes if self._session is None else self._session.scene.graph.nodes
         if value is not None and value not in drawn:
@@ -350,8 +301,9 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
         return value
 
     @traitlets.validate("selected_edge")
-    def _check_selected_edge(self, proposal: dict) -> str | None:
-        value = proposal["value"]
+    def _check_selected_edge(self, proposal: dict[str, Any]) -> str | None:
+        """An edge id of the graph or None; an unknown id is ignored with a warning."""
+        value: str | None = proposal["value"]
         if value is None:
             return None
         try:
@@ -363,14 +315,17 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
         return value
 
     @traitlets.validate("orientation")
-    def _check_orientation(self, proposal: dict) -> str:
-        if proposal["value"] not in ORIENTATIONS:
+    def _check_orientation(self, proposal: dict[str, Any]) -> str:
+        """The layout direction: "auto", "TB" or "LR"; anything else is a TraitError."""
+        value: str = proposal["value"]
+        if value not in ORIENTATIONS:
             raise traitlets.TraitError("orientation must be 'auto', 'TB' or 'LR'")
-        return proposal["value"]
+        return value
 
     @traitlets.validate("height")
-    def _check_height(self, proposal: dict) -> int | None:
-        v = proposal["value"]
+    def _check_height(self, proposal: dict[str, Any]) -> int | None:
+        """None (what the graph needs) or at least 100 px; anything else is a TraitError."""
+        v: int | None = proposal["value"]
         if v is not None and v < 100:
             raise traitlets.TraitError("height must be None or a number of pixels >= 100")
         return v
@@ -384,10 +339,12 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.drawn_orientation
             'LR'
         """
-        return self._session.scene.direction
+        return self._built.scene.direction
 
     @traitlets.observe("orientation", "show_plumbing")
-    def _relayout(self, change: dict) -> None:
+    def _relayout(self, change: dict[str, Any]) -> None:
+        """The user changed `orientation` or `show_plumbing`: a new drawing when the layout
+        changed (the step state is mapped onto it, not recomputed)."""
         session = self._session
         if session is None or change["old"] == change["new"]:
             return
@@ -401,18 +358,18 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
     def _change_scene(self, action: Any, *args: Any, **kwargs: Any) -> None:
         """Run a Scene gesture, then show the new drawing."""
         action(*args, **kwargs)
-        self._session.redraw()
+        self._built.redraw()
 
     # ------------------------------------------------------------------ folds
     @property
     def collapsed(self) -> list[str]:
         """Module paths currently folded into boxes."""
-        return self._session.scene.collapsed
+        return self._built.scene.collapsed
 
     @property
     def modules(self) -> list[str]:
         """Every module path that can be folded."""
-        return self._session.scene.modules
+        return self._built.scene.modules
 
     @property
     def visible(self) -> list[str]:
@@ -424,7 +381,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.visible
             ['n0', 'box:2', 'n3', 'box:0']
         """
-        return self._session.scene.visible_ids()
+        return self._built.scene.visible_ids()
 
     def collapse(self, module: str) -> None:
         """Fold every node of `module` (and its submodules) into one box.
@@ -434,7 +391,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.collapse("0"); w.collapsed
             ['0']
         """
-        self._change_scene(self._session.scene.collapse, module)
+        self._change_scene(self._built.scene.collapse, module)
 
     def expand(self, module: str | None = None) -> None:
         """Unfold `module` into its children (its submodules stay folded), or everything (folded
@@ -447,7 +404,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.expand(); w.collapsed
             []
         """
-        self._change_scene(self._session.scene.expand, module)
+        self._change_scene(self._built.scene.expand, module)
 
     def reveal(self, node_id: str) -> None:
         """Make `node_id` visible: unfold the boxes and folded runs holding it (a run's other
@@ -458,19 +415,19 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.reveal("n7"); "n7" in w.visible, w.collapsed
             (True, ['2'])
         """
-        self._change_scene(self._session.scene.reveal, node_id)
+        self._change_scene(self._built.scene.reveal, node_id)
 
     @property
     def repeats(self) -> list[Repeat]:
         """Every run of identical blocks that can fold (`repeats.find_repeats`), outermost
         first; nested runs (inside a repeated block) included."""
-        return list(self._session.scene.fold_index().values())
+        return list(self._built.scene.fold_index().values())
 
     @property
     def folds(self) -> dict[str, Repeat | RepeatedSubgraph]:
         """The runs folded now: fold key (the run's label, "layers.0–47 ×48") -> `Repeat`, or
         `RepeatedSubgraph` for a run of repeated subgraphs outside modules (collapse="auto")."""
-        return self._session.scene.folds
+        return self._built.scene.folds
 
     def fold(self, repeat: str | Repeat | None = None) -> None:
         """Fold a run of repeated blocks into one box "layers.0–47 ×48", or every run found.
@@ -486,7 +443,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.fold("1"); list(w.folds)
             ['0–2 ×3']
         """
-        self._change_scene(self._session.scene.fold, repeat)
+        self._change_scene(self._built.scene.fold, repeat)
 
     def unfold(self, repeat: str | Repeat | None = None, *, blocks: bool = True) -> None:
         """Unfold a folded run (or every one), locally: with `blocks` (default) each block of the
@@ -500,7 +457,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.unfold(); w.folds, w.collapsed
             ({}, ['0', '1', '2'])
         """
-        self._change_scene(self._session.scene.unfold, repeat, blocks=blocks)
+        self._change_scene(self._built.scene.unfold, repeat, blocks=blocks)
 
     # ------------------------------------------------------------------ reports
     def memory(self, *, exclude_leaves: bool = False, top: int = 10) -> dict[str, Any]:
@@ -511,7 +468,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.memory()["total"]  # PowBackward0 saved x: one float32
             4
         """
-        return inspect.memory_report(self._session.scene, exclude_leaves=exclude_leaves, top=top)
+        return inspect.memory_report(self._built.scene, exclude_leaves=exclude_leaves, top=top)
 
     def sensitivity(self, samples: int = 16, seed: int | None = 0) -> dict[str, Any]:
         """Per visible item: log10 of the squared Frobenius norm of the node's gradient map
@@ -522,7 +479,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> s = w.sensitivity(samples=8); s["samples"], s["nodes"]["n1"]["estimate"]
             (8, 16.0)
         """
-        s = self._session
+        s = self._built
         return inspect.sensitivity_report(s.scene, s.stepper, samples, seed)
 
     # ------------------------------------------------------------------ public
@@ -534,7 +491,7 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             >>> w.to_figure().layout.title.text
             'step 0 / 4 → next AddBackward0'
         """
-        s = self._session
+        s = self._built
         return to_figure(
             self._graph, s.scene.state.visible_arrays(), status_line(s.scene.graph, s.stepper)
         )
@@ -565,9 +522,9 @@ class AutogradWidget(RankSelection, anywidget.AnyWidget):
             ...     w.save_html(pathlib.Path(d) / "run.html", title="z = x² + y").name
             'run.html'
         """
-        if self._session.released:
+        if self._built.released:
             raise RuntimeError("this widget was released: explore() the tensors again to export")
-        return save_html(self, path, title=title, description=description,
+        return save_html(self, Path(path), title=title, description=description,
                          start=start_step(self.stepper, start))
 
     def release(self) -> None:

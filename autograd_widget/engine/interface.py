@@ -94,6 +94,12 @@ class Stepping(Protocol):
         whether its nodes can be called)."""
         ...
 
+    @graph.setter
+    def graph(self, graph: BackwardGraph) -> None:
+        """Put a graph of the same structure in its place (what the widget does when it lets
+        go of a live graph: records in place of the live nodes)."""
+        ...
+
     @property
     def create_graph(self) -> bool:
         """Whether the gradients carry their own graph (double backward)."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from ..core.graph import BackwardGraph
+    from ..view.folding import RepeatedSubgraph
     from ..view.repeats import Repeat
 
 __all__ = [
@@ -108,7 +109,7 @@ def graph_payload(
     visible: VisibleGraph | None = None,
     validity: dict[str, str] | None = None,
     *,
-    folds: Mapping[str, Repeat] | None = None,
+    folds: Mapping[str, Repeat | RepeatedSubgraph] | None = None,
 ) -> dict[str, Any]:
     """The `_graph` trait: everything static about the drawing of the visible graph, once.
 
@@ -152,7 +153,7 @@ def _graph_payload(
     layout: ClusterLayout,
     vis: VisibleGraph,
     validity: dict[str, str],
-    folds: Mapping[str, Repeat] | None,
+    folds: Mapping[str, Repeat | RepeatedSubgraph] | None,
 ) -> dict[str, Any]:
     nodes = list(graph.nodes.values())
     n_items = vis.n_items
@@ -380,7 +381,7 @@ def decode_graph(payload: dict[str, Any]) -> dict[str, Any]:
     n, m = int(nodes["count"]), int(edges["count"])
     dtypes = payload.get("dtypes", {})
 
-    def buf(part: dict, key: str, default: Any, fill: Any, length: int) -> np.ndarray:
+    def buf(part: dict[str, Any], key: str, default: Any, fill: Any, length: int) -> np.ndarray:
         part_name = "nodes" if part is nodes else "edges"
         v = part.get(key)
         if v is None:
@@ -389,7 +390,7 @@ def decode_graph(payload: dict[str, Any]) -> dict[str, Any]:
 
     strings = list(nodes.get("strings", []))
 
-    def texts(key: str) -> list:
+    def texts(key: str) -> list[Any]:
         return [strings[i] for i in buf(nodes, key, np.int64, 0, n).tolist()]
 
     kind_names = list(nodes.get("kinds", []))

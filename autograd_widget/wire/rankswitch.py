@@ -14,8 +14,8 @@ shown: the first non-finite watched step, else the last); for a recording group,
 recording is replayed from step 0 in a fresh scene (same collapse mode, orientation and
 plumbing).
 
-The message's validator and handler are registered in protocol.py's one table
-(`select_rank_validator(Invalid)`: this module does not import protocol.py, which imports it).
+The message's validator and handler are its `Handler`, `SELECT_RANK` (message.py), which
+protocol.py's one table names "select_rank".
 
 Guarantees: a refused switch (no group, not a rank, a rank whose watch has no watched step, a
 released widget) changes nothing; the old run's stepper is closed; the group's objects are only
@@ -24,7 +24,6 @@ read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..engine.record.ranks import RankRecordings
@@ -34,6 +33,7 @@ from ..engine.watch.rankwatch import RankWatches
 from ..view.ranklines import opening_rank, rank_lines
 from ..view.scene import Scene
 from ..view.timeline import first_nonfinite
+from .message import Handler, Invalid
 from .quoting import quote
 from .trainpayload import timeline_payload
 
@@ -43,16 +43,18 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = [
+    "SELECT_RANK",
+    "Group",
     "RankSelection",
     "group_of",
     "member",
     "opening_step",
     "rank_refusal",
     "select_rank",
-    "select_rank_validator",
     "show_rank",
 ]
 
+#: A rank group: every rank's watch files, or every rank's recordings.
 Group = RankWatches | RankRecordings
 
 
@@ -139,9 +141,10 @@ def rank_refusal(session: Session, rank: Any) -> str | None:
     return None
 
 
-def show_rank(session: Session, rank: int) -> None:
+def show_rank(session: Session, rank: int | None) -> None:
     """Show rank `rank`'s run in `session` (module docstring); a ValueError naming the ranks when
-    it cannot (nothing changed then). The same rank again changes nothing.
+    it cannot (None, or anything that is not a rank of the group: nothing changed then). The
+    same rank again changes nothing.
 
     Example:
         >>> from pathlib import Path
@@ -157,7 +160,7 @@ def show_rank(session: Session, rank: int) -> None:
     if why is not None:
         raise ValueError(why)
     group = session.rank_group
-    assert group is not None
+    assert group is not None and rank is not None  # rank_refusal refused both
     if rank == session.rank:
         return
     show = getattr(session.front, "show_rank", None)
@@ -182,26 +185,14 @@ def show_rank(session: Session, rank: int) -> None:
     session.redraw()
 
 
-def select_rank_validator(invalid: type[Exception]) -> Callable[[Session, dict], int]:
-    """The "select_rank" message's validator, raising `invalid` (protocol.py's `Invalid`) with
-    `rank_refusal`'s reason.
-
-    Example:
-        >>> from autograd_widget.wire.session import Session
-        >>> check = select_rank_validator(ValueError)
-        >>> check(Session(g, st, Scene(g, st)), {"type": "select_rank", "rank": 0})
-        Traceback (most recent call last):
-        ValueError: this widget shows no rank group: ...
-    """
-
-    def validate(session: Session, msg: dict) -> int:
-        rank = msg.get("rank")
-        why = rank_refusal(session, rank)
-        if why is not None:
-            raise invalid(why)
-        return rank
-
-    return validate
+def _v_select_rank(session: Session, msg: dict[str, Any]) -> int:
+    """The rank to show; `Invalid` with `rank_refusal`'s reason when it cannot be."""
+    rank = msg.get("rank")
+    why = rank_refusal(session, rank)
+    if why is not None:
+        raise Invalid(why)
+    assert isinstance(rank, int)  # rank_refusal refused anything but a rank of the group
+    return rank
 
 
 def select_rank(session: Session, rank: int) -> None:
@@ -214,6 +205,10 @@ def select_rank(session: Session, rank: int) -> None:
         ValueError: this widget shows no rank group: ...
     """
     show_rank(session, rank)
+
+
+#: "select_rank" {rank}: show that rank's run (the rank selector, js/src/ranks.js).
+SELECT_RANK = Handler(_v_select_rank, select_rank)
 
 
 class RankSelection:

@@ -21,14 +21,35 @@ from ..view.scene import Scene
 from .payload import graph_payload
 
 if TYPE_CHECKING:
-    from ..engine.interface import Stepping
+    from ..engine.interface import Capabilities, Stepping
     from ..engine.record.ranks import RankRecordings
     from ..engine.watch.rankwatch import RankWatches
     from ..engine.watch.watch import Watch
 
-__all__ = ["RELEASED_NOTICE", "Front", "Session", "follow_node", "freed_notice"]
+__all__ = [
+    "CAPABILITY_KEYS", "RELEASED_NOTICE", "Front", "Session", "capabilities_payload",
+    "follow_node", "freed_notice",
+]
 
 RELEASED_NOTICE = "released: the drawing stays, stepping needs explore() again"
+
+#: The keys of the graph payload's `capabilities`: `engine.interface.Capabilities`' fields,
+#: in their order (js/src reads them by these names).
+CAPABILITY_KEYS = ("live", "edit", "probe", "compare", "grad_of_tensor", "saved_values")
+
+
+def capabilities_payload(caps: Capabilities) -> dict[str, bool]:
+    """What the stepped run can do, as the graph payload carries it: one bool per
+    `Capabilities` field (`CAPABILITY_KEYS`), so the front-end offers an action by what the
+    run can do, never by guessing from its kind.
+
+    Example:
+        >>> from autograd_widget.engine.interface import RECORDED
+        >>> capabilities_payload(RECORDED)
+        {'live': False, 'edit': False, 'probe': False, 'compare': False, 'grad_of_tensor': False,
+         'saved_values': False}
+    """
+    return {key: bool(getattr(caps, key)) for key in CAPABILITY_KEYS}
 
 
 def _validity(graph: BackwardGraph) -> dict[str, str]:
@@ -228,8 +249,10 @@ class Session:
                 self._payload = graph_payload(  # the drawn graph (compiled regions' ops too)
                     scene.graph, scene.layout, scene.visible, self._validity, folds=scene.folds
                 )
-            # what is stepped: the front-end offers no saved values, edits or probes on a replay
+            # What is stepped: `capabilities` says what the run can do (the front-end offers
+            # saved values, edits and probes by it); `source` names the kind, for labels only.
             self._payload["source"] = "recording" if self.recorded else "live"
+            self._payload["capabilities"] = capabilities_payload(self.stepper.capabilities)
             if self.compared:
                 self._payload["compared"] = self.compared
             self._payload_version = scene.version
@@ -496,7 +519,9 @@ class Session:
             records = BackwardGraph.from_dict(self.graph.to_dict())
             self.graph = records
             self.scene.set_graph(records)
-            self.stepper.graph = records  # the closed stepper must not pin the live graph
+            # The closed stepper must not pin the live graph. Both steppers' `graph` is
+            # assignable; `Stepping` declares it read-only (engine/interface.py), hence the ignore.
+            self.stepper.graph = records
         if self.front is not None:
             state = dict(self.state)
             state["running"] = False
