@@ -11,6 +11,7 @@
  */
 import { formatNumber } from './format.js';
 import { EDGE_FLAG, NODE_STATE } from './model.js';
+import { newStep } from './viewstate.js';
 
 /** Step states as words (colour is never the only carrier of a state). */
 export const STATE_WORDS = Object.freeze({
@@ -121,7 +122,7 @@ export function neighbour(graph, i, key, size) {
  * The accessible layer of one view.
  * @param {Document} doc
  * @param {{
- *   store: import('./store.js').Store<{ graph: import('./model.js').Graph, state: import('./model.js').State }>,
+ *   store: import('./store.js').Store<Pick<import('./viewstate.js').ViewState, 'graph' | 'state'>>,
  *   sizes: () => { w: ArrayLike<number>, h: ArrayLike<number> },
  *   inView: () => number[],
  *   show: (i: number) => void,
@@ -144,6 +145,10 @@ export function createA11y(doc, on) {
   let current = -1;
   let lastKey = '';
   let lastSaid = '';
+  // a new step of the graph shown is said (a new graph is not a step)
+  const stop = on.store.subscribe((next, prev) => {
+    if (newStep(next, prev)) stateChanged(prev.state, next.state);
+  });
 
   /** @param {number} i */
   function button(i) {
@@ -245,6 +250,7 @@ export function createA11y(doc, on) {
     /** The item with the keyboard focus ring, -1 when the list does not have the focus. */
     focused: () => (list.contains(doc.activeElement) ? current : -1),
     destroy() {
+      stop();
       list.removeEventListener('keydown', onKey);
       list.removeEventListener('focusout', onBlur);
     },

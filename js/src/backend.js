@@ -4,11 +4,16 @@
  * page supplies another object with the same shape (walkthrough.js: playing its walkthrough)
  * and the view does not change.
  *
+ * @typedef {{ node: number } | { edge: number } | { id: string }} InspectTarget what an inspect
+ *   request names: a visible item, a visible edge, or a real node by id
+ * @typedef {(msg: import('./protocol.js').Message) => Promise<import('./protocol.js').Json>} Request
+ *   a request/reply message (search, memory, first_nonfinite, inspect...): `request` is added,
+ *   the reply's `data` returned
+ *
  * @typedef {object} Backend
- * @property {(cmd: { type: string, [k: string]: unknown }) => void} command send a command
- * @property {(target: { node: number } | { edge: number } | { id: string }) => Promise<any>} inspect the reply's `data`
- * @property {(msg: { type: string, [k: string]: unknown }) => Promise<any>} [request] any request/reply
- *   message (search, memory, first_nonfinite, inspect): `request` is added, the reply's `data` returned
+ * @property {(cmd: import('./protocol.js').Message) => void} command send a command
+ * @property {(target: InspectTarget) => Promise<import('./protocol.js').Json>} inspect the reply's `data`
+ * @property {Request} [request] every request/reply message
  * @property {(cb: (message: string) => void) => () => void} onWarning returns unsubscribe
  * @property {boolean} live true when a kernel answers (false: a walkthrough)
  * @property {ReadonlySet<string>} [answers] without a kernel: the request types this backend
@@ -16,7 +21,22 @@
  * @property {() => void} dispose
  */
 
+import { asRecord } from './jsonsafe.js';
 import { MSG, REPLY } from './protocol.js';
+
+/**
+ * The target an inspect message names (`{ type: MSG.INSPECT, node | edge | id }`), for a
+ * backend that answers inspect requests only (`Backend.inspect`).
+ * @param {import('./protocol.js').Message} msg
+ * @returns {InspectTarget}
+ * @example
+ * inspectTargetOf({ type: 'inspect', edge: 3 }); // { edge: 3 }
+ */
+export function inspectTargetOf(msg) {
+  if (typeof msg.id === 'string') return { id: msg.id };
+  if (msg.edge !== undefined) return { edge: Number(msg.edge) };
+  return { node: Number(msg.node) };
+}
 
 /** How long an inspect request waits for its reply. */
 export const INSPECT_TIMEOUT_MS = 10000;
@@ -32,15 +52,16 @@ export const INSPECT_TIMEOUT_MS = 10000;
 export function kernelBackend(model, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? INSPECT_TIMEOUT_MS;
   let next = 1 + Math.floor(Math.random() * 1e9);
-  /** @type {Map<number, { resolve: (v: any) => void, reject: (e: Error) => void, timer: any }>} */
+  /** @type {Map<number, { resolve: (v: import('./protocol.js').Json) => void, reject: (e: Error) => void, timer: ReturnType<typeof setTimeout> }>} */
   const pending = new Map();
   /** @type {Set<(m: string) => void>} */
   const warned = new Set();
   let disposed = false;
 
-  /** @param {any} msg */
-  const onMsg = (msg) => {
-    if (!msg || typeof msg !== 'object') return;
+  /** @param {unknown} raw a custom message from the kernel */
+  const onMsg = (raw) => {
+    if (!raw || typeof raw !== 'object') return;
+    const msg = asRecord(raw);
     if (msg.type === REPLY.REPLY) {
       const p = pending.get(Number(msg.request));
       if (!p) return;
@@ -54,7 +75,7 @@ export function kernelBackend(model, opts = {}) {
   };
   model.on('msg:custom', onMsg);
 
-  /** @param {{ type: string, [k: string]: unknown }} msg @returns {Promise<any>} */
+  /** @type {Request} */
   function request(msg) {
     if (disposed) return Promise.reject(new Error('view closed'));
     const id = next++;

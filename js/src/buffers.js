@@ -37,7 +37,7 @@
  * @returns {InstanceType<C>}
  */
 export function toTyped(value, Ctor, opts = {}) {
-  /** @type {any} */
+  /** @type {Typed} */
   let out = decode(value, Ctor);
   const { length } = opts;
   if (length !== undefined && out.length !== length) {
@@ -47,7 +47,7 @@ export function toTyped(value, Ctor, opts = {}) {
     fixed.set(out.length > length ? out.subarray(0, length) : out);
     out = fixed;
   }
-  return out;
+  return /** @type {InstanceType<C>} */ (out); // decode and `new Ctor` both make a `Ctor`
 }
 
 /** @param {unknown} value @param {TypedCtor} Ctor @returns {Typed} */

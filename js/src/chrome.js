@@ -11,6 +11,7 @@ import { countsText } from './groups.js';
 import { waitingRows } from './labels.js';
 import { SPEED } from './playback.js';
 import { NEXT_COLOR } from './style.js';
+import { newStep } from './viewstate.js';
 
 /**
  * Show a toolbar's separators (`.agw-sep`) only between two groups that each show a control: no
@@ -52,7 +53,7 @@ export function tidySeparators(bar) {
 /**
  * @param {Document} doc
  * @param {{
- *   store: import('./store.js').Store<{ graph: import('./model.js').Graph, state: import('./model.js').State, mode: import('./playback.js').Mode }>,
+ *   store: import('./store.js').Store<Pick<import('./viewstate.js').ViewState, 'graph' | 'state' | 'mode' | 'focus' | 'selected'>>,
  *   root: HTMLElement,
  *   orientable: boolean,
  *   orientation?: () => unknown,
@@ -65,6 +66,11 @@ export function tidySeparators(bar) {
  */
 export function createChrome(doc, opts) {
   const { store, on } = opts;
+  // the buttons follow what they depend on: Play, Pause, a run or a search starting or ending,
+  // a new step, the focus and the ringed item (Run to node's target)
+  const stop = store.subscribe((next, prev) => {
+    if (next.mode !== prev.mode || newStep(next, prev) || next.focus !== prev.focus || next.selected !== prev.selected) update();
+  });
   const { h, button } = domHelpers(doc);
   const sep = () => h('span', { class: 'agw-sep', 'aria-hidden': 'true' });
 
@@ -199,7 +205,7 @@ export function createChrome(doc, opts) {
 
   /**
    * A button that can't act after a failed step stays focusable and clickable (a click says
-   * why), marked aria-disabled and described by the way out. Before any step, a standing notice
+   * why), marked aria-disabled and described by the way out. Before the first step, a standing notice
    * (a graph freed by backward, a released widget) says why stepping will not get far: the button
    * is described by it, before anyone clicks. @param {HTMLButtonElement} b @param {string} stuck
    */
@@ -323,6 +329,7 @@ export function createChrome(doc, opts) {
     /** The alert's kind now ('error', 'warning', 'info'), or undefined when none shows. */
     alertKind: () => alert.dataset.kind,
     destroy() {
+      stop();
       clearTimeout(alertTimer);
     },
   };

@@ -7,7 +7,8 @@
  * by the pure helpers of memory.js and sensitivity.js.
  *
  * Guarantees: the mode is the store's `colorBy`; a mode the backend cannot answer is not offered
- * (a walkthrough offers the modes it recorded; a replayed engine run only gradient); a report is
+ * (a walkthrough offers the modes it recorded) nor one the graph's capabilities rule out (memory
+ * needs `saved_values`, sensitivity `probe`: a replayed engine run has only gradient); a report is
  * shown only while its mode is on and its graph is the one drawn; the sensitivity probe is asked
  * once per graph (it does not change with the step), the memory report on each mode switch and
  * graph.
@@ -20,14 +21,14 @@ import { MEMORY_COLORS, decodeMemory, formatBytes, memoryLegend } from './memory
 import { SAVED_STATE } from './model.js';
 import { MSG } from './protocol.js';
 import { PROBE_SAMPLES, SENSITIVITY_COLORS, decodeProbe, normText, powText, sensitivityLegend } from './sensitivity.js';
+import { newStep } from './viewstate.js';
 import { ALARM_COLOR, DIFF_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND_STYLE, NEXT_COLOR, RAN_COLOR, SAVED_BADGE, SELECT_COLOR, scaleNote } from './style.js';
 
 /** @typedef {'gradient' | 'memory' | 'sensitivity' | 'gain'} ColorMode */
 
 /**
  * What the modes read of the view's store.
- * @typedef {{ graph: import('./model.js').Graph, state: import('./model.js').State,
- *   theme: import('./style.js').Theme, colorBy: ColorMode, highlight: readonly string[] }} ModeState
+ * @typedef {Pick<import('./viewstate.js').ViewState, 'graph' | 'state' | 'theme' | 'colorBy' | 'highlight'>} ModeState
  */
 
 /**
@@ -35,7 +36,7 @@ import { ALARM_COLOR, DIFF_COLOR, EDIT_COLOR, GROUP_COLOR, HIGHLIGHT_COLOR, KIND
  * @param {{
  *   store: import('./store.js').Store<ModeState>,
  *   root: HTMLElement,
- *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
+ *   request: import('./backend.js').Request,
  *   canAsk: (type: string) => boolean,
  *   moduleOf: Map<string, string | null>,
  *   select: (id: string) => void,
@@ -53,8 +54,10 @@ export function createColorModes(doc, ctx) {
   const gainOption = /** @type {HTMLOptionElement} */ (select.querySelector('option[value="gain"]'));
   gainOption.title = 'Colour nodes by |grad out| / |grad in|: where gradients shrink (blue) or grow (red)';
   gainOption.hidden = true;
-  /** @type {HTMLOptionElement} */ (select.querySelector('option[value="memory"]')).hidden = !ctx.canAsk(MSG.MEMORY);
-  /** @type {HTMLOptionElement} */ (select.querySelector('option[value="sensitivity"]')).hidden = !ctx.canAsk(MSG.PROBE);
+  const memoryOption = /** @type {HTMLOptionElement} */ (select.querySelector('option[value="memory"]'));
+  const sensitivityOption = /** @type {HTMLOptionElement} */ (select.querySelector('option[value="sensitivity"]'));
+  memoryOption.hidden = !ctx.canAsk(MSG.MEMORY);
+  sensitivityOption.hidden = !ctx.canAsk(MSG.PROBE);
   const memoryPanel = createMemoryPanel(doc, {
     select: ctx.select,
     excludeLeaves: (v) => {
@@ -81,9 +84,11 @@ export function createColorModes(doc, ctx) {
   let gain = null;
   /** @type {string | null} */
   let gainError = null;
-  // the gain is a step's: another step shown (a new state) asks again
-  store.subscribe((next, prev) => {
+  const stop = store.subscribe((next, prev) => {
+    // the gain is a step's: another step shown (a new state) asks again
     if (next.state !== prev.state && next.colorBy === 'gain') requestGain();
+    // the legend notes the edits and the norm scale of the state shown
+    if (newStep(next, prev) && (prev.state.edits.size > 0 !== next.state.edits.size > 0 || scaleNote(prev.state) !== scaleNote(next.state))) renderLegend();
   });
   const colorBy = () => store.get().colorBy;
   const graphNow = () => store.get().graph;
@@ -107,14 +112,20 @@ export function createColorModes(doc, ctx) {
     after.renderInspector();
   }
 
-  /** Offer the select only where a mode besides gradient can be answered (back to gradient when not). */
+  /**
+   * Offer the select only where a mode besides gradient can be answered (back to gradient when
+   * not): memory where the backend answers it and the graph's capabilities say `saved_values`
+   * (the bytes saved tensors hold), sensitivity where it answers and they say `probe`.
+   */
   function offer() {
+    const { capabilities } = graphNow();
     const gainOk = !!ctx.gain?.() && ctx.canAsk(MSG.GAIN);
+    const memoryOk = capabilities.savedValues && ctx.canAsk(MSG.MEMORY);
+    const probeOk = capabilities.probe && ctx.canAsk(MSG.PROBE);
     gainOption.hidden = !gainOk;
-    select.hidden = graphNow().source === 'recording' ? !gainOk : !(ctx.canAsk(MSG.MEMORY) || ctx.canAsk(MSG.PROBE) || gainOk);
-    for (const o of /** @type {HTMLOptionElement[]} */ ([...select.querySelectorAll('option[value="memory"], option[value="sensitivity"]')])) {
-      if (graphNow().source === 'recording') o.hidden = true;
-    }
+    memoryOption.hidden = !memoryOk;
+    sensitivityOption.hidden = !probeOk;
+    select.hidden = !(memoryOk || probeOk || gainOk);
     const current = /** @type {HTMLOptionElement | null} */ (select.querySelector(`option[value="${colorBy()}"]`));
     if ((select.hidden || current?.hidden) && colorBy() !== 'gradient') set('gradient');
   }
@@ -150,7 +161,7 @@ export function createColorModes(doc, ctx) {
     sensitivityPanel.render(have, { error: null, names: nameOf });
     after.updateSide();
     if (have) {
-      probeReq.drop(); // an older probe's answer is not wanted any more
+      probeReq.drop(); // an older probe's answer is no longer wanted
       return;
     }
     probeReq.ask({ type: MSG.PROBE, samples: PROBE_SAMPLES, seed: 0 }, {
@@ -344,8 +355,9 @@ export function createColorModes(doc, ctx) {
       const mode = colorBy();
       return { colorMode: mode, memory: mode === 'memory' ? memory : null, sensitivity: mode === 'sensitivity' ? sensitivity : null, gain: mode === 'gain' ? gain : null };
     },
-    /** The view closes: no report's answer is handled any more. */
+    /** The view closes: no report's answer is handled from now on. */
     destroy() {
+      stop();
       memoryReq.drop();
       probeReq.drop();
       gainReq.drop();

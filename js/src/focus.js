@@ -134,7 +134,7 @@ export function focusItem(graph, focus) {
 
 /**
  * What to ask the kernel to inspect for the focus (`{ id }`, `{ edge }` or `{ node }`), or null
- * when the focused edge or box is not shown any more.
+ * when the focused edge or box is no longer shown.
  * @param {import('./model.js').Graph} graph @param {Focus} focus
  * @returns {{ id: string } | { edge: number } | { node: number } | null}
  */

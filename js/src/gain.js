@@ -5,7 +5,7 @@
  * (red, > 1). Pure.
  */
 import { formatNumber } from './format.js';
-import { decodeNumber } from './jsonsafe.js';
+import { asRecord, decodeNumber } from './jsonsafe.js';
 
 /** Diverging, shrink to grow (ColorBrewer RdBu reversed); the middle bin holds a gain of 1. */
 export const GAIN_COLORS = Object.freeze(['#2166ac', '#4393c3', '#92c5de', '#d1e5f0', '#f7f7f7', '#fddbc7', '#f4a582', '#d6604d', '#b2182b']);
@@ -19,12 +19,12 @@ export const GAIN_COLORS = Object.freeze(['#2166ac', '#4393c3', '#92c5de', '#d1e
 
 /**
  * The `gain` reply, validated for `n` visible items.
- * @param {any} data @param {number} n
+ * @param {unknown} data @param {number} n
  * @returns {Gain}
  * @example decodeGain({ items: [0, 1, null] }, 3).span // 1
  */
 export function decodeGain(data, n) {
-  const d = data && typeof data === 'object' ? data : {};
+  const d = asRecord(data);
   const items = new Float64Array(n).fill(NaN);
   let span = 0;
   for (let i = 0; i < n; i++) {

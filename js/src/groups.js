@@ -6,6 +6,7 @@
  * The canvas draws the boxes themselves (drawing.js, canvas.js).
  */
 import { formatNumber } from './format.js';
+import { asRecord } from './jsonsafe.js';
 
 /** "40%", "<1%" for a started box, "100%" only when finished. @param {number} p */
 export function progressText(p) {
@@ -38,15 +39,17 @@ export function boxRows(graph, state, i) {
 
 /**
  * Rows for a group inspect reply (`kind: "group"`): top ops and leaves.
- * @param {any} data
+ * @param {unknown} raw
  * @returns {[string, string][]}
  */
-export function groupReplyRows(data) {
-  if (!data || typeof data !== 'object') return [];
+export function groupReplyRows(raw) {
+  if (!raw || typeof raw !== 'object') return [];
+  const data = asRecord(raw);
   /** @type {[string, string][]} */
   const rows = [];
   if (Array.isArray(data.ops) && data.ops.length) {
-    rows.push(['ops', data.ops.slice(0, 6).map((/** @type {any} */ o) => `${o[0]} ×${o[1]}`).join(', ') + (data.ops.length > 6 ? ', …' : '')]);
+    const op = (/** @type {unknown} */ o) => (Array.isArray(o) ? `${o[0]} ×${o[1]}` : `${o}`);
+    rows.push(['ops', data.ops.slice(0, 6).map(op).join(', ') + (data.ops.length > 6 ? ', …' : '')]);
   }
   if (Array.isArray(data.leaves) && data.leaves.length) {
     rows.push(['leaves', data.leaves.slice(0, 6).join(', ') + (data.leaves.length > 6 ? `, … (${data.leaves.length})` : '')]);

@@ -14,6 +14,8 @@ import { latestReply } from './latest.js';
 import { SAVED_STATE } from './model.js';
 import { SAVED_BADGE } from './style.js';
 
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+
 /** Inspect replies kept for the card (per target and step). */
 export const CARD_CACHE = 200;
 
@@ -25,7 +27,7 @@ export const CARD_CACHE = 200;
  *   store: import('./store.js').Store<{ graph: import('./model.js').Graph, state: import('./model.js').State }>,
  *   main: HTMLElement,
  *   live: boolean,
- *   inspect?: (target: { node: number } | { edge: number }) => Promise<any>,
+ *   inspect?: (target: { node: number } | { edge: number }) => Promise<Json>,
  * }} ctx `main`: the element the card is placed in; `live`: a kernel answers (a box click
  *   unfolds); `inspect`: the backend's inspect request (absent: the payloads' rows only)
  */
@@ -35,7 +37,7 @@ export function createHoverCard(doc, ctx) {
   const card = h('div', { class: 'agw-card', role: 'tooltip', hidden: '' });
   /** @type {Hovered | null} */
   let hovered = null;
-  /** @type {Map<string, any>} */
+  /** @type {Map<string, Json>} */
   const replies = new Map();
   const inspect = ctx.inspect;
   /** The card's inspect requests; each reply is cached, wanted or not. */
@@ -100,7 +102,7 @@ export function createHoverCard(doc, ctx) {
     if (at) place(at);
     const key = `${kind}:${index}:${state.seq}`;
     const shown = () => !!hovered && hovered.kind === kind && hovered.index === index && !card.hidden;
-    const fill = (/** @type {any} */ data) => {
+    const fill = (/** @type {Json} */ data) => {
       if (!shown()) return;
       const seen = new Set(rows.map(([k]) => k));
       const more = (isBox ? groupReplyRows(data) : replyRows(data, graph)).filter(([k]) => !seen.has(k));

@@ -8,6 +8,8 @@ import { decodeNumber, decodeValues, isFiniteValue } from './jsonsafe.js';
 import { shapeText } from './labels.js';
 import { formatBytes } from './memory.js';
 
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+
 /** Values shown in a preview before "…". */
 export const PREVIEW_VALUES = 24;
 
@@ -16,7 +18,7 @@ const num = (v) => formatNumber(decodeNumber(v));
 
 /**
  * True when a Summary-like object counts NaN or Inf values (or its norm is not finite).
- * @param {any} s
+ * @param {Json} s
  */
 export function isNonfinite(s) {
   if (!s || typeof s !== 'object') return false;
@@ -28,7 +30,7 @@ export function isNonfinite(s) {
 /**
  * Statistics rows of a Summary: [label, text, alarm]. A DTensor's summary (its `shard` note) says
  * that the numbers are this rank's local shard's, with the global shape and the placements.
- * @param {any} s
+ * @param {Json} s
  * @returns {[string, string, boolean][]}
  */
 export function summaryStats(s) {
@@ -102,7 +104,7 @@ export function savedNote(note, failed) {
  * @property {string[]} aliasIds node ids to highlight
  * @property {string} note
  * @property {boolean} tensor
- * @property {any} raw the record as Python sent it
+ * @property {Json} raw the record as Python sent it
  */
 
 /**
@@ -115,7 +117,7 @@ export function savedItems(saved) {
   const seen = new Map();
   return saved
     .filter((v) => v && typeof v === 'object')
-    .map((/** @type {any} */ v) => {
+    .map((/** @type {Json} */ v) => {
       const name = String(v.name ?? '?');
       const n = seen.get(name) ?? 0;
       seen.set(name, n + 1);
@@ -199,8 +201,8 @@ export function hookItems(hooks) {
 
 /**
  * Incoming gradient slots: per slot its summary (null = empty) and the input metadata.
- * @param {any} data node reply
- * @returns {{ slot: number, meta: string, summary: any }[]}
+ * @param {Json} data node reply
+ * @returns {{ slot: number, meta: string, summary: Json }[]}
  */
 export function incomingSlots(data) {
   const inputs = Array.isArray(data?.inputs) ? data.inputs : [];
@@ -217,12 +219,12 @@ export function incomingSlots(data) {
 
 /**
  * Outgoing edges of a node reply with the target's name from the graph when visible.
- * @param {any} data node reply
+ * @param {Json} data node reply
  * @param {import('./model.js').Graph} [graph]
- * @returns {{ id: string, to: string, summary: any }[]}
+ * @returns {{ id: string, to: string, summary: Json }[]}
  */
 export function outgoingEdges(data, graph) {
-  /** @type {{ id: string, to: string, summary: any }[]} */
+  /** @type {{ id: string, to: string, summary: Json }[]} */
   const out = [];
   const og = data?.outgoing;
   if (!og || typeof og !== 'object') return out;
@@ -263,7 +265,7 @@ export function sequenceText(v) {
  * A DTensor layout (Python's core/dtensor.py `Layout.as_dict`) in a few words: its placements
  * and mesh, then the local shape of the global one where known ("S(0) on mesh (2,) cpu · local
  * [16, 16] of [32, 16]"); "" for anything else.
- * @param {any} lay
+ * @param {Json} lay
  * @returns {string}
  */
 export function layoutText(lay) {
@@ -277,7 +279,7 @@ export function layoutText(lay) {
 /**
  * What a communication node moves (the node reply's `communication`): "redistribute · forward
  * from P(sum) on mesh (2,) cpu · gradient back as R on mesh (2,) cpu"; "" when there is nothing.
- * @param {any} comm
+ * @param {Json} comm
  * @returns {string}
  */
 export function communicationText(comm) {

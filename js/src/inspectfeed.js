@@ -8,13 +8,19 @@
  * Guarantees: one inspect request in flight per target (a step during Play asks again when it
  * answers, if the reply is stale by then); a reply is shown only while its target is the one in
  * focus (an earlier ask for the same target counts: `key`); a warning within EDIT_REPLY_MS of an
- * edit is that edit's refusal.
+ * edit is that edit's refusal. The feed follows the store itself: a new step (viewstate.js
+ * newStep) settles an edit in flight and refreshes the panel; Play, a run or a search ending
+ * refreshes it at once (its last state was throttled). What-if edits are offered only where a
+ * kernel answers and the graph's capabilities say `edit`.
  */
 import { focusItem, focusKey, hiddenText, inspectTarget } from './focus.js';
 import { latestReply } from './latest.js';
 import { createInspector } from './panel.js';
 import { MSG } from './protocol.js';
 import { decodeLeafDiff } from './sensitivity.js';
+import { newStep } from './viewstate.js';
+
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
 
 /** While playing or running, the inspector asks for fresh data at most this often. */
 export const INSPECT_THROTTLE_MS = 300;
@@ -23,15 +29,14 @@ export const EDIT_REPLY_MS = 4000;
 
 /**
  * What the feed reads of the view's store.
- * @typedef {{ graph: import('./model.js').Graph, state: import('./model.js').State,
- *   mode: import('./playback.js').Mode, focus: import('./focus.js').Focus | null }} FeedState
+ * @typedef {Pick<import('./viewstate.js').ViewState, 'graph' | 'state' | 'mode' | 'focus'>} FeedState
  */
 
 /**
  * @param {Document} doc
  * @param {{
  *   store: import('./store.js').Store<FeedState>,
- *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
+ *   request: import('./backend.js').Request,
  *   send: (cmd: { type: string, [k: string]: unknown }) => void,
  *   now: () => number,
  *   live: boolean,
@@ -39,7 +44,8 @@ export const EDIT_REPLY_MS = 4000;
  *   norms: (focus: import('./focus.js').Focus | null) => { norm: string, normError: string | null },
  *   handlers: Omit<import('./panel.js').InspectorHandlers, 'editEdge' | 'leafDiff'>,
  *   after: { updateSide: () => void, refreshSelection: () => void, paint: () => void },
- * }} ctx `live`: a kernel answers (what-if edits are offered); `moduleOf`: where inspect replies
+ * }} ctx `live`: a kernel answers (what-if edits are offered where the graph's capabilities
+ *   say `edit`); `moduleOf`: where inspect replies
  *   teach the modules of real nodes; `norms`: the sensitivity mode's fields for a focused node;
  *   `handlers`: the panel's gestures the view handles; `after`: the view's redraws once a reply came
  */
@@ -51,7 +57,7 @@ export function createInspectorFeed(doc, ctx) {
     leafDiff: () => requestLeafDiff(),
   });
   /** The inspector's data: the reply for `key` at state `seq` of `graph` (or its error). */
-  /** @type {{ key: string, seq: number, graph: import('./model.js').Graph | null, data: any, error: string | null }} */
+  /** @type {{ key: string, seq: number, graph: import('./model.js').Graph | null, data: Json, error: string | null }} */
   let inspected = { key: '', seq: -1, graph: null, data: null, error: null };
   /** The target key of the inspect request in flight (see `inspects.waiting`). */
   let asking = '';
@@ -155,7 +161,7 @@ export function createInspectorFeed(doc, ctx) {
       graph,
       state,
       ...ctx.norms(focus),
-      live: ctx.live && graph.source !== 'recording',
+      edit: ctx.live && graph.capabilities.edit,
       editWarning: editWarning && editWarning.key === key ? editWarning.message : null,
       leafDiff: leafDiff && leafDiff.seq === state.seq ? leafDiff : null,
     });
@@ -167,7 +173,7 @@ export function createInspectorFeed(doc, ctx) {
    * @param {number} edge @param {'zero' | 'scale' | 'clear'} op @param {number} [factor]
    */
   function editEdge(edge, op, factor) {
-    if (!ctx.live || store.get().mode !== 'idle') return;
+    if (!ctx.live || !store.get().graph.capabilities.edit || store.get().mode !== 'idle') return;
     editPending = { key: focusKey(focusNow()), at: ctx.now() };
     editWarning = null;
     ctx.send(op === 'scale' ? { type: MSG.EDIT_EDGE, edge, op, factor } : { type: MSG.EDIT_EDGE, edge, op });
@@ -191,17 +197,28 @@ export function createInspectorFeed(doc, ctx) {
     });
   }
 
+  /** A new state arrived: an edit in flight went through. */
+  function stateChanged() {
+    if (editPending) {
+      editPending = null;
+      editWarning = null;
+    }
+  }
+
+  const stop = store.subscribe((next, prev) => {
+    if (newStep(next, prev)) {
+      stateChanged();
+      refresh();
+    } else if (next.mode === 'idle' && prev.mode !== 'idle') {
+      refresh(); // the last state of a run was throttled: show it now
+    }
+  });
+
   return {
     el: inspector.el,
     refresh,
     render,
-    /** A new state arrived: an edit in flight went through. */
-    stateChanged() {
-      if (editPending) {
-        editPending = null;
-        editWarning = null;
-      }
-    },
+    stateChanged,
     /**
      * A warning from Python: when an edit was just sent, it is that edit's refusal (e.g. the edge
      * is in the past), shown on the edge's panel. @param {string} message
@@ -215,6 +232,7 @@ export function createInspectorFeed(doc, ctx) {
     },
     /** The view closes: no timer fires, no reply is handled. */
     destroy() {
+      stop();
       if (inspectTimer !== null) clearTimeout(inspectTimer);
       inspects.drop();
       leafDiffs.drop();

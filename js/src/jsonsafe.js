@@ -4,7 +4,7 @@
  *
  * JSON has no NaN or Infinity, so Python spells them "nan", "inf" and "-inf", and a complex
  * number as the pair [re, im] (both parts encoded the same way). Those are the only spellings
- * accepted: any other string (or a value that is not a number) reads as NaN, so a malformed
+ * accepted: every other string (or a value that is not a number) reads as NaN, so a malformed
  * field shows "NaN" and never passes for a real number. `null` is never a number here: where the
  * protocol sends null it means "absent" (a Summary's `std` below two elements...), and callers
  * test for it before decoding.
@@ -53,4 +53,17 @@ export function decodeValues(list) {
  */
 export function isFiniteValue(v) {
   return typeof v === 'number' ? Number.isFinite(v) : Number.isFinite(v.re) && Number.isFinite(v.im);
+}
+
+/**
+ * A JSON object's fields, for a reader that checks each field it reads: an object (not null, not
+ * a list) as it is, anything else as an empty object (every field then reads as missing).
+ * @param {unknown} v
+ * @returns {Record<string, unknown>}
+ * @example
+ * asRecord({ items: [1] }).items; // [1]
+ * asRecord(null).items; // undefined
+ */
+export function asRecord(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? /** @type {Record<string, unknown>} */ (v) : {};
 }

@@ -155,7 +155,7 @@ export function frameLabels(frames, ppu, measure) {
 }
 
 /**
- * A uniform grid of rectangles, to ask "does this box overlap any placed one?" in ~O(1).
+ * A uniform grid of rectangles, to ask "does this box overlap a placed one?" in ~O(1).
  */
 export class RectGrid {
   /** @param {number} cell px */

@@ -5,6 +5,8 @@ import { formatNumber } from './format.js';
 import { EDGE_FLAG } from './model.js';
 import { decodeNumber, decodeValues } from './jsonsafe.js';
 
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+
 /** Edge values are printed when the gradient has at most this many elements. */
 export const MAX_LABEL_VALUES = 4;
 
@@ -43,7 +45,7 @@ function isSummary(v) {
 
 /**
  * One line for a tensor summary: "[3] float32 · ‖g‖ 4 · min 4 max 4 · values [4, 4, 4]".
- * @param {any} s a Summary-like object (shape, dtype, norm, min, max, mean, std, nan, inf, values)
+ * @param {Json} s a Summary-like object (shape, dtype, norm, min, max, mean, std, nan, inf, values)
  */
 export function summaryText(s) {
   if (s === null || s === undefined) return 'no gradient';
@@ -72,7 +74,7 @@ export function summaryText(s) {
  * (node: incoming slot summaries, outgoing summaries by edge id, sequence_nr; edge: summary);
  * anything else is shown as "key: value" so a new field in Python is never hidden. Fields the
  * card already shows from `_graph` (name, kind, module, inputs, src/dst) are skipped.
- * @param {any} data
+ * @param {Json} data
  * @param {import('./model.js').Graph} [graph] names the targets of outgoing edges
  * @returns {[string, string][]}
  */
@@ -116,7 +118,7 @@ export function replyRows(data, graph) {
   return rows;
 }
 
-/** @param {any} v @param {number} k */
+/** @param {Json} v @param {number} k */
 function itemTag(v, k) {
   if (v.slot !== undefined) return `${v.slot}`;
   if (v.input_nr !== undefined) return `${v.input_nr}`;
@@ -124,7 +126,7 @@ function itemTag(v, k) {
   return `${k}`;
 }
 
-/** @param {any} v */
+/** @param {Json} v */
 function itemBody(v) {
   const parts = [];
   const target = v.dst_name ?? v.name ?? v.dst ?? v.to;

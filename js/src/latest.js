@@ -47,7 +47,7 @@ export function errorText(err) {
  */
 
 /**
- * A channel over `send` (the backend's request, or any function answering with a promise).
+ * A channel over `send` (the backend's request, or another function answering with a promise).
  * @template M, T
  * @param {(msg: M) => Promise<T>} send
  * @returns {Latest<M, T>}

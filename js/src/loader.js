@@ -6,7 +6,7 @@
  * ten widgets cost ten copies on the wire, in the notebook file and in the page's memory. So
  * `_esm` is this loader (a few KB); the first view on a page asks the kernel for the bundle
  * (`{type: HOST.BUNDLE}` → a reply with `{code, css, hash}`), imports it once, and every later
- * view of any widget with the same bundle hash (`model.get(TRAIT.BUNDLE).hash`) reuses that module.
+ * view of every widget with the same bundle hash (`model.get(TRAIT.BUNDLE).hash`) reuses that module.
  * The stylesheet goes once into each document or shadow root a view lives in.
  *
  * Guarantees: one request per page and bundle hash while it is in flight or loaded (a failed
@@ -22,13 +22,21 @@ export const BUNDLE_TIMEOUT_MS = 120000;
 const CACHE_KEY = Symbol.for('autograd_widget.bundles');
 
 /**
+ * A loaded front-end: the imported bundle module (index.js: its default export has `render`),
+ * its CSS and its hash.
+ * @typedef {{ module: unknown, css: string, hash: string }} LoadedBundle
+ */
+
+/**
  * The page-wide cache: bundle hash → promise of the imported module.
- * @param {any} [scope] the global object (tests pass their own)
- * @returns {Map<string, Promise<any>>}
+ * @param {object} [scope] the global object (tests pass their own)
+ * @returns {Map<string, Promise<LoadedBundle>>}
  */
 export function bundleCache(scope = globalThis) {
-  if (!scope[CACHE_KEY]) scope[CACHE_KEY] = new Map();
-  return scope[CACHE_KEY];
+  const slots = /** @type {Record<symbol, Map<string, Promise<LoadedBundle>> | undefined>} */ (scope);
+  const cache = slots[CACHE_KEY] ?? new Map();
+  slots[CACHE_KEY] = cache;
+  return cache;
 }
 
 /**
@@ -52,7 +60,7 @@ export async function requestBundle(model, timeoutMs = BUNDLE_TIMEOUT_MS) {
 /**
  * Import module source text (an ES module) from a blob: URL; no network.
  * @param {string} code
- * @returns {Promise<any>}
+ * @returns {Promise<unknown>} the module
  */
 export async function importCode(code) {
   const url = URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
@@ -85,8 +93,8 @@ export function injectCss(el, css, hash) {
 /**
  * The bundle for `model`: from the page's cache, else asked for once and imported.
  * @param {Pick<import('./protocol.js').WidgetModel, 'get' | 'send' | 'on' | 'off'>} model
- * @param {{ scope?: any, timeoutMs?: number, importer?: (code: string) => Promise<any> }} [opts]
- * @returns {Promise<{ module: any, css: string, hash: string }>}
+ * @param {{ scope?: object, timeoutMs?: number, importer?: (code: string) => Promise<unknown> }} [opts]
+ * @returns {Promise<LoadedBundle>}
  */
 export function loadBundle(model, opts = {}) {
   const cache = bundleCache(opts.scope);
@@ -129,7 +137,9 @@ async function render({ model, el }) {
   }
   wait.remove();
   injectCss(el, bundle.css, bundle.hash);
-  const cleanup = await bundle.module.default.render({ model, el });
+  // the bundle is index.js: its default export renders a view
+  const view = /** @type {{ default: { render: (ctx: { model: import('./protocol.js').WidgetModel, el: HTMLElement }) => (() => void) | undefined } }} */ (bundle.module);
+  const cleanup = await view.default.render({ model, el });
   return typeof cleanup === 'function' ? cleanup : () => {};
 }
 

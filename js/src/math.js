@@ -4,6 +4,7 @@
  * Python owns what the formula IS (autograd_widget/core formula tables); this only typesets it.
  */
 import katex from 'katex';
+import { asRecord } from './jsonsafe.js';
 
 /**
  * A LaTeX formula as MathML markup (display style). A formula KaTeX cannot parse comes back as its
@@ -52,12 +53,13 @@ export function renderNote(note) {
 
 /**
  * The inspector reply's `formula` field, normalised (missing fields become "").
- * @param {any} f
+ * @param {unknown} raw
  * @returns {FormulaInfo | null}
  * @example formulaInfo({ known: true, latex: 'x' }).note // ''
  */
-export function formulaInfo(f) {
-  if (!f || typeof f !== 'object') return null;
+export function formulaInfo(raw) {
+  if (!raw || typeof raw !== 'object') return null;
+  const f = asRecord(raw);
   return {
     known: !!f.known,
     latex: typeof f.latex === 'string' ? f.latex : '',

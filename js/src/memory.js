@@ -2,6 +2,7 @@
  * The "memory" colour mode: nodes shaded by the bytes their saved values hold (Python's `memory`
  * reply: storages counted once, charged to the first node in engine order), on a log scale. Pure.
  */
+import { asRecord } from './jsonsafe.js';
 
 /** Sequential, light to dark (ColorBrewer YlOrBr): more bytes, darker. */
 export const MEMORY_COLORS = Object.freeze(['#fff7bc', '#fee391', '#fec44f', '#fe9929', '#ec7014', '#cc4c02', '#993404', '#662506']);
@@ -84,22 +85,23 @@ export function memoryColors(bytes, n, none) {
 
 /**
  * The `memory` reply, validated for `n` visible items.
- * @param {any} data @param {number} n
+ * @param {unknown} data @param {number} n
  * @returns {Memory}
  */
 export function decodeMemory(data, n) {
-  const d = data && typeof data === 'object' ? data : {};
+  const d = asRecord(data);
   const items = new Float64Array(n);
   if (Array.isArray(d.items)) for (let i = 0; i < n && i < d.items.length; i++) items[i] = Number(d.items[i]) || 0;
   const top = Array.isArray(d.top)
     ? d.top
-        .filter((/** @type {any} */ t) => t && typeof t === 'object' && typeof t.id === 'string')
-        .map((/** @type {any} */ t) => ({
-          id: t.id,
+        .map(asRecord)
+        .filter((t) => typeof t.id === 'string')
+        .map((t) => ({
+          id: String(t.id),
           name: String(t.name ?? t.id),
           module: t.module === null || t.module === undefined ? null : String(t.module),
           bytes: Number(t.bytes) || 0,
-          item: Number.isInteger(t.item) && t.item >= 0 && t.item < n ? t.item : -1,
+          item: Number.isInteger(t.item) && Number(t.item) >= 0 && Number(t.item) < n ? Number(t.item) : -1,
         }))
     : [];
   /** @type {[string, number][]} */

@@ -4,9 +4,10 @@
  * Pure: no DOM, no canvas. Every field is validated to the lengths the graph declares, so the
  * drawing code can index without checks; a missing or short array reads as "nothing yet".
  */
+import { decodeCapabilities } from './capabilities.js';
 import { decodeEdits } from './sensitivity.js';
 import { toTyped } from './buffers.js';
-import { decodeNumber, decodeValues } from './jsonsafe.js';
+import { asRecord, decodeNumber, decodeValues } from './jsonsafe.js';
 
 /** Node step states in `_state.node_state`. */
 export const NODE_STATE = Object.freeze({ pending: 0, next: 1, done: 2, failed: 3, no_gradient: 4 });
@@ -20,8 +21,10 @@ export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gr
  * @property {'TB' | 'LR'} orientation
  * @property {[number, number, number, number]} bounds xmin, xmax, ymin, ymax
  * @property {string} compared the compared recording's name (`aw.explore(a, compare_to=b)`), "" when none
- * @property {'live' | 'recording'} source what is stepped: a live graph, or the replay of a
- *   recorded engine run (`aw.explore(recording)`: no saved values, no edits, no probes)
+ * @property {'live' | 'recording'} source what is stepped, for labels only: a live graph, or the
+ *   replay of a recorded engine run (`aw.explore(recording)`); what the run can do is `capabilities`
+ * @property {import('./capabilities.js').Capabilities} capabilities what the run behind the graph can
+ *   do: the parts offer a control only where these say so (never from `source`)
  * @property {Frame[]} frames titled frames around unfolded modules, outermost first
  * @property {{ item: Int32Array, x: Float32Array, y: Float32Array }} copies leaf copies
  * @property {string[]} titles each box's title ("layers.3 · TransformerEncoderLayer"); a node
@@ -90,24 +93,24 @@ function slotMeta(v) {
  * (ids, polylines, label anchors, identity maps): they are rebuilt here, as Python's
  * `decode_graph` does. A missing or short field reads as "nothing" (an empty graph before the
  * first payload), never as an out-of-bounds index.
- * @param {any} raw the `_graph` trait
+ * @param {unknown} raw the `_graph` trait
  * @returns {Graph}
  */
 export function decodeGraph(raw) {
-  const g = raw && typeof raw === 'object' ? raw : {};
-  const nodes = g.nodes ?? {};
-  const edges = g.edges ?? {};
-  const dtypes = g.dtypes && typeof g.dtypes === 'object' ? g.dtypes : {};
+  const g = asRecord(raw);
+  const nodes = asRecord(g.nodes);
+  const edges = asRecord(g.edges);
+  const dtypes = asRecord(g.dtypes);
   /** An index buffer, read with the element type `dtypes` gives it, as Int32Array. */
-  const ints = (/** @type {string} */ key, /** @type {any} */ v, /** @type {number | undefined} */ length, fill = 0) =>
-    toTyped(toTyped(v, CTORS[dtypes[key]] ?? Int32Array), Int32Array, { length, fill });
+  const ints = (/** @type {string} */ key, /** @type {unknown} */ v, /** @type {number | undefined} */ length, fill = 0) =>
+    toTyped(toTyped(v, CTORS[String(dtypes[key])] ?? Int32Array), Int32Array, { length, fill });
   const n = Math.max(0, Number(nodes.count ?? 0) | 0);
   const m = Math.max(0, Number(edges.count ?? 0) | 0);
   const table = Array.isArray(nodes.strings) ? nodes.strings : [];
-  /** A string field: indices into `nodes.strings`. */
-  const texts = (/** @type {string} */ key, fallback = '', keepNull = false) => lookup(ints(`nodes.${key}`, nodes[key], n), table, fallback, keepNull);
+  /** A string field: indices into `nodes.strings` (a missing one reads `fallback`). */
+  const texts = (/** @type {string} */ key, fallback = '') => /** @type {string[]} */ (lookup(ints(`nodes.${key}`, nodes[key], n), table, fallback, false));
   const kindNames = Array.isArray(nodes.kinds) ? nodes.kinds : [];
-  const kinds = lookup(ints('nodes.kind', nodes.kind, n), kindNames, 'function', false);
+  const kinds = /** @type {string[]} */ (lookup(ints('nodes.kind', nodes.kind, n), kindNames, 'function', false));
   const isBox = new Uint8Array(n);
   const boxes = [];
   for (let i = 0; i < n; i++) {
@@ -116,7 +119,7 @@ export function decodeGraph(raw) {
       boxes.push(i);
     }
   }
-  const modules = texts('module', '', true);
+  const modules = lookup(ints('nodes.module', nodes.module, n), table, '', true);
   const real = toTyped(nodes.real, Int32Array, { length: n, fill: -2 });
   // Without a `real` buffer the items are the real nodes themselves.
   for (let i = 0; i < n; i++) if (real[i] === -2) real[i] = isBox[i] ? -1 : i;
@@ -152,7 +155,7 @@ export function decodeGraph(raw) {
   // another (the member of a box, the plumbing node a contracted edge leaves from).
   const srcIds = new Array(m);
   for (let e = 0; e < m; e++) srcIds[e] = ids[src[e]];
-  const odd = edges.src_id && typeof edges.src_id === 'object' ? edges.src_id : {};
+  const odd = asRecord(edges.src_id);
   const at = Array.isArray(odd.index) ? odd.index : [];
   const oddIds = Array.isArray(odd.id) ? odd.id : [];
   for (let k = 0; k < at.length; k++) {
@@ -190,6 +193,7 @@ export function decodeGraph(raw) {
   return {
     orientation: g.orientation === 'LR' ? 'LR' : 'TB',
     source: g.source === 'recording' ? 'recording' : 'live',
+    capabilities: decodeCapabilities(g.capabilities, g.source),
     compared: typeof g.compared === 'string' ? g.compared : '',
     bounds: graphBounds(g.bounds),
     frames: decodeFrames(g.frames),
@@ -254,11 +258,12 @@ const CTORS = /** @type {Record<string, import('./buffers.js').TypedCtor>} */ ({
  * `table[index[i]]` for every i: a string column from a table (null/missing -> `fallback`,
  * or null when `keepNull`).
  * @param {Int32Array} index @param {unknown[]} table @param {string} fallback @param {boolean} keepNull
- * @returns {any[]}
+ * @returns {(string | null)[]} strings only, unless `keepNull`
  */
 function lookup(index, table, fallback, keepNull) {
   const decoded = table.map((s) => (s === null || s === undefined ? (keepNull ? null : fallback) : String(s)));
   const missing = keepNull ? null : fallback;
+  /** @type {(string | null)[]} */
   const out = new Array(index.length);
   for (let i = 0; i < index.length; i++) out[i] = index[i] >= 0 && index[i] < decoded.length ? decoded[index[i]] : missing;
   return out;
@@ -413,12 +418,12 @@ function csr(n, src) {
  */
 
 /**
- * @param {any} raw the `_state` trait (may be null before the first state arrives)
+ * @param {unknown} raw the `_state` trait (may be null before the first state arrives)
  * @param {Graph} graph
  * @returns {State}
  */
 export function decodeState(raw, graph) {
-  const s = raw && typeof raw === 'object' ? raw : {};
+  const s = asRecord(raw);
   const { n, m } = graph;
   const edgeValues = new Map();
   if (s.edge_values && typeof s.edge_values === 'object') {
@@ -434,20 +439,21 @@ export function decodeState(raw, graph) {
   };
   let error = null;
   if (s.error && typeof s.error === 'object') {
-    error = { node: idx(s.error.node), message: String(s.error.message ?? ''), id: s.error.id == null ? null : String(s.error.id) };
+    const err = asRecord(s.error);
+    error = { node: idx(err.node), message: String(err.message ?? ''), id: err.id == null ? null : String(err.id) };
   }
   const waiting = Array.isArray(s.waiting)
-    ? s.waiting.map((/** @type {any} */ w, /** @type {number} */ k) =>
-        w && typeof w === 'object'
-          ? {
-              slot: Number(w.slot ?? k),
-              shape: Array.isArray(w.shape) ? w.shape.map(Number) : [],
-              dtype: String(w.dtype ?? ''),
-              norm: w.norm === null || w.norm === undefined ? null : decodeNumber(w.norm),
-              values: Array.isArray(w.values) ? decodeValues(w.values) : null,
-            }
-          : null,
-      )
+    ? s.waiting.map((/** @type {unknown} */ raw, /** @type {number} */ k) => {
+        if (!raw || typeof raw !== 'object') return null;
+        const w = asRecord(raw);
+        return {
+          slot: Number(w.slot ?? k),
+          shape: Array.isArray(w.shape) ? w.shape.map(Number) : [],
+          dtype: String(w.dtype ?? ''),
+          norm: w.norm === null || w.norm === undefined ? null : decodeNumber(w.norm),
+          values: Array.isArray(w.values) ? decodeValues(w.values) : null,
+        };
+      })
     : [];
   return {
     seq: Number(s.seq ?? 0),
@@ -493,7 +499,7 @@ export function decodeFrames(raw) {
   const out = [];
   for (const f of raw) {
     if (!f || typeof f !== 'object') continue;
-    const v = /** @type {any} */ (f);
+    const v = asRecord(f);
     const nums = [v.x0, v.x1, v.y0, v.y1].map(Number);
     if (!nums.every(Number.isFinite)) continue;
     out.push({ path: String(v.path ?? ''), title: String(v.title ?? v.path ?? ''), depth: Number(v.depth) || 1, x0: nums[0], x1: nums[1], y0: nums[2], y1: nums[3] });
@@ -535,11 +541,11 @@ export function withItemTitles(titles, raw) {
 /**
  * Leaf copies: a parameter drawn again beside another consumer. `item[c]` is the item copy c
  * shows (out-of-range items are dropped), at `x[c]`, `y[c]`.
- * @param {any} raw @param {number} n items
+ * @param {unknown} raw @param {number} n items
  * @returns {{ item: Int32Array, x: Float32Array, y: Float32Array }}
  */
 export function decodeCopies(raw, n) {
-  const c = raw && typeof raw === 'object' ? raw : {};
+  const c = asRecord(raw);
   const count = Math.max(0, Number(c.count ?? 0) | 0);
   const item = toTyped(c.item, Int32Array, { length: count, fill: -1 });
   const x = toTyped(c.x, Float32Array, { length: count, fill: NaN });

@@ -124,7 +124,7 @@ export function edgeStyles(theme) {
 }
 
 /**
- * The colour bar for a state, or null before any gradient has flowed. Its range is the state's
+ * The colour bar for a state, or null before a gradient has flowed. Its range is the state's
  * `normRange`: fixed for the whole run, or (fallback) the norms so far, titled so.
  * @param {import('./model.js').State} state @param {import('./style.js').Theme} theme
  * @returns {Colorbar | null}

@@ -28,6 +28,8 @@ import { shapeText } from './labels.js';
 import { formulaInfo, renderMath, renderNote } from './math.js';
 import { editText, parseFactor } from './sensitivity.js';
 
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+
 /**
  * @typedef {object} InspectorHandlers
  * @property {() => void} close clear the selection
@@ -44,13 +46,14 @@ import { editText, parseFactor } from './sensitivity.js';
  * @property {string} key stable across steps (the UI state of the panel is kept per key)
  * @property {string} [id] real node id / real edge id
  * @property {number} item visible item (node, box) or visible edge index; -1 when not visible
- * @property {any} data the inspect reply, null while loading
+ * @property {Json} data the inspect reply, null while loading
  * @property {string | null} [error] why there is no reply
  * @property {import('./model.js').Graph} graph
  * @property {import('./model.js').State} state
  * @property {string} [norm] the node's Jacobian norm text (sensitivity mode), or ""
  * @property {string | null} [normError] why the probe has no value for this node
- * @property {boolean} [live] a kernel answers (what-if edits are offered)
+ * @property {boolean} [edit] what-if edits are offered: a kernel answers and the graph's
+ *   capabilities say `edit` (inspectfeed.js)
  * @property {string | null} [editWarning] Python rejected the last edit of this edge
  * @property {{ loading: boolean, error: string | null, leaves: import('./sensitivity.js').LeafDiff[] } | null} [leafDiff]
  */
@@ -119,7 +122,7 @@ export function createInspector(doc, handlers) {
   /**
    * A gradient or tensor summary: one line, the statistics, the values preview; NaN/inf in the
    * alarm colour.
-   * @param {any} s @param {string} [empty]
+   * @param {Json} s @param {string} [empty]
    */
   function summaryBlock(s, empty = 'no gradient') {
     if (s === null || s === undefined) return h('div', { class: 'agw-summary agw-summary-empty' }, empty);
@@ -394,7 +397,7 @@ export function createInspector(doc, handlers) {
     const inNr = data?.dst?.input_nr ?? (e >= 0 ? graph.inputNr[e] : '');
     const out = [header(`${srcName} → ${dstLabel || dstName}`, `edge ${t.id ?? ''}`)];
     const actions = h('div', { class: 'agw-insp-actions' });
-    for (const [label, who] of /** @type {[string, any][]} */ ([['Source', data?.src], ['Target', data?.dst]])) {
+    for (const [label, who] of /** @type {[string, Json][]} */ ([['Source', data?.src], ['Target', data?.dst]])) {
       if (!who?.id) continue;
       const b = button(`Select ${label.toLowerCase()}`, `Select ${who.name}`);
       b.addEventListener('click', () => handlers.selectNode(String(who.id)));
@@ -420,7 +423,7 @@ export function createInspector(doc, handlers) {
     }
     out.push(h('h4', {}, 'Gradient'));
     out.push(summaryBlock(data.summary, 'not flowed yet (or None)'));
-    if (t.live && e >= 0) out.push(...whatIf(t, e));
+    if (t.edit && e >= 0) out.push(...whatIf(t, e));
     return out;
   }
 
@@ -520,7 +523,7 @@ export function createInspector(doc, handlers) {
     }
     if (Array.isArray(data.ops) && data.ops.length) {
       out.push(h('h4', {}, 'Top ops'));
-      out.push(table(data.ops.map((/** @type {any} */ o) => /** @type {[string, string]} */ ([String(o[0]), `×${formatNumber(Number(o[1]))}`])), 'agw-rows agw-ops'));
+      out.push(table(data.ops.map((/** @type {Json} */ o) => /** @type {[string, string]} */ ([String(o[0]), `×${formatNumber(Number(o[1]))}`])), 'agw-rows agw-ops'));
     }
     if (Array.isArray(data.leaves) && data.leaves.length) {
       out.push(h('h4', {}, `Leaves (${data.leaves.length})`));

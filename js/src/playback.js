@@ -13,8 +13,10 @@
  * PLAY_STALL_MS of a step; a run stops when the kernel says it stopped (`running` false); Pause
  * always sends `pause`.
  */
+import { asRecord } from './jsonsafe.js';
 import { latestReply } from './latest.js';
 import { MSG } from './protocol.js';
+import { newStep } from './viewstate.js';
 
 /** Chunk length asked of the kernel for "Run to end" (ms of stepping per message). */
 export const RUN_CHUNK_MS = 100;
@@ -38,9 +40,9 @@ export const SPEED = Object.freeze({ min: 1, max: 30, initial: 4 });
 
 /**
  * @param {{
- *   store: import('./store.js').Store<{ state: import('./model.js').State, mode: Mode }>,
+ *   store: import('./store.js').Store<Pick<import('./viewstate.js').ViewState, 'state' | 'mode'>>,
  *   send: (cmd: { type: string, [k: string]: unknown }) => void,
- *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
+ *   request: import('./backend.js').Request,
  *   now: () => number,
  *   speed: () => number,
  *   hooks: PlaybackHooks,
@@ -61,6 +63,10 @@ export function createPlayback({ store, send, request, now, speed, hooks }) {
     if (playTimer !== null) clearTimeout(playTimer);
     playTimer = null;
   };
+  // a new state keeps Play / Run to end going (or stops them)
+  const stopFollowing = store.subscribe((next, prev) => {
+    if (newStep(next, prev)) stateChanged();
+  });
 
   function step() {
     if (mode() !== 'idle' || state().done || refuse('step')) return;
@@ -157,8 +163,9 @@ export function createPlayback({ store, send, request, now, speed, hooks }) {
           hooks.alert(`First NaN/Inf: ${message}`, 'warning');
         },
       });
-    /** @param {any} data the reply @returns {Promise<unknown> | undefined} the next ask, while searching */
-    const answered = (data) => {
+    /** @param {unknown} reply the reply @returns {Promise<unknown> | undefined} the next ask, while searching */
+    const answered = (reply) => {
+      const data = reply && typeof reply === 'object' ? asRecord(reply) : null;
       if (seek && mode() !== 'seek') return; // paused: keep what was found so far
       if (data && data.searching) {
         hooks.alert(`Looking for the first NaN/Inf… step ${Number(data.position)} of ${Number(data.total)} (Pause stops)`, 'info');
@@ -189,6 +196,7 @@ export function createPlayback({ store, send, request, now, speed, hooks }) {
     firstNonfinite,
     /** The view closes: no timer fires, no answer is handled; a running mode is paused. */
     destroy() {
+      stopFollowing();
       clearPlayTimer();
       nonfinite.drop();
       if (mode() !== 'idle') send({ type: MSG.PAUSE });

@@ -110,6 +110,14 @@ export const TRAIT = Object.freeze({
  * A message to the kernel: `type` is one of MSG's values, the rest its arguments.
  * @typedef {{ type: string, [k: string]: unknown }} Message
  *
+ * JSON as it comes into the front-end from outside: a reply's `data` (read by the decoder of the
+ * request it answers: memory.js decodeMemory, sensitivity.js decodeProbe, search.js, gain.js,
+ * inspect.js...), a payload trait before model.js decodes it, a standalone page's embedded
+ * walkthrough (walkthrough.js). Every reader checks each field it reads (a missing or malformed
+ * field reads as "nothing"), so what the parts share past a decoder is typed (model.js `Graph`,
+ * `State`...); this is the front-end's one untyped door, named so it can be found.
+ * @typedef {any} Json
+ *
  * anywidget's model as every part of the front-end uses it (view.js, index.js, backend.js,
  * loader.js, ranks.js, sizing.js; walkthrough.js builds one for a standalone page): the traits by
  * name, change events (`change:<trait>`, `msg:custom`), custom messages out.
@@ -121,6 +129,15 @@ export const TRAIT = Object.freeze({
  * @property {(ev: string, cb: Function) => void} off
  * @property {(msg: Message, callbacks?: unknown, buffers?: ArrayBuffer[]) => void} send
  */
+
+/**
+ * The keys of the graph payload's `capabilities` (`_graph.capabilities`: engine/interface.py's
+ * `Capabilities`, sent by wire/session.py): one boolean each, what the run behind the graph can
+ * do. model.js `decodeCapabilities` reads them (and derives them for a payload without them).
+ */
+export const CAPABILITIES = Object.freeze(['live', 'edit', 'probe', 'compare', 'grad_of_tensor', 'saved_values']);
+
+/** @typedef {'live' | 'edit' | 'probe' | 'compare' | 'grad_of_tensor' | 'saved_values'} Capability one key of `_graph.capabilities` (CAPABILITIES) */
 
 /**
  * The format of the walkthrough a standalone page embeds (`WALKTHROUGH_FORMAT`): the page's

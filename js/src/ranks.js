@@ -16,10 +16,13 @@
  */
 import './ranks.css';
 import { domHelpers } from './dom.js';
+import { asRecord } from './jsonsafe.js';
 import { MSG, TRAIT } from './protocol.js';
 import { ALARM_COLOR } from './style.js';
 import { cellColor } from './timeline.js';
 import { mountWalkthrough } from './walkthrough.js';
+
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
 
 /**
  * @typedef {{ nSteps: number, values: (number | null)[], alarm: number[], range: [number, number] }} Strip
@@ -33,15 +36,16 @@ export const CULPRIT_ROLES = Object.freeze(['born', 'raised']);
 
 /**
  * A line's `strip`, validated (null when absent or malformed).
- * @param {any} raw
+ * @param {unknown} data
  * @returns {Strip | null}
  * @example decodeStrip({ n_steps: 2, values: [null, 1], alarm: [0], range: [1, 2] }).alarm // [0]
  */
-export function decodeStrip(raw) {
-  if (!raw || typeof raw !== 'object' || !Array.isArray(raw.values) || !Number.isInteger(raw.n_steps)) return null;
+export function decodeStrip(data) {
+  const raw = asRecord(data);
+  if (!Array.isArray(raw.values) || !Number.isInteger(raw.n_steps)) return null;
   const range = Array.isArray(raw.range) && raw.range.length === 2 && raw.range.every(Number.isFinite) ? /** @type {[number, number]} */ ([raw.range[0], raw.range[1]]) : /** @type {[number, number]} */ ([0, 1]);
   return {
-    nSteps: raw.n_steps,
+    nSteps: Number(raw.n_steps),
     values: raw.values.map((/** @type {unknown} */ v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)),
     alarm: Array.isArray(raw.alarm) ? raw.alarm.filter((/** @type {unknown} */ c) => Number.isInteger(c)) : [],
     range,
@@ -204,7 +208,7 @@ export function createLiveRankBar(doc, model, send) {
  * walkthrough (its timeline too, for a watch group), each carried rank's walkthrough swapped in
  * on a pick. Ranks the page does not carry are listed, disabled, with how to see them.
  * @param {HTMLElement} el
- * @param {any} walkthrough the page's walkthrough, with `ranks` ({ lines, selected, pattern, world, carried, walks, kind })
+ * @param {Json} walkthrough the page's walkthrough, with `ranks` ({ lines, selected, pattern, world, carried, walks, kind })
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
@@ -214,7 +218,7 @@ export function mountWalkthroughRanks(el, walkthrough, opts = {}) {
   const info = walkthrough.ranks ?? {};
   const walks = info.walks && typeof info.walks === 'object' ? info.walks : {};
   const carried = new Set(Array.isArray(info.carried) ? info.carried : [info.selected]);
-  /** @type {Record<string, any>} */
+  /** @type {Record<string, Json>} */
   const traits = { [TRAIT.RANKS]: info.lines, [TRAIT.RANK]: info.selected };
   /** @type {Set<Function>} */
   const onRank = new Set();

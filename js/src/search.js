@@ -4,6 +4,7 @@
  */
 import { domHelpers } from './dom.js';
 import { latestReply } from './latest.js';
+import { asRecord } from './jsonsafe.js';
 
 /** Wait this long after the last keystroke before asking the kernel. */
 export const SEARCH_DEBOUNCE_MS = 150;
@@ -17,21 +18,22 @@ export const MAX_MATCHES = 30;
 
 /**
  * The `matches` of a search reply, validated.
- * @param {any} data
+ * @param {unknown} data
  * @returns {Match[]}
  */
 export function decodeMatches(data) {
-  const raw = Array.isArray(data?.matches) ? data.matches : [];
-  return raw
-    .filter((/** @type {any} */ m) => m && typeof m === 'object' && typeof m.id === 'string')
+  const raw = asRecord(data).matches;
+  return (Array.isArray(raw) ? raw : [])
+    .map(asRecord)
+    .filter((m) => typeof m.id === 'string')
     .slice(0, MAX_MATCHES)
-    .map((/** @type {any} */ m) => ({
-      id: m.id,
+    .map((m) => ({
+      id: String(m.id),
       name: String(m.name ?? m.id),
       label: String(m.label ?? m.name ?? m.id),
       module: m.module === null || m.module === undefined ? null : String(m.module),
       leaf_name: m.leaf_name ? String(m.leaf_name) : null,
-      item: Number.isInteger(m.item) ? m.item : -1,
+      item: Number.isInteger(m.item) ? Number(m.item) : -1,
     }));
 }
 
@@ -59,14 +61,14 @@ export function moveActive(at, key, n) {
 
 /**
  * @param {Document} doc
- * @param {{ request: (query: string) => Promise<any>, choose: (m: Match) => void,
- *   graph: () => import('./model.js').Graph, schedule?: (cb: () => void, ms: number) => any,
- *   cancel?: (t: any) => void }} opts
+ * @param {{ request: (query: string) => Promise<unknown>, choose: (m: Match) => void,
+ *   graph: () => import('./model.js').Graph, schedule?: (cb: () => void, ms: number) => unknown,
+ *   cancel?: (t: unknown) => void }} opts
  */
 export function createSearch(doc, opts) {
   const { h } = domHelpers(doc);
   const schedule = opts.schedule ?? ((cb, ms) => setTimeout(cb, ms));
-  const cancel = opts.cancel ?? ((t) => clearTimeout(t));
+  const cancel = opts.cancel ?? ((t) => clearTimeout(/** @type {ReturnType<typeof setTimeout>} */ (t)));
   const uid = Math.random().toString(36).slice(2, 8);
   const input = /** @type {HTMLInputElement} */ (h('input', {
     type: 'search',
@@ -88,7 +90,7 @@ export function createSearch(doc, opts) {
   let active = -1;
   /** The kernel's searches: a newer query's answer replaces an older one's. */
   const searches = latestReply(opts.request);
-  /** @type {any} */
+  /** @type {unknown} the pending search's timer (`schedule`'s handle), null when none */
   let timer = null;
 
   function open() {

@@ -4,7 +4,9 @@
  * reports in `_state.edits`, and the `leaf_diff` reply. Pure.
  */
 import { formatNumber } from './format.js';
-import { decodeNumber } from './jsonsafe.js';
+import { asRecord, decodeNumber } from './jsonsafe.js';
+
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
 
 /** Sequential, light to dark (ColorBrewer PuBu): a larger Jacobian norm, darker. */
 export const SENSITIVITY_COLORS = Object.freeze(['#fff7fb', '#ece7f2', '#d0d1e6', '#a6bddb', '#74a9cf', '#3690c0', '#0570b0', '#034e7b']);
@@ -52,11 +54,11 @@ export function sensitivityRange(logs) {
 
 /**
  * The `probe` reply, validated for `n` visible items.
- * @param {any} data @param {number} n
+ * @param {unknown} data @param {number} n
  * @returns {Sensitivity}
  */
 export function decodeProbe(data, n) {
-  const d = data && typeof data === 'object' ? data : {};
+  const d = asRecord(data);
   const items = new Float64Array(n).fill(NaN);
   const stderr = new Array(n).fill(null);
   const exact = new Array(n).fill(null);
@@ -69,11 +71,12 @@ export function decodeProbe(data, n) {
   /** @type {Map<string, NodeNorm>} */
   const nodes = new Map();
   if (d.nodes && typeof d.nodes === 'object') {
-    for (const [id, v] of Object.entries(d.nodes)) {
-      if (!v || typeof v !== 'object') continue;
-      const est = num(/** @type {any} */ (v).estimate);
+    for (const [id, raw] of Object.entries(d.nodes)) {
+      if (!raw || typeof raw !== 'object') continue;
+      const v = asRecord(raw);
+      const est = num(v.estimate);
       if (est === null) continue;
-      nodes.set(id, { estimate: est, stderr: num(/** @type {any} */ (v).stderr), exact: Boolean(/** @type {any} */ (v).exact), log10: num(/** @type {any} */ (v).log10) });
+      nodes.set(id, { estimate: est, stderr: num(v.stderr), exact: Boolean(v.exact), log10: num(v.log10) });
     }
   }
   /** @type {[string, string][]} */
@@ -81,7 +84,7 @@ export function decodeProbe(data, n) {
   const given = Array.isArray(d.range) && d.range.length === 2 ? [num(d.range[0]), num(d.range[1])] : null;
   let range = sensitivityRange(items);
   if (given && given[0] !== null && given[1] !== null && given[1] >= given[0]) range = given[1] - given[0] < 1e-9 ? [given[0] - 0.5, given[1] + 0.5] : [given[0], given[1]];
-  const samples = Number.isInteger(d.samples) && d.samples > 0 ? d.samples : PROBE_SAMPLES;
+  const samples = Number.isInteger(d.samples) && Number(d.samples) > 0 ? Number(d.samples) : PROBE_SAMPLES;
   return { items, stderr, exact, nodes, range, errors, samples };
 }
 
@@ -139,12 +142,13 @@ export function normText(v, samples) {
 }
 
 /**
- * @typedef {{ id: string, kind: string, factor: number | null, before: any }} Edit
+ * @typedef {{ id: string, kind: string, factor: number | null, before: unknown }} Edit
+ *   `before`: the edge's gradient summary before the edit, as Python sent it (labels.js reads it)
  */
 
 /**
  * `_state.edits` for `m` visible edges: edge index -> the edit.
- * @param {any} raw @param {number} m
+ * @param {unknown} raw @param {number} m
  * @returns {Map<number, Edit>}
  */
 export function decodeEdits(raw, m) {
@@ -154,7 +158,7 @@ export function decodeEdits(raw, m) {
   for (const [k, v] of Object.entries(raw)) {
     const e = Number(k);
     if (!Number.isInteger(e) || e < 0 || e >= m || !v || typeof v !== 'object') continue;
-    const o = /** @type {any} */ (v);
+    const o = asRecord(v);
     out.set(e, { id: String(o.id ?? ''), kind: String(o.kind ?? 'set'), factor: num(o.factor), before: o.before ?? null });
   }
   return out;
@@ -179,22 +183,23 @@ export function parseFactor(text) {
 }
 
 /**
- * @typedef {{ id: string, name: string, changed: boolean, maxAbsDiff: number | null, edited: any, faithful: any, item: number }} LeafDiff
+ * @typedef {{ id: string, name: string, changed: boolean, maxAbsDiff: number | null, edited: Json, faithful: Json, item: number }} LeafDiff
+ *   `edited`, `faithful`: the leaf's gradient summaries as Python sent them (panel.js reads them)
  */
 
 /**
  * The `leaf_diff` reply: changed leaves first, then by name.
- * @param {any} data
+ * @param {unknown} data
  * @returns {LeafDiff[]}
  */
 export function decodeLeafDiff(data) {
-  const leaves = data && typeof data === 'object' && data.leaves && typeof data.leaves === 'object' ? data.leaves : {};
+  const leaves = asRecord(asRecord(data).leaves);
   /** @type {LeafDiff[]} */
   const out = [];
   for (const [id, v] of Object.entries(leaves)) {
     if (!v || typeof v !== 'object') continue;
-    const o = /** @type {any} */ (v);
-    out.push({ id, name: String(o.name ?? id), changed: Boolean(o.changed), maxAbsDiff: num(o.max_abs_diff), edited: o.edited ?? null, faithful: o.faithful ?? null, item: Number.isInteger(o.item) ? o.item : -1 });
+    const o = asRecord(v);
+    out.push({ id, name: String(o.name ?? id), changed: Boolean(o.changed), maxAbsDiff: num(o.max_abs_diff), edited: o.edited ?? null, faithful: o.faithful ?? null, item: Number.isInteger(o.item) ? Number(o.item) : -1 });
   }
   return out.sort((a, b) => Number(b.changed) - Number(a.changed) || a.name.localeCompare(b.name));
 }

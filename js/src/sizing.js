@@ -10,7 +10,7 @@
  * - The drawing's size goes to Python (`MSG.VIEWPORT`, debounced), which chooses the folds and
  *   the direction that show the whole graph legibly in it (`view/autofold.py`); with `height`
  *   null the height sent is the most the drawing may grow to, so the answer can grow it. Each
- *   answer bumps the root's `data-fitted` (the new drawing, if any, came before it); the root
+ *   answer bumps the root's `data-fitted` (the new drawing, when there is one, came before it); the root
  *   has `data-fitting` while one is due.
  */
 import { FIT_PAD, MAX_FIT_PPU } from './camera.js';
@@ -53,7 +53,7 @@ export function autoHeight(bounds, plotWidth, chrome, windowHeight) {
  * @param {{
  *   model: Pick<import('./protocol.js').WidgetModel, 'get' | 'set' | 'save_changes'>,
  *   root: HTMLElement, body: HTMLElement, plot: HTMLElement, live: boolean,
- *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
+ *   request: import('./backend.js').Request,
  *   bounds: () => [number, number, number, number],
  * }} ctx `body`: what holds the drawing (and the side panel), under the toolbars
  */
@@ -114,7 +114,7 @@ export function createSizing(doc, { model, root, body, plot, live, request, boun
     const ask = ++asked;
     timer = setTimeout(() => {
       sent = next;
-      // answered after the new drawing (if any) is sent: `data-fitted` counts the answers
+      // answered after the new drawing (when there is one) is sent: `data-fitted` counts the answers
       const done = () => {
         if (ask === asked) delete root.dataset.fitting;
       };

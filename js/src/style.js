@@ -147,7 +147,7 @@ function mixUncached(a, b, t) {
 
 /**
  * What the legend says about the edge colour scale: fixed for the run, or (fallback, when
- * Python's throwaway run failed or found no finite norm) the norms so far; '' before any flowed.
+ * Python's throwaway run failed or found no finite norm) the norms so far; '' before one flowed.
  * @param {{ normRange: [number, number] | null, normScale?: string | null }} state
  */
 export function scaleNote(state) {

@@ -9,6 +9,7 @@
  * and a zoomed one at its scale and centre.
  */
 import { cameraOf, fitView, projector, rangeAt, rangeOf, zoomAt } from './camera.js';
+import { newStep } from './viewstate.js';
 
 /** A jump (search, First NaN/Inf, a memory holder) follows the graph this long: Python may
  * unfold modules to reveal the target, which replaces `_graph` after the reply. */
@@ -20,9 +21,10 @@ export const JUMP_PX_PER_UNIT = 20;
 
 /**
  * What the camera reads and writes of the view's store.
- * @typedef {{ graph: import('./model.js').Graph, state: import('./model.js').State,
- *   range: import('./camera.js').Range, size: import('./camera.js').Size, fitted: boolean }} CameraState
+ * @typedef {Pick<import('./viewstate.js').ViewState, 'graph' | 'state' | 'range' | 'size' | 'fitted'>} CameraState
  */
+
+/** @typedef {ReturnType<typeof createViewport>} Viewport the camera of one view */
 
 /**
  * @param {{
@@ -32,12 +34,18 @@ export const JUMP_PX_PER_UNIT = 20;
  *   now: () => number,
  *   paint: () => void,
  *   requestPaint: () => void,
+ *   shown?: () => boolean,
  * }} ctx `plot`: the drawing's element (its size before the first measure); `height`: the
- *   widget's height trait (the plot's size before any layout)
+ *   widget's height trait (the plot's size before a layout); `shown`: the drawing is placed (a
+ *   step follows the next node only once it could be seen; always, when absent)
  */
-export function createViewport({ store, plot, height, now, paint, requestPaint }) {
+export function createViewport({ store, plot, height, now, paint, requestPaint, shown = () => true }) {
   /** @type {{ kind: 'node' | 'edge', id: string, until: number } | null} */
   let jump = null;
+  // stepping you can follow: a step moves the view when the next node was in view before it
+  const stop = store.subscribe((next, prev) => {
+    if (newStep(next, prev)) keepNextInView(shown() && itemInView(prev.state.next));
+  });
 
   /** The plot's size: measured, else laid out, else guessed from the widget's height. */
   function size() {
@@ -198,5 +206,5 @@ export function createViewport({ store, plot, height, now, paint, requestPaint }
     paint();
   }
 
-  return { size, fitRange: () => fitting().range, fit, move, itemInView, zoomBy, zoomTo, centreOn: centre, showFrame, followStep, keepNextInView, aim, applyJump, selected, graphChanged, resized };
+  return { size, fitRange: () => fitting().range, fit, move, itemInView, zoomBy, zoomTo, centreOn: centre, showFrame, followStep, keepNextInView, aim, applyJump, selected, graphChanged, resized, destroy: stop };
 }

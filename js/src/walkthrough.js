@@ -20,7 +20,9 @@ import { MSG, STATE_ARRAYS, STEP_SCALARS, TRAIT, WALKTHROUGH_FORMAT } from './pr
 import { createTimeline } from './timeline.js';
 import { createView } from './view.js';
 
-const CTORS = /** @type {Record<string, any>} */ ({
+/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+
+const CTORS = /** @type {Record<string, Json>} */ ({
   float32: Float32Array,
   float64: Float64Array,
   int32: Int32Array,
@@ -36,8 +38,8 @@ const ARRAYS = STATE_ARRAYS;
 
 /**
  * Decode base64 `{dtype, bdata}` buffers (recursively) into typed arrays.
- * @param {any} obj
- * @returns {any}
+ * @param {Json} obj
+ * @returns {Json}
  */
 export function decodeBuffers(obj) {
   if (Array.isArray(obj)) return obj.map(decodeBuffers);
@@ -54,7 +56,7 @@ export function decodeBuffers(obj) {
       const Ctor = CTORS[obj.dtype] ?? Uint8Array;
       return new Ctor(bytes.buffer);
     }
-    /** @type {Record<string, any>} */
+    /** @type {Record<string, Json>} */
     const out = {};
     for (const k of keys) out[k] = decodeBuffers(obj[k]);
     return out;
@@ -67,7 +69,7 @@ export function decodeBuffers(obj) {
  * and scalars (status line, next node, waiting slots...).
  */
 export class Player {
-  /** @param {any} walkthrough what the page embeds (format WALKTHROUGH_FORMAT) */
+  /** @param {Json} walkthrough what the page embeds (format WALKTHROUGH_FORMAT) */
   constructor(walkthrough) {
     if (!walkthrough || walkthrough.format !== WALKTHROUGH_FORMAT) {
       throw new Error(`not an autograd_widget walkthrough (expected format ${WALKTHROUGH_FORMAT})`);
@@ -76,7 +78,7 @@ export class Player {
     /** The graph as the view reads it (ids, names...). */
     this.decoded = decodeGraph(this.graph);
     this.initial = decodeBuffers(walkthrough.state);
-    /** @type {any[]} */
+    /** @type {Json[]} */
     this.steps = decodeBuffers(walkthrough.steps) ?? [];
     this.inspectData = walkthrough.inspect ?? { nodes: {}, edges: {} };
     /** The colour modes' replies (`{ memory: { false, true }, probe }`), or null: not walked. */
@@ -90,9 +92,9 @@ export class Player {
     this.start = Math.max(0, Math.min(Math.trunc(Number(walkthrough.start ?? 0)) || 0, this.steps.length));
     /** Number of walked deltas applied. */
     this.k = 0;
-    /** @type {Record<string, any>} */
+    /** @type {Record<string, Json>} */
     this.arrays = {};
-    /** @type {Record<string, any>} */
+    /** @type {Record<string, Json>} */
     this.values = {};
     this.seq = 0;
     this.reset();
@@ -103,7 +105,7 @@ export class Player {
     this.k = 0;
     this.arrays = {};
     for (const name of ARRAYS) this.arrays[name] = this.initial[name].slice();
-    /** @type {Record<string, any>} */
+    /** @type {Record<string, Json>} */
     this.values = { ...(this.initial.edge_values ?? {}) };
     this.seq = 0;
   }
@@ -204,7 +206,7 @@ export class Player {
     if (item === undefined || item < 0) return null;
     const data = this.inspectData.nodes?.[String(item)];
     if (!data || data.kind === 'group') return data ?? null;
-    /** @type {Record<string, any>} */
+    /** @type {Record<string, Json>} */
     const outgoing = {};
     for (const [eid, summary] of Object.entries(data.outgoing ?? {})) {
       const e = this.decoded.edgeIndexOf.get(eid) ?? -1;
@@ -230,7 +232,7 @@ function walkedMemory(player, exclude) {
 
 /**
  * A walked reply that is a refusal (`{ error }`) becomes the rejection the kernel would give.
- * @param {any} data @param {string} what
+ * @param {Json} data @param {string} what
  */
 function answer(data, what) {
   if (data === null || data === undefined) return Promise.reject(new Error(`${what} was not recorded in this page`));
@@ -247,7 +249,7 @@ function answer(data, what) {
  * Before `step`, a plain ask searches too: the walkthrough holds no other answer.
  * @param {Player} player
  * @param {{ type?: string, chunk_ms?: unknown }} msg
- * @returns {{ data: any, moved: boolean, select: string | null }}
+ * @returns {{ data: Json, moved: boolean, select: string | null }}
  */
 export function walkthroughNonfinite(player, msg) {
   const f = player.nonfinite;
@@ -270,7 +272,7 @@ export function walkthroughNonfinite(player, msg) {
 export function walkthroughModel(player) {
   /** @type {Map<string, Set<Function>>} */
   const listeners = new Map();
-  /** @type {Record<string, any>} */
+  /** @type {Record<string, Json>} */
   const traits = {
     [TRAIT.GRAPH]: player.graph,
     [TRAIT.STATE]: player.state(),
@@ -288,7 +290,7 @@ export function walkthroughModel(player) {
     get(name) {
       return traits[name];
     },
-    /** @param {string} name @param {any} value */
+    /** @param {string} name @param {Json} value */
     set(name, value) {
       if (name === TRAIT.GRAPH || name === TRAIT.STATE) return; // walked, read-only
       traits[name] = value;
@@ -325,7 +327,7 @@ export function walkthroughBackend(player, model) {
   const warn = (/** @type {string} */ m) => {
     for (const cb of warned) cb(m);
   };
-  /** @param {{ type: string, [k: string]: any }} cmd */
+  /** @param {{ type: string, [k: string]: Json }} cmd */
   function command(cmd) {
     switch (cmd.type) {
       case MSG.STEP:
@@ -369,10 +371,10 @@ export function walkthroughBackend(player, model) {
     answers,
     command,
     inspect(target) {
-      return Promise.resolve(player.inspect(/** @type {any} */ (target)));
+      return Promise.resolve(player.inspect(/** @type {Json} */ (target)));
     },
     request(msg) {
-      if (msg.type === MSG.INSPECT) return Promise.resolve(player.inspect(/** @type {any} */ (msg)));
+      if (msg.type === MSG.INSPECT) return Promise.resolve(player.inspect(/** @type {Json} */ (msg)));
       if (msg.type === MSG.SEARCH) {
         const q = String(msg.query ?? '').trim().toLowerCase();
         const g = player.decoded;
@@ -413,9 +415,9 @@ export function walkthroughBackend(player, model) {
  * Draw a walkthrough into `el`: the same view as the live widget, played from the walkthrough.
  * With `fill` (the standalone page), the widget takes `el`'s height (the page sizes `el` to the
  * window) instead of the walked pixel height, takes the keyboard focus, and keys pressed on
- * the page outside any control (e.g. `?` after a click on the header) reach it.
+ * the page outside the controls (e.g. `?` after a click on the header) reach it.
  * @param {HTMLElement} el
- * @param {any} walkthrough what the page embeds (format WALKTHROUGH_FORMAT)
+ * @param {Json} walkthrough what the page embeds (format WALKTHROUGH_FORMAT)
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
@@ -429,7 +431,7 @@ export function mountWalkthrough(el, walkthrough, opts = {}) {
  * brings the other to the same number of steps, as the live pair does in Python
  * (autograd_widget/pair.py): the other side stops early at a step of its own that fails.
  * @param {[HTMLElement, HTMLElement]} els
- * @param {[any, any]} walkthroughs
+ * @param {[Json, Json]} walkthroughs
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
@@ -471,7 +473,7 @@ export function follow(src, dst) {
  * One walkthrough view in `el`; `onMove(cb)` calls `cb` after each move of its player.
  * @param {HTMLElement} el @param {Player} player @param {{ fill?: boolean }} opts
  * @param {boolean} titled whether the page takes this walkthrough's title
- * @param {any} [walkthrough] what the page embeds (a watch's page carries its timeline)
+ * @param {Json} [walkthrough] what the page embeds (a watch's page carries its timeline)
  */
 function mount(el, player, opts, titled, walkthrough) {
   const model = walkthroughModel(player);
@@ -525,7 +527,7 @@ function mount(el, player, opts, titled, walkthrough) {
 /**
  * The timeline of a watch's page, before `el` (the page holds one step's graph: the timeline
  * shows every step, its cursor stays on that one).
- * @param {Document} doc @param {HTMLElement} el @param {any} walkthrough
+ * @param {Document} doc @param {HTMLElement} el @param {Json} walkthrough
  */
 function mountPageTimeline(doc, el, walkthrough) {
   const data = decodeBuffers(walkthrough.timeline);

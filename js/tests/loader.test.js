@@ -61,7 +61,7 @@ describe('loadBundle', () => {
     const p = loadBundle(other, { scope, importer });
     expect(other.sent).toHaveLength(1);
     answer(other, { code: 'OTHER', css: '', hash: 'h2' });
-    expect((await p).module.default.code).toBe('OTHER');
+    expect(/** @type {{ default: { code: string } }} */ ((await p).module).default.code).toBe('OTHER');
   });
 
   it('forgets a failed load, so the next view asks again', async () => {

@@ -28,10 +28,9 @@ function machine({ speed = 4, state = at(0) } = {}) {
     speed: () => speed,
     hooks,
   });
-  /** A new state from the kernel, as the view hands it on. */
+  /** A new state from the kernel, as the view hands it on (playback follows the store). */
   const arrive = (s) => {
     store.set({ state: s });
-    playback.stateChanged();
   };
   return { store, sent, asked, hooks, playback, arrive, mode: () => store.get().mode, types: () => sent.map((c) => c.type) };
 }
