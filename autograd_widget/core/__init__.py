@@ -10,8 +10,9 @@ without unpacking), `unbacked` (a tensor whose storage FSDP2 freed: never read),
 held for backward), `summary` (what a gradient looks like in a few numbers) and `store` (summaries
 kept lazily), `dtensor` (a DTensor's local shard and layout, the communication nodes of tensor
 parallelism), `order` (the engine's execution order, computed on records), `regions` (the inside of
-a torch.compile region's node: its aten ops as records), and the `formulas` subpackage (what each
-backward node type computes). Imports only `util`; nothing from Jupyter or plotly.
+a torch.compile region's node: its aten ops as records) with `regionvalues` (its shapes for the
+call at hand, its ops' modules), and the `formulas` subpackage (what each backward node type
+computes). Imports only `util`; nothing from Jupyter or plotly.
 """
 
 __all__: list[str] = []

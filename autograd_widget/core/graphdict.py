@@ -271,8 +271,15 @@ def _region(rd: Any, where: str) -> Region:
             need_int(o.get("output_nr", 0), at(w, "output_nr"), 0, _SMALL),
             opt_str(o.get("input"), at(w, "input")),
         ))  # fmt: skip
+    edge_ids = {e.id for e in edges}
+    values = []  # the edges that carry no gradient (absent in older files: none)
+    for k, v in enumerate(need_list(rd.get("values", []), at(where, "values"))):
+        v = need_str(v, at(at(where, "values"), k))
+        if v not in edge_ids:
+            raise FieldError(at(at(where, "values"), k), f"{short(v)} is not an edge of the region")
+        values.append(v)
     return Region(
         nid, need_int(rd["index"], at(where, "index"), 0, _SMALL), ops, edges, inputs, outputs,
         need_bool(rd["available"], at(where, "available")), need_str(rd["note"], at(where, "note")),
-        need_str(rd.get("source", ""), at(where, "source")),
+        need_str(rd.get("source", ""), at(where, "source")), values,
     )  # fmt: skip

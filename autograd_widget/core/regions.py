@@ -10,6 +10,12 @@ backward: saved activations, incoming gradients, symbolic sizes; named as torch 
 records, a `RegionProgram` (live: it holds the FX graph) says how to run each op: where each of
 its arguments comes from.
 
+Shapes are those of the call at hand: where the graph's own metadata cannot describe it (sizes
+compiled symbolic, metadata cleared by torch's compile cache) they are worked out from the call's
+saved values (core/regionvalues.py, which also runs a view the compiler's memory layout forbids
+as a reshape); the ops' modules come from the FX metadata, or from an earlier read of the same
+region (`origin_metas`). `Region.values` tells the edges that carry no gradient.
+
 Guarantees: reading never raises and never gives a wrong graph. Whatever is not as expected (the
 private attributes moved, a cache entry without the module, an FX construct not handled here)
 gives `available=False` with a `note` saying why, and the node stays an ordinary opaque node. No
@@ -26,14 +32,10 @@ from typing import Any, Literal
 
 import torch
 
-from ..util.compat import (
-    BackwardArg,
-    compiled_backward,
-    compiled_backward_layout,
-    compiled_backward_metas,
-)
+from ..util.compat import BackwardArg, compiled_backward, compiled_backward_layout
 from ..util.dtypes import dtype_name
 from .records import Node, RegionEdge, TensorMeta
+from .regionvalues import call_values, eager_target, needs_call_values, origin_metas
 
 __all__ = [
     "OpProgram",
@@ -43,8 +45,10 @@ __all__ = [
     "RegionProgram",
     "Source",
     "module_path_of",
+    "opaque_reason",
     "read_region",
     "region_title",
+    "value_edges",
 ]
 
 InputKind = Literal["saved", "gradient", "symint", "opaque", "other"]
@@ -104,11 +108,15 @@ class Region:
         note: why not, when not available ("" when it is).
         source: "module" (the lazy backward's module) or "cache" (rebuilt from a warm compile
             cache), "" when not available.
+        values: ids of the edges that carry no gradient: a value computed from the saved
+            activations alone (a recomputed activation, an integer index, a boolean mask),
+            which a drawing shows as a saved value, not on the gradient scale. Every other
+            edge carries a value that depends on an incoming gradient.
 
     Example:
         >>> r = Region("n1", 1, [], [], [], [], False, "not reachable")
         >>> region_title(r), r.available
-        ('compiled region 1 · not available', False)
+        ('compiled region 1 · opaque: inside not reachable', False)
     """
 
     node: str
@@ -120,6 +128,7 @@ class Region:
     available: bool
     note: str
     source: str = ""
+    values: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (see `from_dict`).
@@ -139,6 +148,7 @@ class Region:
             "inputs": [{**asdict(i), "meta": _meta_list(i.meta)} for i in self.inputs],
             "outputs": [asdict(o) for o in self.outputs],
             "available": self.available, "note": self.note, "source": self.source,
+            "values": list(self.values),
         }  # fmt: skip
 
     @classmethod
@@ -166,11 +176,22 @@ class Region:
             [RegionEdge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]],
             inputs, [RegionOutput(**o) for o in d["outputs"]],
             bool(d["available"]), str(d["note"]), str(d.get("source", "")),
+            [str(v) for v in d.get("values", ())],
         )  # fmt: skip
 
 
 def _meta_list(m: TensorMeta | None) -> list | None:
     return None if m is None else [list(m.shape), m.dtype, m.device]
+
+
+def value_edges(regions: Mapping[str, Region]) -> frozenset[str]:
+    """Ids of every edge of `regions` that carries no gradient (`Region.values`).
+
+    Example:
+        >>> value_edges({"n1": Region("n1", 1, [], [], [], [], True, "", values=["n1/0:0>n1/1:0"])})
+        frozenset({'n1/0:0>n1/1:0'})
+    """
+    return frozenset(v for r in regions.values() for v in r.values)
 
 
 def region_title(region: Region) -> str:
@@ -181,8 +202,37 @@ def region_title(region: Region) -> str:
         'compiled region 2 · 0 aten ops'
     """
     if not region.available:
-        return f"compiled region {region.index} · not available"
+        return f"compiled region {region.index} · opaque: {opaque_reason(region)}"
     return f"compiled region {region.index} · {len(region.ops)} aten ops"
+
+
+#: (a part of a note, what the region's title says of it), the first match wins.
+_REASONS = (
+    ("aw.record keeps", "recorded as one node"),
+    ("dynamic shapes", "symbolic sizes"),
+    ("shapes inside the region could not be worked out", "sizes not worked out"),
+    ("compile cache's backward module could not be rebuilt", "cache entry unreadable"),
+    ("could not be read", "backward graph unreadable"),
+    ("not reachable", "inside not reachable"),
+    ("cannot be fed", "arguments not understood"),
+    ("not supported", "unsupported backward"),
+)
+
+
+def opaque_reason(region: Region) -> str:
+    """Why a region stays opaque, in a few words for its title on the drawing (its `note` says
+    it in full, in the inspector and on the status line); "" when it is available.
+
+    Example:
+        >>> opaque_reason(Region("n1", 1, [], [], [], [], False, "the region's backward could "
+        ...                      "not be read (ValueError: x)"))
+        'backward graph unreadable'
+        >>> opaque_reason(Region("n1", 1, [], [], [], [], False, "why"))
+        'inside not readable'
+    """
+    if region.available:
+        return ""
+    return next((short for part, short in _REASONS if part in region.note), "inside not readable")
 
 
 # --------------------------------------------------------------------------- the program
@@ -307,9 +357,6 @@ def read_region(fn: Any, node: Node, index: int) -> tuple[Region, RegionProgram 
     layout = compiled_backward_layout(fn)
     if isinstance(layout, str):
         return Region(node.id, index, [], [], [], [], False, layout, found.source), None
-    why = compiled_backward_metas(fn, found.module, layout)  # a warm cache's module has none
-    if why:
-        return Region(node.id, index, [], [], [], [], False, why, found.source), None
     try:
         region, program = _read(fn, node, index, found.module, layout)
     except _Unavailable as why:
@@ -326,6 +373,19 @@ def _read(
 ) -> tuple[Region, RegionProgram]:
     graph = module.graph
     nid = node.id
+    # The graph's own metadata, unless it cannot describe this call (a compile cache cleared
+    # it, or its sizes are symbolic): then the values of this call (core/regionvalues.py).
+    if needs_call_values(module):
+        found = call_values(fn, module, layout)
+        if isinstance(found, str):
+            raise _Unavailable(found)
+        call: dict[str, Any] = found
+
+        def val_of(n: Any) -> Any:
+            return call.get(n.name)
+    else:
+        def val_of(n: Any) -> Any:
+            return n.meta.get("val")
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(layout):
         raise _Unavailable(
@@ -338,7 +398,7 @@ def _read(
     for pos, (ph, arg) in enumerate(zip(placeholders, layout)):
         origin[ph.name] = ("arg", pos)
         inputs.append(RegionInput(ph.name, _KINDS.get(arg.kind, "other"), pos, arg.index,
-                                  _tensor_meta(ph.meta.get("val"))))  # fmt: skip
+                                  _tensor_meta(val_of(ph))))  # fmt: skip
     getitem: dict[str, tuple[str, int]] = {}  # getitem node -> (producer FX name, output nr)
     op_nodes: list[Any] = []
     out_node = None
@@ -365,6 +425,7 @@ def _read(
     if out_node is None:
         raise _Unavailable("the backward graph has no output")
     op_index = {n.name: k for k, n in enumerate(op_nodes)}
+    origins = origin_metas(fn, module)  # the modules, where torch kept them (or we did)
 
     def resolve(v: Any) -> tuple[str, int, int]:
         """(kind, index, output_nr) of FX value `v`: ("arg", pos, 0), ("op", k, nr), ("const")."""
@@ -375,12 +436,15 @@ def _read(
         kind, i = origin[name]
         return kind, i, 0
 
-    vals = [_outputs_of(n.meta.get("val")) for n in op_nodes]
+    vals = [_outputs_of(val_of(n)) for n in op_nodes]
     ops: list[Node] = []
     edges: list[RegionEdge] = []
     programs: list[dict] = []
+    carries: dict[tuple[int, int], bool] = {}  # (op, output) -> depends on a gradient
+    values: list[str] = []  # edges that carry no gradient (`Region.values`)
     for k, n in enumerate(op_nodes):
         slot_of: dict[tuple[str, int, int], int] = {}
+        from_gradient = False
         metas: list[TensorMeta] = []
         sources: dict[str, Source] = {}
         for v in n.all_input_nodes:
@@ -411,19 +475,26 @@ def _read(
                 src_id = f"{nid}/{i}" if kind == "op" else nid
                 src_nr = nr if kind == "op" else inputs[i].index
                 edges.append(RegionEdge(src_id, src_nr, f"{nid}/{k}", slot_of[key]))
+                if kind == "op" and not carries.get((i, nr), False):
+                    values.append(edges[-1].id)
+            from_gradient = from_gradient or kind == "arg" or carries.get((i, nr), False)
             sources[v.name] = Source("slot", slot_of[key])
-        tb = n.meta.get("stack_trace")
+        for j, out in enumerate(vals[k]):
+            carries[(k, j)] = from_gradient and isinstance(out, torch.Tensor) and (
+                out.dtype.is_floating_point or out.dtype.is_complex)
+        where = origins.get(n.name, {})
+        tb = where.get("stack_trace")
         ops.append(Node(
-            f"{nid}/{k}", _op_name(n.target), "aten", int(n.meta.get("seq_nr", -1)), metas,
-            module_path_of(n.meta), None,
+            f"{nid}/{k}", _op_name(n.target), "aten", int(where.get("seq_nr", -1)), metas,
+            module_path_of(where), None,
             [line for line in str(tb).splitlines() if line.strip()] if tb else None,
             None, len(vals[k]),
         ))  # fmt: skip
-        programs.append({"target": n.target, "args": n.args, "kwargs": dict(n.kwargs),
-                         "sources": sources, "tensor_out": tuple(
+        programs.append({"target": eager_target(n.target), "args": n.args,
+                         "kwargs": dict(n.kwargs), "sources": sources, "tensor_out": tuple(
                              isinstance(v, torch.Tensor) for v in vals[k])})  # fmt: skip
     outputs, passthrough, region_out = _outputs(fn, node, out_node, resolve, inputs, len(ops))
-    region = Region(nid, index, ops, edges, inputs, outputs, True, "")
+    region = Region(nid, index, ops, edges, inputs, outputs, True, "", values=values)
     program = RegionProgram(
         module, tuple(layout),
         tuple(OpProgram(region_out=tuple(tuple(region_out.get((k, j), ()))

@@ -15,8 +15,12 @@ The drawn graph is a `BackwardGraph` of records whose live parts (nodes' saved v
 tensors, closing) are the captured graph's: `DrawnGraph.base`. An op's saved values are the
 region's saved tensors it reads, under the names torch gives them.
 
-Guarantees: a graph without opened regions is drawn as itself (`drawn_graph` returns it); the
-drawn graph's first nodes and edges are the captured graph's, in the same order.
+A region that stays opaque is its node alone in a frame titled with why ("compiled region 1 ·
+opaque: sizes not worked out"), so the reason is on the drawing, not only in the inspector; the
+status line says it in full when that node runs next or just ran (`region_status`).
+
+Guarantees: a graph without compiled regions is drawn as itself (`drawn_graph` returns it);
+the drawn graph's first nodes and edges are the captured graph's, in the same order.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ __all__ = [
     "region_frame",
     "region_note",
     "region_of_path",
+    "region_status",
 ]
 
 class ExitEdge(Edge):
@@ -124,8 +129,25 @@ def region_note(graph: BackwardGraph, node_id: str) -> str | None:
             f"{', '.join(reads) or 'nothing but constants'}")
 
 
+def region_status(graph: BackwardGraph, node_id: str | None) -> str:
+    """What the status line adds when `node_id` (the node that runs next, or just ran) is a
+    compiled region that stays opaque: " · compiled region k stays one node: <its note>"; ""
+    otherwise.
+
+    Example:
+        >>> region_status(g, "n0")
+        ''
+    """
+    region = graph.regions.get(str(node_id).partition("/")[0]) if node_id else None
+    if region is None or region.available:
+        return ""
+    return f" · compiled region {region.index} stays one node: {region.note}"
+
+
 def drawn_graph(graph: BackwardGraph, opened: Iterable[str]) -> BackwardGraph:
-    """The graph the view draws with regions `opened` open (see the module docstring).
+    """The graph the view draws with regions `opened` open (see the module docstring); a region
+    that stays opaque (`available` False) is drawn as its node alone in a frame whose title says
+    why ("compiled region 1 · opaque: sizes not worked out").
 
     Args:
         graph: the captured graph (live, or records).
@@ -136,7 +158,8 @@ def drawn_graph(graph: BackwardGraph, opened: Iterable[str]) -> BackwardGraph:
         True
     """
     opened = [nid for nid in opened if nid in graph.regions and graph.regions[nid].available]
-    if not opened:
+    opaque = [nid for nid, r in graph.regions.items() if not r.available and nid in graph.nodes]
+    if not opened and not opaque:
         return graph
     if isinstance(graph, DrawnGraph):
         graph = graph.base
@@ -144,6 +167,8 @@ def drawn_graph(graph: BackwardGraph, opened: Iterable[str]) -> BackwardGraph:
     classes = dict(graph.module_classes)
     edges: list[Edge] = list(graph.edges)
     exits: dict[tuple[str, int], str] = {}
+    for nid in opaque:  # its frame's title says why it stays one node ("· opaque: ...")
+        nodes[nid] = replace(graph.nodes[nid], module=region_frame(graph, graph.regions[nid]))
     for nid in opened:
         region = graph.regions[nid]
         frame = region_frame(graph, region)

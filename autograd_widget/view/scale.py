@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..core.regions import value_edges
 from ..engine.step.stepper import Stepper
 from .compiledframes import DrawnGraph
 
@@ -106,7 +107,8 @@ def run_norm_scale(graph: BackwardGraph) -> NormScale:
             return NormScale(None, None, SCALE_SO_FAR, f"the run fails at {rec.node.name}")
         # Norms only, and no summary kept past this line: a lazy summary still held at
         # close() would be completed by replaying the whole run (core/store.py settle).
-        norms = [float(s.norm) for s in stepper.edge_summaries().values()]
+        saved = value_edges(graph.regions)  # a region's saved values: not gradients
+        norms = [float(s.norm) for e, s in stepper.edge_summaries().items() if e not in saved]
         finite = [n for n in norms if math.isfinite(n) and n > 0]
         if not finite:
             return NormScale(None, None, SCALE_SO_FAR, "no finite nonzero gradient norm")

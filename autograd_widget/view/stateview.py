@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.regions import value_edges
 from ..util.jsonsafe import encode, encode_number
+from .compiledframes import region_status
 from .labels import status_line, step_announcement
 from .scale import NormScale, norm_scale_of, run_norm_scale
 from .visible import VisibleGraph, visible_graph
@@ -45,14 +47,17 @@ __all__ = [
     "NOT_FLOWED",
     "NO_GRADIENT",
     "PENDING",
+    "SAVED_VALUE",
     "StateView",
     "as_buffer",
 ]
 
 #: Node states (`node_state`): the colours of the drawing.
 PENDING, NEXT, DONE, FAILED, NO_GRADIENT = 0, 1, 2, 3, 4
-#: Edge flags (`edge_flag`); DIFFERS: finite, and different in the compared recording.
-NOT_FLOWED, FLOWED, NONFINITE, FLOWED_NONE, DIFFERS = 0, 1, 2, 3, 4
+#: Edge flags (`edge_flag`); DIFFERS: finite, and different in the compared recording;
+#: SAVED_VALUE: a compiled region's edge that carries no gradient (a recomputed activation, an
+#: index, a mask: core/regions.py `Region.values`), never on the gradient-norm scale.
+NOT_FLOWED, FLOWED, NONFINITE, FLOWED_NONE, DIFFERS, SAVED_VALUE = 0, 1, 2, 3, 4, 5
 #: Gradients with at most this many elements get their values written on the edge.
 LABEL_MAX_NUMEL = 4
 #: The node states a box counts among its members: its look is read from these counts.
@@ -92,6 +97,7 @@ class StateView:
         self.edge_norm = np.full(m, np.nan, np.float32)
         self.edge_flag = np.zeros(m, np.uint8)
         self.edge_values: dict[str, list] = {}
+        self._saved_values = value_edges(graph.regions)
         self._applied = 0  # steps reflected in the arrays
         self._edit_seq = stepper.edit_seq
         self._next = -1
@@ -214,7 +220,8 @@ class StateView:
             self.edge_norm[e] = s.norm
             nonfinite = bool(s.nan or s.inf)
             self.edge_flag[e] = (
-                NONFINITE if nonfinite else DIFFERS if e in self.differs else FLOWED
+                NONFINITE if nonfinite else SAVED_VALUE if edges[e].id in self._saved_values
+                else DIFFERS if e in self.differs else FLOWED
             )
             if _numel(s.shape) <= LABEL_MAX_NUMEL:
                 vals = self.edge_values[str(e)] = encode(s.values)
@@ -436,7 +443,9 @@ class StateView:
             "norm_range": norm_range,
             "norm_scale": scale.kind if scale is not None else None,
             "waiting": waiting,
-            "status": status_line(self.graph, st),
+            "status": status_line(self.graph, st) + (  # an opaque region next or just ran: why
+                region_status(self.graph, st.order[pos] if pos < total else None)
+                or region_status(self.graph, st.order[pos - 1] if pos else None)),
             "announce": step_announcement(self.graph, st),
             "error": error,
         }

@@ -307,10 +307,12 @@ def test_record_keeps_each_region_one_node_and_replays_it_opaque(mlp, tmp_path):
 
 
 @pytest.mark.usefixtures("open_regions")
-def test_dynamic_shapes_give_an_opaque_region_with_a_note():
-    """A region compiled with dynamic shapes has symbolic sizes inside: drawn opaque, with a
-    note. torch compiles its backward at once (donating buffers): with donated buffers off it is
-    one ordinary step."""
+def test_dynamic_shapes_open_with_the_sizes_of_this_call():
+    """A region compiled with dynamic shapes has symbolic sizes inside (issue 40: it stayed
+    opaque): it opens with the sizes of this call (the saved values' real shapes stand in for
+    the symbols), one compiled region for two batch sizes, each stepped bit-equal. torch
+    compiles such a backward at once, donating buffers: donated buffers off (docs/compiled.md).
+    """
     torch._dynamo.reset()
     old = torch._functorch.config.donated_buffer
     torch._functorch.config.donated_buffer = False
@@ -318,15 +320,24 @@ def test_dynamic_shapes_give_an_opaque_region_with_a_note():
         torch.manual_seed(0)
         m = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.GELU(), torch.nn.Linear(5, 2))
         cm = torch.compile(m, backend=BACKEND, dynamic=True)
-        loss = cm(torch.randn(3, 4)).sum()
-        g = aw.capture(loss, model=m)
-        nid = _opaque(g, "dynamic shapes")
-        assert "dynamic=False" in g.regions[nid].note
-        st = aw.Stepper(g)
-        assert st.run().error is None and nid in st.order
-        ref = torch.autograd.grad(loss, list(m.parameters()), retain_graph=True)
-        assert all(torch.equal(st.grad(p), v) for p, v in zip(m.parameters(), ref))
-        g.close()
+        classes = set()
+        for batch in (3, 7):
+            loss = cm(torch.randn(batch, 4)).sum()
+            classes.add(_compiled_node(loss)._forward_cls)
+            g = aw.capture(loss, model=m)
+            nid = next(iter(g.regions))
+            r = g.regions[nid]
+            assert r.available, r.note
+            shapes = {m_.shape for op in r.ops for m_ in op.inputs}
+            assert (batch, 5) in shapes and (batch, 2) in shapes, shapes
+            assert all(isinstance(s, int) for sh in shapes for s in sh)
+            st = aw.Stepper(g)
+            assert st.run().error is None and f"{nid}/0" in st.order
+            ref = torch.autograd.grad(loss, list(m.parameters()), retain_graph=True)
+            assert all(torch.equal(st.grad(p), v) for p, v in zip(m.parameters(), ref))
+            assert st.compare_with_engine(rtol=0, atol=0) == []
+            g.close()
+        assert len(classes) == 1  # one compiled region served both sizes: it was symbolic
     finally:
         torch._functorch.config.donated_buffer = old
         torch._dynamo.reset()
