@@ -49,7 +49,7 @@ import numpy as np
 import torch
 
 import autograd_widget as aw
-from autograd_widget.engine.watch import lean
+from autograd_widget.engine.watch import leafcheck, lean
 from autograd_widget.engine.watch import watch as watch_module
 from autograd_widget.engine.watch.trainstep import TrainingStep
 
@@ -309,17 +309,114 @@ def synthetic_watch(nodes_wanted: int, steps: int, tmp: Path) -> tuple[Path, int
     first = w.records[0]
     s = w.structures[0]
     rng = np.random.default_rng(0)
-    records = []
-    for k in range(steps):
-        records.append(TrainingStep(
-            k, True, float(rng.random()), structure=0, order=first.order,
-            edge_norms=rng.random(len(s.edge_ids), dtype=np.float32),
-            param_norms=rng.random(len(s.params), dtype=np.float32),
-            slot_norms=rng.random(len(s.extra), dtype=np.float32),
-        ))  # fmt: skip
-    w.records = records
+    w.records = [synthetic_step(k, s, first.order, rng) for k in range(steps)]
     path = w.save(tmp / "synthetic.awwatch")
     return path, len(s.names), len(s.edge_ids)
+
+
+def synthetic_step(k: int, s: Any, order: np.ndarray, rng: np.random.Generator) -> TrainingStep:
+    """Watched step `k` of structure `s` with random norms, as the lean hooks lay them out
+    (engine/watch/lean.py): a parameter's norm is its one edge's (random only for a parameter
+    fed by no single edge, as a tied weight's pre-hook reads it)."""
+    edges = rng.random(len(s.edge_ids), dtype=np.float32)
+    params = rng.random(len(s.params), dtype=np.float32)
+    pe = np.asarray(s.param_edge)
+    params[pe >= 0] = edges[pe[pe >= 0]]
+    return TrainingStep(k, True, float(rng.random()), structure=0, order=order,
+                        edge_norms=edges, param_norms=params,
+                        slot_norms=rng.random(len(s.extra), dtype=np.float32))  # fmt: skip
+
+
+def _rss() -> int:
+    """This process's resident memory in bytes (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
+    """Issue 39's long-run figures: a watch of `steps` steps over a real graph of about
+    `nodes_wanted` nodes (synthetic norms, `synthetic_step`) written step by step through the
+    project's own `Writer` (format 2.0: tiles), then bytes per edge-step on disk, the time and
+    memory `aw.load_watch` adds, and `series` of an edge, a parameter and the whole model."""
+    import transformers
+
+    from autograd_widget.engine.watch import awwatch
+
+    transformers.logging.set_verbosity_error()
+    layers = max(1, round(nodes_wanted / 70))
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=64, n_positions=8, n_embd=16, n_layer=layers,
+                                  n_head=2, attn_implementation="eager")  # fmt: skip
+    model = transformers.GPT2LMHeadModel(cfg)
+    ids = torch.randint(0, 64, (1, 8))
+    w = aw.watch(model)
+    loss = model(input_ids=ids, labels=ids).loss
+    with w.step(loss):
+        loss.backward()
+    order, s = w.records[0].order, w.structures[0]
+    del w, model, loss
+    rng = np.random.default_rng(0)
+    path = tmp / f"long_{steps}.awwatch"
+    writer = awwatch.Writer(path, 1, {"run": "bench"})
+    t0 = time.perf_counter()
+    writer.structure(0, s)
+    for k in range(steps):
+        writer.step(synthetic_step(k, s, order, rng))
+    writer.close()
+    write_s = time.perf_counter() - t0
+    gc.collect()
+    rss0 = _rss()
+    t0 = time.perf_counter()
+    back = aw.load_watch(path)
+    open_s = time.perf_counter() - t0
+    rss1 = _rss()
+    edge, param = s.edge_ids[len(s.edge_ids) // 2], s.params[len(s.params) // 2]
+    out = {"steps": steps, "edges": len(s.edge_ids), "nodes": len(s.names),
+           "bytes_per_edge_step": path.stat().st_size / (steps * len(s.edge_ids)),
+           "write_us_per_step": 1e6 * write_s / steps, "open_s": open_s,
+           "open_mb": (rss1 - rss0) / 1e6}  # fmt: skip
+    for name, key in (("edge", edge), ("param", param), ("model", "")):
+        back.series(key)  # the first read checks the columns' checksums
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            back.series(key)
+            times.append(time.perf_counter() - t0)
+        out[f"series_{name}_ms"] = 1e3 * statistics.median(times)
+    t0 = time.perf_counter()
+    back.overview(edge, bins=1000)
+    out["overview_ms"] = 1e3 * (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    back.recording(steps // 2)
+    out["recording_ms"] = 1e3 * (time.perf_counter() - t0)
+    if steps <= 10_000:  # the widget's timeline still reads every step (view/timeline.py)
+        t0 = time.perf_counter()
+        aw.explore(back)
+        out["explore_s"] = time.perf_counter() - t0
+    out["rss_mb"] = _rss() / 1e6
+    return out
+
+
+def long_text(rows: list[dict[str, float]]) -> str:
+    """The long-run table (`long_run` per length)."""
+    head = ("| steps | bytes / edge-step | aw.load_watch s | + MB | series edge ms | param ms "
+            "| model ms | overview(1000 bins) ms | recording ms | aw.explore s | write us/step |"
+            "\n|---|---|---|---|---|---|---|---|---|---|---|\n")  # fmt: skip
+    body = "".join(
+        f"| {r['steps']:,} | {r['bytes_per_edge_step']:.2f} | {r['open_s']:.3f} | "
+        f"{r['open_mb']:.0f} | {r['series_edge_ms']:.2f} | {r['series_param_ms']:.2f} | "
+        f"{r['series_model_ms']:.1f} | {r['overview_ms']:.1f} | {r['recording_ms']:.1f} | "
+        f"{r.get('explore_s', float('nan')):.2f} | {r['write_us_per_step']:.0f} |\n"
+        for r in rows
+    )
+    n = rows[0]
+    return (f"Long runs (issue 39; bench_watch.py --steps): a real graph of {n['nodes']:,} nodes, "
+            f"{n['edges']:,} edges (GPT-2 config), synthetic norms written step by step through "
+            "the project's Writer (format 2.0, engine/watch/awtile.py); load + series in this "
+            "process, once.\n\n" + head + body + "\n")
 
 
 def load_seconds(path: Path, repeats: int = 3) -> tuple[float, float]:
@@ -357,7 +454,7 @@ def own_cost(size: str, steps: int = 6) -> dict[str, float]:
         (watch_module.Watch, "end"): watch_module.Watch.end,
         (lean.LeanPass, "node_done"): lean.LeanPass.node_done,
     }
-    real_norm = lean.norm_of
+    real_norm, real_flag = lean.norm_of, leafcheck.leaf_flag
     out: dict[str, list[float]] = {"plain": [], "watched": [], "unwatched": []}
     try:
         for (cls, name), fn in patched.items():
@@ -374,7 +471,15 @@ def own_cost(size: str, steps: int = 6) -> dict[str, float]:
             finally:
                 spent[0] += time.process_time() - t0
 
+        def flag(t: torch.Tensor) -> Any:  # the unwatched steps' check (leafcheck.py)
+            t0 = time.process_time()
+            try:
+                return real_flag(t)
+            finally:
+                spent[0] += time.process_time() - t0
+
         lean.norm_of = norm
+        leafcheck.leaf_flag = flag
         for k in range(steps + 1):
             for name, w in (("watched", w1), ("unwatched", wu), ("plain", None)):
                 spent[0] = 0.0
@@ -396,6 +501,7 @@ def own_cost(size: str, steps: int = 6) -> dict[str, float]:
         for (cls, name), fn in patched.items():
             setattr(cls, name, fn)
         lean.norm_of = real_norm
+        leafcheck.leaf_flag = real_flag
     plain, watched, unwatched = (statistics.median(out[k]) * 1e3
                                  for k in ("plain", "watched", "unwatched"))  # fmt: skip
     return {"plain": plain, "watched": watched, "unwatched": unwatched,
@@ -517,9 +623,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS, help="the file to write")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (issue 31: 2)")
     parser.add_argument("--load-steps", type=int, default=None, help="steps of the load test")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="only the long-run figures (issue 39) at 1,000 and this many steps")
+    parser.add_argument("--nodes", type=int, default=2000, help="graph size of --steps")
     parser.add_argument("--previous", type=Path, default=None,
                         help="a RESULTS.md holding an earlier run's section: both runs compared")
     args = parser.parse_args(argv)
+    if args.steps is not None:
+        with tempfile.TemporaryDirectory() as d:
+            rows = [long_run(args.nodes, n, Path(d)) for n in sorted({min(1000, args.steps),
+                                                                       args.steps})]  # fmt: skip
+        print(long_text(rows))
+        return 0
     size = "tiny" if args.tiny else "full"
     repeats = args.repeats or (1 if args.tiny else 8)
     threads = torch.get_num_threads()

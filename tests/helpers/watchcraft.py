@@ -14,7 +14,7 @@ import torch
 import autograd_widget as aw
 from autograd_widget.engine.watch import awwatch
 
-__all__ = ["file_with", "graph_dict", "head", "rec", "step_payload", "stp", "strc",
+__all__ = ["file_with", "graph_dict", "head", "rec", "save_v1", "step_payload", "stp", "strc",
            "watched_step"]
 
 
@@ -58,3 +58,17 @@ def strc(graph=None, sid=0):
 
 def stp(doc, arrays=b""):
     return rec(b"STEP", step_payload(doc, arrays))
+
+
+def save_v1(w, path):
+    """Watch `w` written in format 1.0 (every step's arrays in its record), as the watches of
+    earlier releases are: a HEAD of version [1, 0], then the 1.0 record builders."""
+    out = [awwatch.MAGIC, head(every=w.every, meta={})]
+    written = 0
+    for st in w.records:
+        while st.structure is not None and written <= st.structure:
+            out.append(awwatch.structure_record(written, w.structures[written]))
+            written += 1
+        out.append(awwatch.step_record(st))
+    path.write_bytes(b"".join(out))
+    return path

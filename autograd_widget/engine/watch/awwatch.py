@@ -49,6 +49,7 @@ from .awwatch_write import (
     EXTENSION,
     FORMAT,
     MAGIC,
+    READS,
     RECORD,
     U32,
     VERSION,
@@ -61,8 +62,11 @@ from .awwatch_write import (
 from .structure import Structure
 from .trainstep import TrainingStep
 
-__all__ = ["EXTENSION", "FORMAT", "MAGIC", "VERSION", "Writer", "head_record", "read", "save",
-           "step_record", "structure_record"]
+__all__ = ["EXTENSION", "FORMAT", "MAGIC", "MAX_HEAD", "MAX_STEP", "MAX_STEP_JSON", "MAX_STRUCTURE",
+           "SLOTS_FLOOR", "SLOTS_PER_BYTE", "STEP_JSON_BASE", "STEP_JSON_PER_ITEM", "TRUNCATED",
+           "U32", "VERSION", "NewerVersion", "Writer", "check_dict", "check_graph", "check_head",
+           "check_int", "head_record", "major_of", "read", "read_step", "save", "step_record",
+           "structure_record", "unreadable"]
 
 _HEADER, _CRC, _U32 = RECORD, CRC, U32  # the layout awwatch_write.py writes
 #: The largest record read (a structure of ~1M nodes is ~300 MB of JSON).
@@ -84,15 +88,15 @@ MAX_HEAD = 1 << 20
 #: indices are).
 MAX_STEP = 2**31 - 1
 #: A step's JSON may hold this much whatever its structure (loss, failure message, warnings) ...
-_STEP_JSON_BASE = 1 << 20
+STEP_JSON_BASE = 1 << 20
 #: ... and this much per node, edge, parameter and recorded slot of the largest structure read
 #: (a NaN count, a birth and its cause, a parameter's name).
-_STEP_JSON_PER_ITEM = 256
+STEP_JSON_PER_ITEM = 256
 #: A structure declares at most this many output slots per byte of its record, beyond the
 #: floor: indexing a structure costs a list entry per slot (`Structure.out_edge`), so a node
 #: claiming 10**12 outputs in a few bytes is refused before anything is allocated.
-_SLOTS_PER_BYTE = 16
-_SLOTS_FLOOR = 1 << 20
+SLOTS_PER_BYTE = 16
+SLOTS_FLOOR = 1 << 20
 #: What the search for the next whole record after a damaged one may checksum, per byte of the
 #: file (beyond the floor): a file of fake tags cannot make it quadratic.
 _RESYNC_PER_BYTE = 2
@@ -102,14 +106,27 @@ _TAGS = (b"HEAD", b"STRC", b"STEP")
 _I63 = 2**63 - 1
 
 
-def _bad(path: Path, why: str) -> ValueError:
+def unreadable(path: Path, why: str) -> ValueError:
+    """The ValueError for a watch file that cannot be read: `why`, and how to get a good one
+    (also awstore.py's, for format 2.0).
+
+    Example:
+        >>> str(unreadable(Path("w.awwatch"), "it is empty"))[:52]
+        'w.awwatch is not a readable autograd_widget watch: i'
+    """
     return ValueError(
         f"{path} is not a readable autograd_widget watch: {why}. Watch the run again with "
         f"aw.watch(..., path='{path.stem}{EXTENSION}') or save it with watch.save(...)"
     )
 
 
-def _int(v: Any, what: str, lo: int = 0, hi: int | None = None) -> int:
+def check_int(v: Any, what: str, lo: int = 0, hi: int | None = None) -> int:
+    """`v` when it is an int (not a bool) in `lo <= v < hi`, else TypeError naming `what`.
+
+    Example:
+        >>> check_int(3, "step.col", 0, 4)
+        3
+    """
     if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v >= hi):
         rng = f">= {lo}" if hi is None else f">= {lo} and < {hi}"
         raise TypeError(f"{what} must be an int {rng}, got {short(v)}")
@@ -141,7 +158,14 @@ def _float(v: Any, what: str) -> float:
         raise TypeError(str(e)) from None
 
 
-def _dict(v: Any, what: str) -> dict:
+def check_dict(v: Any, what: str) -> dict:
+    """`v` when it is a JSON object, else TypeError naming `what`.
+
+    Example:
+        >>> check_dict([], "step")
+        Traceback (most recent call last):
+        TypeError: step must be an object, got list
+    """
     if not isinstance(v, dict):
         raise TypeError(f"{what} must be an object, got {type(v).__name__}")
     return v
@@ -166,14 +190,14 @@ def check_graph(d: Any, max_slots: int | None = None) -> BackwardGraph:
         Traceback (most recent call last):
         ValueError: graph.nodes[1].num_outputs: 1000000000000 output slots, more than ...
     """
-    d = _dict(d, "graph")
+    d = check_dict(d, "graph")
     _opt_str(d.get("model_name"), "graph.model_name")
     nodes = _list(d.get("nodes"), "graph.nodes")
     n_out, n_in = [], []
     slots = 0
     for i, nd in enumerate(nodes):
         where = f"graph.nodes[{i}]"
-        nd = _dict(nd, where)
+        nd = check_dict(nd, where)
         if set(nd) != _NODE_FIELDS:
             raise ValueError(f"{where} has fields {sorted(nd)}, not {sorted(_NODE_FIELDS)}")
         if nd["id"] != f"n{i}":
@@ -182,14 +206,14 @@ def check_graph(d: Any, max_slots: int | None = None) -> BackwardGraph:
         if nd["kind"] not in _NODE_KINDS:
             raise ValueError(f"{where}.kind {short(nd['kind'])} is not one of "
                              f"{sorted(_NODE_KINDS)}")  # fmt: skip
-        _int(nd["sequence_nr"], f"{where}.sequence_nr", 0, 2**64)
+        check_int(nd["sequence_nr"], f"{where}.sequence_nr", 0, 2**64)
         for k, m in enumerate(_list(nd["inputs"], f"{where}.inputs")):
             m = _list(m, f"{where}.inputs[{k}]")
             if len(m) != 3:
                 raise ValueError(f"{where}.inputs[{k}] must be [shape, dtype, device]")
             numel = 1
             for n in _list(m[0], f"{where}.inputs[{k}] shape", MAX_DIMS):
-                numel *= _int(n, f"{where}.inputs[{k}] shape entry", 0, _I63 + 1)
+                numel *= check_int(n, f"{where}.inputs[{k}] shape entry", 0, _I63 + 1)
             if numel > _I63:
                 raise ValueError(f"{where}.inputs[{k}] shape holds more than 2**63-1 elements")
             _str(m[1], f"{where}.inputs[{k}] dtype")
@@ -201,7 +225,7 @@ def check_graph(d: Any, max_slots: int | None = None) -> BackwardGraph:
                 _str(line, f"{where}.traceback line")
         if nd["leaf_kind"] not in _LEAF_KINDS:
             raise ValueError(f"{where}.leaf_kind {short(nd['leaf_kind'])} is not a leaf kind")
-        n_out.append(_int(nd["num_outputs"], f"{where}.num_outputs", 0, 2**63))
+        n_out.append(check_int(nd["num_outputs"], f"{where}.num_outputs", 0, 2**63))
         slots += n_out[-1]
         if max_slots is not None and slots > max_slots:
             raise ValueError(f"{where}.num_outputs: {n_out[-1]} output slots, more than a "
@@ -217,8 +241,8 @@ def check_graph(d: Any, max_slots: int | None = None) -> BackwardGraph:
                 e[0] not in ids or e[2] not in ids):  # fmt: skip
             raise ValueError(f"graph.edges[{k}] must be [src node id, output_nr, dst id, slot]")
         src, dst = ids[e[0]], ids[e[2]]
-        nr = _int(e[1], f"graph.edges[{k}] output_nr", 0, max(n_out[src], 1))
-        _int(e[3], f"graph.edges[{k}] input slot", 0, max(n_in[dst], 1))
+        nr = check_int(e[1], f"graph.edges[{k}] output_nr", 0, max(n_out[src], 1))
+        check_int(e[3], f"graph.edges[{k}] input slot", 0, max(n_in[dst], 1))
         if (src, nr) in used:
             raise ValueError(f"graph.edges[{k}]: output {nr} of {e[0]} is used twice")
         used.add((src, nr))
@@ -226,8 +250,8 @@ def check_graph(d: Any, max_slots: int | None = None) -> BackwardGraph:
         r = _list(r, f"graph.roots[{k}]")
         if len(r) != 2 or not isinstance(r[0], str) or r[0] not in ids:
             raise ValueError(f"graph.roots[{k}] must be [node id, slot]")
-        _int(r[1], f"graph.roots[{k}] slot", 0, 2**63)
-    for key, value in _dict(d.get("module_classes") or {}, "graph.module_classes").items():
+        check_int(r[1], f"graph.roots[{k}] slot", 0, 2**63)
+    for key, value in check_dict(d.get("module_classes") or {}, "graph.module_classes").items():
         _str(value, f"graph.module_classes[{short(key)}]")
     return BackwardGraph.from_dict(d)
 
@@ -240,24 +264,34 @@ def _counts(v: Any, what: str, n: int) -> dict[int, tuple[int, int]]:
         item = _list(item, f"{what}[{k}]")
         if len(item) != 3:
             raise ValueError(f"{what}[{k}] must be [index, NaN count, Inf count]")
-        i = _int(item[0], f"{what}[{k}] index", 0, n)
+        i = check_int(item[0], f"{what}[{k}] index", 0, n)
         if i in out:
             raise ValueError(f"{what}[{k}]: index {i} is listed twice")
-        out[i] = (_int(item[1], f"{what}[{k}] NaN count", -1, _I63 + 1),
-                  _int(item[2], f"{what}[{k}] Inf count", -1, _I63 + 1))  # fmt: skip
+        out[i] = (check_int(item[1], f"{what}[{k}] NaN count", -1, _I63 + 1),
+                  check_int(item[2], f"{what}[{k}] Inf count", -1, _I63 + 1))  # fmt: skip
     return out
 
 
-def _step(payload: bytes | memoryview, structures: list[Structure], previous: int,
-          json_cap: int = MAX_STEP_JSON) -> TrainingStep:  # fmt: skip
+def read_step(payload: bytes | memoryview, structures: list[Structure], previous: int,
+              json_cap: int = MAX_STEP_JSON) -> TrainingStep:  # fmt: skip
+    """The `TrainingStep` of a format 1.0 `STEP` payload (JSON, then its arrays), every field
+    checked against `structures` and the step before it (`previous`); TypeError or ValueError
+    naming the field otherwise. awstore.py reads a 2.0 step through it too.
+
+    Example:
+        >>> import json; doc = json.dumps({"step": 0, "watched": False, "loss": 2.0,
+        ...     "scale": None, "nonfinite_params": [], "failure": None}).encode()
+        >>> read_step(U32.pack(len(doc)) + doc, [], -1).loss
+        2.0
+    """
     if len(payload) < _U32.size:
         raise ValueError("a step record is shorter than its JSON length")
     (n,) = _U32.unpack_from(payload)
     if n > min(json_cap, MAX_STEP_JSON) or _U32.size + n > len(payload):
         raise ValueError(f"a step's JSON length {n} exceeds its record or what its structures "
                          f"need ({min(json_cap, MAX_STEP_JSON)} bytes)")  # fmt: skip
-    doc = _dict(strict_loads(payload[_U32.size : _U32.size + n]), "step")
-    step = _int(doc.get("step"), "step.step", previous + 1, MAX_STEP)
+    doc = check_dict(strict_loads(payload[_U32.size : _U32.size + n]), "step")
+    step = check_int(doc.get("step"), "step.step", previous + 1, MAX_STEP)
     watched = doc.get("watched")
     if not isinstance(watched, bool):
         raise TypeError("step.watched must be true or false")
@@ -281,10 +315,10 @@ def _step(payload: bytes | memoryview, structures: list[Structure], previous: in
             st.failure = (_str(failure[0], "failure type"), _str(failure[1], "failure message"),
                           None)  # fmt: skip
         return st
-    sid = _int(doc.get("structure"), "step.structure", 0, len(structures))
+    sid = check_int(doc.get("structure"), "step.structure", 0, len(structures))
     s = structures[sid]
     n_nodes, n_e, n_p, n_x = len(s.names), len(s.edge_ids), len(s.params), len(s.extra)
-    n_order = _int(doc.get("n_order"), "step.n_order", 0, n_nodes + 1)
+    n_order = check_int(doc.get("n_order"), "step.n_order", 0, n_nodes + 1)
     need = 4 * (n_order + n_e + n_p + n_x)
     if len(rest) != need:
         raise ValueError(f"step {step} holds {len(rest)} bytes of arrays, its structure needs "
@@ -306,7 +340,7 @@ def _step(payload: bytes | memoryview, structures: list[Structure], previous: in
         b = _list(b, f"step.births[{k}]")
         if len(b) != 3 or not isinstance(b[2], bool):
             raise ValueError(f"step.births[{k}] must be [node index, cause, expected]")
-        i = _int(b[0], f"step.births[{k}] node", 0, n_nodes)
+        i = check_int(b[0], f"step.births[{k}] node", 0, n_nodes)
         if i in births:
             raise ValueError(f"step.births[{k}]: node {i} is listed twice")
         births[i] = (_str(b[1], "a cause"), b[2])
@@ -317,7 +351,7 @@ def _step(payload: bytes | memoryview, structures: list[Structure], previous: in
         st.failure = (
             _str(failure[0], "failure type"),
             _str(failure[1], "failure message"),
-            None if node is None else _int(node, "failure node", 0, n_nodes),
+            None if node is None else check_int(node, "failure node", 0, n_nodes),
         )
     return st
 
@@ -349,18 +383,18 @@ class _Reader:
         return 0
 
     def json_cap(self) -> int:
-        return min(MAX_STEP_JSON, _STEP_JSON_BASE + _STEP_JSON_PER_ITEM * self.items)
+        return min(MAX_STEP_JSON, STEP_JSON_BASE + STEP_JSON_PER_ITEM * self.items)
 
     def run(self) -> None:
         f, size, path = self.f, self.size, self.path
         if f.read(len(MAGIC)) != MAGIC:
-            raise _bad(path, f"it does not start with {MAGIC!r}")
+            raise unreadable(path, f"it does not start with {MAGIC!r}")
         pos = len(MAGIC)
         while pos < size:
             f.seek(pos)
             raw = f.read(_HEADER.size)
             if len(raw) < _HEADER.size:
-                self.warnings.append(_TRUNCATED.format(path=path))
+                self.warnings.append(TRUNCATED.format(path=path))
                 return
             tag, length = _HEADER.unpack(raw)
             left = size - pos - _HEADER.size - _CRC.size
@@ -394,18 +428,18 @@ class _Reader:
         writer) is a warning; anything else an error."""
         cap = self.cap(tag)
         if tag in _TAGS and length <= cap and length > left:
-            self.warnings.append(_TRUNCATED.format(path=self.path))
+            self.warnings.append(TRUNCATED.format(path=self.path))
             return
         if tag == b"STRC" and self.max_structure < length <= left:
             raise self.too_big(pos, length)
         if tag in _TAGS and length > cap:
             hint = " (max_structure_bytes)" if tag == b"STRC" else ""
-            raise _bad(self.path, f"a record claims {length} bytes at byte {pos} (the limit for "
-                                  f"a {tag.decode()} record here is {cap}{hint})")
+            raise unreadable(self.path, f"a record claims {length} bytes at byte {pos} (the "
+                             f"limit for a {tag.decode()} record here is {cap}{hint})")
         if tag in _TAGS:
-            raise _bad(self.path, f"the checksum of the {tag!r} record at byte {pos} does not "
-                                  "match (the file was damaged)")  # fmt: skip
-        raise _bad(self.path, f"the record at byte {pos} is damaged ({why})")
+            raise unreadable(self.path, f"the checksum of the {tag!r} record at byte {pos} does "
+                             "not match (the file was damaged)")  # fmt: skip
+        raise unreadable(self.path, f"the record at byte {pos} is damaged ({why})")
 
     def framed(self, pos: int, length: int) -> bool:
         """Whether a record of `length` bytes at `pos` ends where the file or a record begins."""
@@ -444,7 +478,7 @@ class _Reader:
                     continue
                 self.resync_budget -= length
                 if self.resync_budget < 0:
-                    raise _bad(self.path, f"the record at byte {pos} is damaged and no whole "
+                    raise unreadable(self.path, f"the record at byte {pos} is damaged and no whole "
                                           "record was found after it within the search's "
                                           "budget")  # fmt: skip
                 if zlib.crc32(mm[q + _HEADER.size : end]) == _CRC.unpack_from(mm, end)[0]:
@@ -456,21 +490,21 @@ class _Reader:
         except NewerVersion as e:
             raise ValueError(f"{self.path} {e}") from None
         except RecursionError:
-            raise _bad(self.path, f"its {tag.decode('ascii', 'replace')} record at byte {pos} "
-                                  "is nested too deeply") from None  # fmt: skip
+            raise unreadable(self.path, f"its {tag.decode('ascii', 'replace')} record at byte "
+                             f"{pos} is nested too deeply") from None  # fmt: skip
         except (TypeError, ValueError, KeyError, OverflowError) as e:
             after = ""
             if self.damage:
                 after = f", after the damaged record at byte {self.damage[-1][0]}"
-            raise _bad(self.path, f"its {tag.decode('ascii', 'replace')} record at byte {pos} "
-                                  f"is malformed ({type(e).__name__}: {str(e)[:300]}){after}"
-                       ) from e  # fmt: skip
+            raise unreadable(self.path, f"its {tag.decode('ascii', 'replace')} record at byte "
+                             f"{pos} is malformed ({type(e).__name__}: {str(e)[:300]}){after}"
+                             ) from e  # fmt: skip
 
     def structure(self, payload: memoryview) -> None:
         """Read a `STRC` record: its output slots bounded by its size, ids in order."""
-        max_slots = max(_SLOTS_FLOOR, _SLOTS_PER_BYTE * len(payload))
-        doc = _dict(strict_loads(payload), "structure")
-        _int(doc.get("id"), "structure.id", len(self.structures), len(self.structures) + 1)
+        max_slots = max(SLOTS_FLOOR, SLOTS_PER_BYTE * len(payload))
+        doc = check_dict(strict_loads(payload), "structure")
+        check_int(doc.get("id"), "structure.id", len(self.structures), len(self.structures) + 1)
         s = Structure(check_graph(doc.get("graph"), max_slots))
         self.structures.append(s)
         self.items = max(self.items, len(s.names) + len(s.edge_ids) + len(s.params)
@@ -525,17 +559,56 @@ def read(path: Path, *, max_structure_bytes: int = MAX_STRUCTURE
     f = open_regular(path, what="a watch", hint="pass the path of an .awwatch file "
                      "(watch.save(...) or aw.watch(path=...) writes one)")
     with f:
-        r = _Reader(path, f, os.fstat(f.fileno()).st_size, max_structure_bytes)
+        size = os.fstat(f.fileno()).st_size
+        if _major(f, size) == 2:
+            raise ValueError(f"{path} is a watch of format 2.0 (engine/watch/awtile.py): read it "
+                             "with aw.load_watch(path), or awstore.read(path)")  # fmt: skip
+        f.seek(0)
+        r = _Reader(path, f, size, max_structure_bytes)
         r.run()
     if r.head is None:
-        raise _bad(path, "it ends before its HEAD record is complete (no step was saved)")
+        raise unreadable(path, "it ends before its HEAD record is complete (no step was saved)")
     damaged = r.damage_warnings()
     for message in damaged:
         warn_user(message)
     return r.head, r.structures, r.steps, damaged + r.warnings
 
 
-_TRUNCATED = (
+def major_of(path: Path) -> int | None:
+    """The major format version of the watch file at `path` when its HEAD record is whole and
+    well-formed, else None (also for no file: the reader then says what is wrong).
+
+    Example:
+        >>> major_of(Path("missing.awwatch")) is None
+        True
+    """
+    try:
+        f = open_regular(path, what="a watch", hint="")
+    except (OSError, ValueError):
+        return None
+    with f:
+        return _major(f, os.fstat(f.fileno()).st_size)
+
+
+def _major(f: Any, size: int) -> int | None:
+    """The major version a whole, well-formed HEAD record says, else None (the 1.0 reader then
+    says what is wrong)."""
+    raw = f.read(len(MAGIC) + _HEADER.size)
+    if len(raw) < len(MAGIC) + _HEADER.size or raw[: len(MAGIC)] != MAGIC:
+        return None
+    tag, length = _HEADER.unpack_from(raw, len(MAGIC))
+    if tag != b"HEAD" or length > min(MAX_HEAD, size):
+        return None
+    body = f.read(length)
+    try:
+        doc = strict_loads(body)
+        major = doc["version"][0]
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        return None
+    return major if isinstance(major, int) and not isinstance(major, bool) else None
+
+
+TRUNCATED = (
     "{path}: the last record is incomplete (the process was stopped while writing it): that "
     "step is left out, every completed step before it was read"
 )
@@ -551,36 +624,43 @@ def _apply(tag: bytes, payload: bytes | memoryview, head: dict[str, Any] | None,
     if head is None:
         if tag != b"HEAD":
             raise ValueError(f"the first record is {tag!r}, not b'HEAD'")
-        return _head(payload)
+        return check_head(payload)
     if tag == b"STRC":
         reader.structure(memoryview(payload))
     elif tag == b"STEP":
-        steps.append(_step(payload, structures, steps[-1].step if steps else -1,
+        steps.append(read_step(payload, structures, steps[-1].step if steps else -1,
                            reader.json_cap()))  # fmt: skip
     else:
         raise ValueError(f"a second {tag!r} record (a file has one HEAD, first)")
     return head
 
 
-def _head(payload: bytes | memoryview) -> dict[str, Any]:
-    doc = _dict(strict_loads(payload), "head")
+def check_head(payload: bytes | memoryview) -> dict[str, Any]:
+    """The `HEAD` document of a payload, checked (format, a major version this reads, `every`,
+    plain meta values); `NewerVersion` for a newer major version.
+
+    Example:
+        >>> check_head(head_record(2, {})[12:-4])["every"]
+        2
+    """
+    doc = check_dict(strict_loads(payload), "head")
     if doc.get("format") != FORMAT:
         raise ValueError(f"its format is {short(doc.get('format'))}, not {FORMAT!r}")
     version = _list(doc.get("version"), "head.version")
     if len(version) != 2:
         raise ValueError(f"its version {short(version)} is not [major, minor]")
-    major = _int(version[0], "the major version", 0, 2**31)
-    minor = _int(version[1], "the minor version", 0, 2**31)
-    if major > VERSION[0]:
+    major = check_int(version[0], "the major version", 0, 2**31)
+    minor = check_int(version[1], "the minor version", 0, 2**31)
+    if major > max(READS):
         raise NewerVersion(
             f"was written in watch format {major}.{minor}, newer than this autograd_widget "
-            f"reads ({VERSION[0]}.x): upgrade autograd_widget (install it again "
+            f"reads ({max(READS)}.x): upgrade autograd_widget (install it again "
             "from a newer clone or wheel) to open it"
         )
-    if major < VERSION[0]:
+    if major not in READS:
         raise ValueError(f"format version {major} is older than this reader's")
-    _int(doc.get("every"), "head.every", 1, MAX_STEP)
-    meta = _dict(doc.get("meta"), "head.meta")
+    check_int(doc.get("every"), "head.every", 1, MAX_STEP)
+    meta = check_dict(doc.get("meta"), "head.meta")
     for k, v in meta.items():
         if not isinstance(v, str | int | float | bool | type(None)):
             raise TypeError(f"head.meta[{short(k)}] must be a plain value")
@@ -588,5 +668,5 @@ def _head(payload: bytes | memoryview) -> dict[str, Any]:
             raise ValueError(f"head.meta[{short(k)}] is an int outside the int64 range")
     for k in ("rank", "world_size"):  # what a recording's meta holds as counts
         if k in meta:
-            _int(meta[k], f"head.meta[{k!r}]", 0, 2**31)
+            check_int(meta[k], f"head.meta[{k!r}]", 0, 2**31)
     return doc

@@ -39,6 +39,7 @@ from ...util.atomic import atomic_write
 from ...util.jsonsafe import encode_float
 from ...util.regular import check_name, check_write_target, open_append, try_lock
 from ...util.warn import warn_user
+from .awtile import TileSink, fd_patch, file_sink
 from .structure import Structure
 from .trainstep import TrainingStep
 
@@ -47,8 +48,11 @@ __all__ = ["CRC", "EXTENSION", "FORMAT", "MAGIC", "RECORD", "U32", "VERSION", "W
            "write_failed"]  # fmt: skip
 
 FORMAT = "autograd_widget.watch"
-#: (major, minor): a reader reads every file of its major version (minors only add JSON fields).
-VERSION = (1, 0)
+#: (major, minor) written: 2.0, the tiles of awtile.py. A reader reads every file of the major
+#: versions it knows (awwatch.py: 1 and 2; minors only add JSON fields).
+VERSION = (2, 0)
+#: The major versions read (and continued by a resumed `Writer`: only its own).
+READS = (1, 2)
 EXTENSION = ".awwatch"
 MAGIC = b"AWWATCH\n"
 #: A record's header: its tag (4 ASCII bytes) and payload length (u64, little-endian).
@@ -92,7 +96,7 @@ def structure_record(sid: int, structure: Structure) -> bytes:
 
 
 def step_record(st: TrainingStep) -> bytes:
-    """The `STEP` record of one training step.
+    """The format 1.0 `STEP` record of one training step (its arrays inside it).
 
     Example:
         >>> step_record(TrainingStep(0, False, 1.0))[:4]
@@ -211,10 +215,10 @@ class Writer:
 
     Example:
         >>> import tempfile
-        >>> from autograd_widget.engine.watch import awwatch
+        >>> from autograd_widget.engine.watch import awstore
         >>> with tempfile.TemporaryDirectory() as d:
         ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 2.0))
-        ...     w.close(); head, graphs, steps, warnings = awwatch.read(Path(d) / "w.awwatch")
+        ...     w.close(); head, graphs, steps, warnings = awstore.read(Path(d) / "w.awwatch")
         >>> head["every"], [s.loss for s in steps], warnings
         (1, [2.0], [])
     """
@@ -225,6 +229,9 @@ class Writer:
         #: bytes of complete records in the file (where a failed write is taken back to)
         self.size = 0
         self.resumed = False
+        self._patch_fd: int | None = None
+        #: a write failed (the caller says so): closing then adds nothing to the file
+        self.failed = False
         check_write_target(path, what=_WHAT)  # before creating any folder
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = open_append(path, what=_WHAT)
@@ -242,14 +249,20 @@ class Writer:
                 _check_same_run(path, fd, size, every, meta)
                 self.resumed = True
             self.fd, self.size = fd, size
+            self._patch_fd = _patch_fd(path, fd)
             if not size:
                 self._write(MAGIC + head_record(every, meta))
+            self._sink = TileSink(self._write, fd_patch(self._patch_fd))
         except BaseException:
             self.fd = None
+            if self._patch_fd is not None:
+                os.close(self._patch_fd)
+                self._patch_fd = None
             os.close(fd)
             raise
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> int:
+        """Append `data` as one write; return the byte where it starts."""
         if self.fd is None:
             raise RuntimeError(f"the watch file {self.path} is closed")
         view = memoryview(data)
@@ -258,36 +271,38 @@ class Writer:
                 n = os.write(self.fd, view)
                 view = view[n:]
         except BaseException:
+            self.failed = True
             with contextlib.suppress(OSError):  # our own torn record only: the file stays clean
                 os.ftruncate(self.fd, self.size)
             raise
         self.size += len(data)
+        return self.size - len(data)
 
     def structure(self, sid: int, structure: Structure) -> None:
         """Append structure number `sid` (before the first step that uses it).
 
         Example:
             >>> import tempfile
-            >>> from autograd_widget.engine.watch import awwatch
+            >>> from autograd_widget.engine.watch import awstore
             >>> with tempfile.TemporaryDirectory() as d:
             ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.structure(0, Structure(g))
-            ...     w.close(); awwatch.read(Path(d) / "w.awwatch")[1]
+            ...     w.close(); awstore.read(Path(d) / "w.awwatch")[1]
             [<Structure 4 nodes, 3 edges, 2 parameters>]
         """
-        self._write(structure_record(sid, structure))
+        self._sink.structure(sid, structure, structure_record(sid, structure))
 
     def step(self, st: TrainingStep) -> None:
         """Append one completed step.
 
         Example:
             >>> import tempfile
-            >>> from autograd_widget.engine.watch import awwatch
+            >>> from autograd_widget.engine.watch import awstore
             >>> with tempfile.TemporaryDirectory() as d:
             ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.step(TrainingStep(0, False, 1.0))
-            ...     w.close(); [s.step for s in awwatch.read(Path(d) / "w.awwatch")[2]]
+            ...     w.close(); [s.step for s in awstore.read(Path(d) / "w.awwatch")[2]]
             [0]
         """
-        self._write(step_record(st))
+        self._sink.step(st)
 
     def close(self) -> None:
         """Close the file (a second call does nothing); its lock goes with it.
@@ -297,9 +312,20 @@ class Writer:
             >>> with tempfile.TemporaryDirectory() as d:
             ...     w = Writer(Path(d) / "w.awwatch", 1, {}); w.close(); w.close(); w.fd
         """
-        fd, self.fd = self.fd, None
-        if fd is not None:
-            os.close(fd)
+        if self.fd is not None:
+            try:
+                if not self.failed:
+                    self._sink.close()  # seal the open tile: its summaries, its index
+            except OSError as e:  # every step stays readable: the reader walks an open tile
+                warn_user(f"{self.path}: the index of its last steps could not be written "
+                          f"({e.strerror or e}); every step is in the file, read one by one",
+                          RuntimeWarning)  # fmt: skip
+            finally:
+                fd, self.fd = self.fd, None
+                pfd, self._patch_fd = self._patch_fd, None
+                os.close(fd)
+                if pfd is not None:
+                    os.close(pfd)
 
 
 def _check_same_run(path: Path, fd: int, size: int, every: int, meta: Mapping[str, Any]
@@ -367,20 +393,35 @@ def save(path: Path, every: int, meta: Mapping[str, Any], structures: Sequence[S
 
     Example:
         >>> import tempfile
-        >>> from autograd_widget.engine.watch import awwatch
+        >>> from autograd_widget.engine.watch import awstore
         >>> with tempfile.TemporaryDirectory() as d:
         ...     save(Path(d) / "w.awwatch", 2, {"rank": 0}, [], [TrainingStep(0, False, 1.0)])
-        ...     awwatch.read(Path(d) / "w.awwatch")[0]["meta"]
+        ...     awstore.read(Path(d) / "w.awwatch")[0]["meta"]
         {'rank': 0}
     """
     check_write_target(path, what=_WHAT)  # before creating any folder
     path.parent.mkdir(parents=True, exist_ok=True)
     written: set[int] = set()
     with atomic_write(path) as f:  # util/atomic.py: the one way the package writes a whole file
-        f.write(MAGIC + head_record(every, meta))
+        start = MAGIC + head_record(every, meta)
+        f.write(start)
+        sink = TileSink(*file_sink(f, len(start)))
         for st in steps:
             if st.structure is not None and st.structure not in written:
                 for sid in range(len(written), st.structure + 1):
-                    f.write(structure_record(sid, structures[sid]))
+                    sink.structure(sid, structures[sid], structure_record(sid, structures[sid]))
                     written.add(sid)
-            f.write(step_record(st))
+            sink.step(st)
+        sink.close()
+
+
+def _patch_fd(path: Path, fd: int) -> int:
+    """A second descriptor of the file `fd` appends to, without O_APPEND, for the in-place
+    writes of a tile's columns (`pwrite` on an O_APPEND descriptor appends on Linux): opened
+    without following a link, checked to be the very same file."""
+    flags = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    pfd = os.open(path, flags | getattr(os, "O_BINARY", 0))
+    if os.fstat(pfd)[1:3] != os.fstat(fd)[1:3]:  # (inode, device)
+        os.close(pfd)
+        raise ValueError(f"{path} changed while it was opened; pass a new path")
+    return pfd

@@ -48,9 +48,9 @@ import torch
 from ...core.capture import capture
 from ..diagnose.causes import counts_of
 from ..diagnose.origins import Locator, birth_cause
-from .structure import Structure, accumulators, walk
+from .structure import Structure, walk
 
-__all__ = ["KERNELS", "LeafCheck", "LeanPass", "PassResult", "Staged", "norm_of", "set_kernel"]
+__all__ = ["KERNELS", "LeanPass", "PassResult", "Staged", "norm_of", "set_kernel"]
 
 _vn = torch.linalg.vector_norm
 _HALF = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
@@ -202,15 +202,51 @@ class PassResult:
     passes: int = 0
 
 
+@dataclass
+class _Totals:
+    """The passes of one step seen so far, taken together (`LeanPass._fold`)."""
+
+    order: list[int]
+    norms: list[Any]
+    slots: list[Any]
+    params: list[Any]
+    nonfinite: dict[int, tuple[int, int]]
+    slot_nonfinite: dict[int, tuple[int, int]]
+    births: dict[int, tuple[str, bool]]
+
+
+def _rss(a: Any, b: Any) -> Any:
+    """sqrt(a^2 + b^2) of two norms (floats, or 0-d tensors on a device), None where absent;
+    without overflow, a NaN or an Inf stays non-finite."""
+    if a is None or b is None:
+        return b if a is None else a
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        t = a if isinstance(a, torch.Tensor) else b
+        a, b = (torch.as_tensor(v, dtype=t.dtype, device=t.device) for v in (a, b))
+        return torch.hypot(a, b)
+    return math.hypot(a, b)
+
+
+def _add_counts(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:
+    """(NaN, Inf) counts of two passes added; -1 (present, not counted) stays -1."""
+    if a is None:
+        return b
+    return (-1 if -1 in (a[0], b[0]) else a[0] + b[0], -1 if -1 in (a[1], b[1]) else a[1] + b[1])
+
+
 class LeanPass:
     """The hooks of one watched backward over a graph of structure `structure` (see the module
     docstring). `fns`: its live nodes in the structure's order (`walk`). `scale`: a loss
     scaler's factor at the root (births then say an overflow is the scaler's expected one).
 
-    `start()` registers the hooks, `finish(exc)` removes them and returns a `PassResult`;
-    with `retain_graph=True` and several passes in one step, the last pass is what its norms,
-    order and births hold, `passes` counts them, and a parameter whose gradient was not finite
-    in ANY pass is in `param_nonfinite` (an earlier pass's NaN is never hidden).
+    `start()` registers the hooks, `finish(exc)` removes them and returns a `PassResult`.
+    Several backward passes over the graph in one step (`retain_graph=True`, a gradient
+    penalty's `torch.autograd.grad`) are ALL kept, one step (`passes` counts them): each norm is
+    every pass's gradients on that edge taken together, the square root of the sum of their
+    squared norms (as if the passes' gradients were one vector; not the norm of their sum); the
+    NaN/Inf counts are added; each node's birth is the first pass's that had one; the order is
+    the first pass's, then the nodes only a later pass ran. A NaN or an Inf of any pass stays
+    non-finite in the step (`param_nonfinite`).
 
     Example:
         >>> loss = (x * 3).sum(); p = LeanPass.of([loss]); p.start(); len(p.handles)
@@ -231,9 +267,9 @@ class LeanPass:
         self.warnings: list[str] = []
         #: parameter k -> hooked on its AccumulateGrad node (fed by several edges, or hooked)
         self.param_hooked: dict[int, int] = {}
-        #: backward passes seen, and the (parameter, norm) of the passes before the last
+        #: backward passes seen, and the passes before the current one taken together
         self.passes = 0
-        self.earlier: list[tuple[int, Any]] = []
+        self.done: _Totals | None = None
         self._reset(None)
 
     @classmethod
@@ -314,8 +350,8 @@ class LeanPass:
     def _check_task(self) -> None:
         task = _task_id()
         if task != self.task:
-            if self.task is not None:  # a pass ended: keep its parameters' norms for the flags
-                self._keep_earlier()
+            if self.task is not None:  # a pass ended: add it to the step's totals
+                self._fold()
             self.passes += 1
             self._reset(task)  # a new backward pass over the same graph: keep the last one
             s, fns = self.s, self.fns
@@ -328,12 +364,24 @@ class LeanPass:
             except RuntimeError:  # torch.autograd.grad: no AccumulateGrad node runs
                 self.runs_acc = {}
 
-    def _keep_earlier(self) -> None:
-        s = self.s
-        for k, e in enumerate(s.param_edge):
-            v = self.params[k] if k in self.param_hooked else (self.norms[e] if e >= 0 else None)
-            if v is not None:
-                self.earlier.append((k, v))
+    def _fold(self) -> None:
+        """Add the pass that just ended to `done`, the step's totals (see the class docstring)."""
+        now = _Totals(self._full_order(), self.norms, self.slots, self.params, dict(self.nonfinite),
+                      dict(self.slot_nonfinite), dict(self.births))  # fmt: skip
+        d = self.done
+        if d is None:
+            self.done = now
+            return
+        seen = set(d.order)
+        d.order += [i for i in now.order if i not in seen]
+        d.norms = [_rss(a, b) for a, b in zip(d.norms, now.norms)]
+        d.slots = [_rss(a, b) for a, b in zip(d.slots, now.slots)]
+        d.params = [_rss(a, b) for a, b in zip(d.params, now.params)]
+        for mine, theirs in ((d.nonfinite, now.nonfinite), (d.slot_nonfinite, now.slot_nonfinite)):
+            for k, c in theirs.items():
+                mine[k] = _add_counts(mine.get(k), c)
+        for i, b in now.births.items():
+            d.births.setdefault(i, b)
 
     def node_done(self, i: int, sent: Sequence[Any], got: Sequence[Any]) -> None:
         """Node `i` ran: the norms of what it sent (per output edge) and of what it got in the
@@ -451,9 +499,19 @@ class LeanPass:
         """
         self.remove()
         s = self.s
+        failed = self._failed() if exc is not None else None  # in the last pass
+        order = None
+        if self.passes > 1:  # every pass, taken together
+            self._fold()
+            d, self.done = self.done, None
+            assert d is not None
+            order, self.norms, self.slots, self.params = d.order, d.norms, d.slots, d.params
+            self.nonfinite, self.slot_nonfinite, self.births = (d.nonfinite, d.slot_nonfinite,
+                                                                d.births)  # fmt: skip
+            self.order = [i for i in order if not s.accumulate[i]]
         stage = staged if staged is not None else Staged()
         base = len(stage.values)
-        for v in (*self.norms, *self.params, *self.slots, *(v for _, v in self.earlier)):
+        for v in (*self.norms, *self.params, *self.slots):
             stage.add(math.nan if v is None else v)
         values = stage.read()
         stage.values[:] = values[:base]  # the caller's own values, read in the same transfer
@@ -461,7 +519,6 @@ class LeanPass:
         edge = np.asarray(values[base : base + n_e], dtype=np.float32)
         slots = np.asarray(values[base + n_e + n_p : base + n_e + n_p + n_x], dtype=np.float32)
         params = np.asarray(values[base + n_e : base + n_e + n_p], dtype=np.float32)
-        earlier = values[base + n_e + n_p + n_x :]
         bad_params = []
         for k, e in enumerate(s.param_edge):
             if k in self.param_hooked:
@@ -472,23 +529,18 @@ class LeanPass:
                     params[k] = edge[e]
             if present and not np.isfinite(params[k]):
                 bad_params.append(k)
-        for (k, _), v in zip(self.earlier, earlier):  # a NaN of an earlier pass stays flagged
-            if v - v != 0.0 and k not in bad_params:
-                bad_params.append(k)
-        bad_params.sort()
         device = next((v.device for v in (*self.norms, *self.slots)
                        if isinstance(v, torch.Tensor)), None)  # fmt: skip
         if device is not None:
             self._late_counts(edge, slots, str(device))
-        order = self._full_order()
-        failed = self._failed() if exc is not None else None
+        if order is None:
+            order = self._full_order()
         result = PassResult(order, edge, params, slots, dict(self.nonfinite),
                             dict(self.slot_nonfinite), dict(self.births), failed,
                             list(self.warnings), bad_params, self.passes)  # fmt: skip
         self.fns = []
         self.locator = None  # it holds the live nodes: nothing outlives the step
         self.refs.clear()
-        self.earlier.clear()
         return result
 
     def _late_counts(self, edge: np.ndarray, slots: np.ndarray, device: str) -> None:
@@ -541,120 +593,3 @@ class LeanPass:
             if best is None or s.seq[i] > s.seq[best]:
                 best = i
         return best
-
-
-class LeafCheck:
-    """The hooks of an UNWATCHED step: a pre-hook on each leaf's AccumulateGrad node stages the
-    norm of the gradient this backward produced for it (the summed gradient, after the user's
-    tensor hooks; not the accumulated `.grad`); `finish()` reads them all at once and names the
-    leaves whose gradient is not finite. Under `torch.autograd.grad` no AccumulateGrad node
-    runs: nothing is checked. A pre-hook on each root's node counts the backward passes
-    (`passes`; 0: no backward ran); with several, a leaf is named when its gradient was not
-    finite in any of them (the passes' norms are added, and a NaN or an Inf stays one).
-
-    `names`: `id(leaf tensor)` -> name; other leaves are named by their shape.
-
-    Example:
-        >>> w = torch.tensor([0.0, 1.0], requires_grad=True); loss = w.sqrt().sum()
-        >>> c = LeafCheck([loss], {id(w): "w"}); c.start(); loss.backward(); c.finish()
-        ['w']
-    """
-
-    def __init__(self, roots: Sequence[torch.Tensor], names: dict[int, str]) -> None:
-        self.leaves = accumulators(roots)
-        self.names = names
-        self.norms: list[Any] = [None] * len(self.leaves)
-        self.handles: list[Any] = []
-        self.warnings: list[str] = []
-        leaves = set(self.leaves)
-        self.root_fns = list({fn: None for fn in (t.grad_fn for t in roots)
-                              if fn is not None and fn not in leaves})  # fmt: skip
-        #: backward passes seen (graph task ids met by a hook)
-        self.passes = 0
-        self.task: int | None = None
-
-    def _seen(self) -> None:
-        task = _task_id()
-        if task != self.task:
-            self.task = task
-            self.passes += 1
-
-    def _pre(self, k: int) -> Any:
-        norms, warnings = self.norms, self.warnings
-
-        def pre_hook(got: tuple) -> None:
-            try:
-                self._seen()
-                if got and got[0] is not None:
-                    v = norm_of(got[0])
-                    norms[k] = v if norms[k] is None else norms[k] + v
-            except Exception as e:  # never disturb the user's backward
-                if len(warnings) < 100:
-                    warnings.append(f"parameter hook: {type(e).__name__}: {e}")
-            return None
-
-        return pre_hook
-
-    def _root_pre(self, grads: tuple) -> None:
-        try:
-            self._seen()
-        except Exception as e:  # never disturb the user's backward
-            if len(self.warnings) < 100:
-                self.warnings.append(f"root hook: {type(e).__name__}: {e}")
-        return None
-
-    def start(self) -> None:
-        """Register the pre-hooks (all removed again if one fails).
-
-        Example:
-            >>> c = LeafCheck([z], {}); c.start(); len(c.handles)
-            3
-            >>> c.finish()
-            []
-        """
-        try:
-            for k, fn in enumerate(self.leaves):
-                self.handles.append(fn.register_prehook(self._pre(k)))
-            for fn in self.root_fns:
-                self.handles.append(fn.register_prehook(self._root_pre))
-        except BaseException:
-            self.remove()
-            raise
-
-    def remove(self) -> None:
-        """Remove every hook (each one even when another's removal fails).
-
-        Example:
-            >>> c = LeafCheck([z], {}); c.start(); c.remove(); c.handles
-            []
-        """
-        handles, self.handles = self.handles, []
-        for h in handles:
-            try:
-                h.remove()
-            except Exception as e:
-                self.warnings.append(f"removing a hook: {type(e).__name__}: {e}")
-
-    def finish(self, staged: Staged | None = None) -> list[str]:
-        """Remove the hooks; the names of the leaves whose gradient was not finite (read with
-        `staged`'s values, one transfer per device).
-
-        Example:
-            >>> c = LeafCheck([z], {}); c.finish()
-            []
-        """
-        self.remove()
-        stage = staged if staged is not None else Staged()
-        base = len(stage.values)
-        for v in self.norms:
-            stage.add(0.0 if v is None else v)
-        values = stage.read()
-        stage.values[:] = values[:base]
-        bad = []
-        for fn, v in zip(self.leaves, values[base:]):
-            if v - v != 0.0:
-                var = getattr(fn, "variable", None)
-                name = self.names.get(id(var))
-                bad.append(name if name is not None else f"leaf {list(getattr(var, 'shape', ()))}")
-        self.leaves = []
-        return bad

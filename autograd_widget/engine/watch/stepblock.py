@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...util.warn import warn_user
-from .lean import LeafCheck, LeanPass, Staged
+from .leafcheck import LeafCheck
+from .lean import LeanPass, Staged
 
 if TYPE_CHECKING:
     from .watch import Watch

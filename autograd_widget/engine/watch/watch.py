@@ -5,7 +5,11 @@ first) is WATCHED: the engine's own backward runs with the lean hooks of lean.py
 per node, norms only, read once per step) and leaves, per edge, the gradient's norm, per
 parameter the norm of the gradient this backward produced for it, the engine's order, where a
 NaN/Inf was born and why, the failing node. The other blocks only hook the parameters'
-AccumulateGrad nodes, to flag a non-finite parameter gradient. Every block records the loss.
+AccumulateGrad nodes, to flag a non-finite parameter gradient (leafcheck.py). Every block
+records the loss. With `flight=K` (the flight recorder) every block is hooked as a watched one,
+and what is kept of it is decided afterwards (flight.py, watchkeep.py): the steps around a
+NaN/Inf, a failure or a spike in full, the others as `every` says; `max_bytes=` bounds the file.
+What was recorded is read through watchread.py (`series`, `first_nonfinite`, `recording`).
 
 A graph structure is captured in full (`aw.capture`: shapes, modules, parameter names) the first
 time it is seen (structure.py's `walk` recognises it again from its nodes' names and edges); a
@@ -29,7 +33,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import secrets
 import weakref
 from collections.abc import Mapping, Sequence
@@ -42,25 +45,26 @@ import torch
 from ...core.capture import capture
 from ...core.fsdp import fsdp_leaf_names
 from ...util.warn import warn_user
-from ..diagnose.origins import Origin, root_loss_scale
+from ..diagnose.origins import root_loss_scale
 from ..record.ranks import RANK
-from ..record.recording import Recording, new_meta, rank_info
+from ..record.recording import new_meta, rank_info
 from . import awwatch
 from .awwatch_write import check_target, write_failed
-from .lean import LeafCheck, LeanPass
+from .flight import DiskBudget, FlightRecorder
+from .leafcheck import LeafCheck
+from .lean import LeanPass
 from .rankwatch import RankWatches
 from .stepblock import NO_BACKWARD, UNENTERED, StepBlock
+from .storedwatch import StoredReading
 from .structure import Structure, walk
-from .trainstep import TrainingStep, as_recording
-from .watchfirst import first_nonfinite
-from .watchseries import table_of
+from .trainstep import TrainingStep
+from .watchkeep import WatchKeeping, plain_meta
+from .watchread import WatchReading
 
-__all__ = ["NO_BACKWARD", "UNENTERED", "StepBlock", "Watch", "load_watch", "watch"]
-
-_EDGE_ID = re.compile(r"n\d+:\d+")
+__all__ = ["NO_BACKWARD", "UNENTERED", "StepBlock", "StoredWatch", "Watch", "load_watch", "watch"]
 
 
-class Watch:
+class Watch(WatchKeeping, WatchReading):
     """A training run watched step by step (see the module docstring and `aw.watch`).
 
     Attributes: `every`, `records` (a `TrainingStep` per block, in order), `structures` (the
@@ -86,9 +90,13 @@ class Watch:
         path: str | os.PathLike | None = None,
         params: Mapping[str, torch.Tensor] | None = None,
         best_effort: bool = False,
+        flight: int = 0,
+        spike: float | None = None,
+        max_bytes: int | None = None,
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be an int >= 1 (watch every n-th step), got {every!r}")
+        _check_flight(flight, spike, max_bytes, path)
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"model= must be a torch.nn.Module, got {type(model).__name__}")
         if params is not None and not isinstance(params, Mapping):
@@ -117,11 +125,13 @@ class Watch:
         self._pending: weakref.ref[StepBlock] | None = None  # the last block step() returned
         self._writer: awwatch.Writer | None = None
         self._written = 0
+        self._flight = FlightRecorder(flight, spike) if flight else None
+        self._budget = DiskBudget(max_bytes) if max_bytes is not None else None
         self.closed = False
         self.read_only = False
         self.warnings: list[str] = []
         self.meta: dict[str, Any] = {
-            **new_meta("norms"), "every": every,
+            **new_meta("norms"), "every": every, "flight": flight,
             "model": None if model is None else type(model).__name__,
             "run": secrets.token_hex(8),  # what a file of this run says (awwatch_write.py)
         }  # fmt: skip
@@ -156,9 +166,12 @@ class Watch:
         `watch.step(loss)` without `with` records nothing (`StepBlock`); a block in which no
         backward of `loss` ran records nothing, and its number goes to the next block; a block
         with several backward passes (`retain_graph=True`, a gradient penalty's
-        `torch.autograd.grad`) is ONE step: its norms, order and births are the last pass's, its
-        non-finite parameters those of every pass (a NaN of an earlier pass is never hidden);
-        give each backward its own block to see each pass.
+        `torch.autograd.grad`) is ONE step that keeps every pass: each norm is the passes'
+        gradients on that edge taken together (sqrt of the sum of their squared norms: not the
+        norm of their sum), NaN/Inf counts added, births the first pass's, and a NaN/Inf of any
+        pass flags its parameter; a `UserWarning` says how many passes ran. Give each backward
+        its own block to see each pass on its own (gradient accumulation over micro-batches:
+        one block per micro-batch, so one step per backward).
 
         Example:
             >>> w = aw.watch(); loss = (x * 3).sum()
@@ -207,7 +220,8 @@ class Watch:
         if self._open is not None:
             raise RuntimeError("a watch.step(...) block is already open: steps do not nest")
         block.number = self._count
-        block.watched = block.number % self.every == 0
+        # with a flight recorder every block is hooked; what is kept is decided at its end
+        block.watched = block.number % self.every == 0 or self._flight is not None
         roots = block.roots
         block.scale = root_loss_scale(roots[0].grad_fn) if len(roots) == 1 else None
         loss = roots[0].detach()
@@ -303,17 +317,13 @@ class Watch:
             self._forget(block)
             warn_user(NO_BACKWARD)
             return
-        self._index[st.step] = len(self.records)
-        self.records.append(st)
-        for w in st.warnings:
-            self._warn(f"step {st.step}: {w}")
-        if self._target is not None:
-            self._append(st)
+        self._keep(st)  # watchkeep.py: in memory and in the file, as every / flight= say
         if passes > 1:  # said last: a warning filter that raises loses no step
-            kept = "the last pass's norms, order and births; " if st.watched else ""
+            kept = ("its norms are every pass's taken together (the square root of the sum of "
+                    "their squares), " if st.watched else "")  # fmt: skip
             msg = (f"step {st.step}: {passes} backward passes ran inside one watch.step block: "
-                   f"one step, which keeps {kept}a NaN/Inf in any pass is flagged. Give each "
-                   "backward its own `with watch.step(...)` block to see each pass")  # fmt: skip
+                   f"one step; {kept}a NaN/Inf in any pass is flagged. Give each backward its "
+                   "own `with watch.step(...)` block to see each pass")  # fmt: skip
             self._warn(msg)
             warn_user(msg)
 
@@ -325,237 +335,6 @@ class Watch:
         sid = block.new_sid
         if sid is not None and sid == len(self.structures) - 1 and sid >= self._written:
             del self._by_key[self.structures.pop().key]
-
-    def _warn(self, msg: str) -> None:
-        if msg not in self.warnings and len(self.warnings) < 1000:
-            self.warnings.append(msg)
-
-    def _append(self, st: TrainingStep) -> None:
-        """Append `st` (and the structures before it) to the file; a failure is raised, or
-        warned once where the user asked for best effort or the step's own backward raised
-        (awwatch_write.py's `write_failed`); either way the file takes no more steps."""
-        first = self._writer is None
-        try:
-            if self._writer is None:
-                rank, world = rank_info()
-                self.meta.update(rank=rank, world_size=world)
-                assert self._target is not None
-                self.path = Path(self._target.replace("{rank}", str(rank)))
-                self._writer = awwatch.Writer(self.path, self.every, _plain(self.meta))
-            while self._written < len(self.structures):
-                self._writer.structure(self._written, self.structures[self._written])
-                self._written += 1
-            self._writer.step(st)
-        except Exception as e:
-            where, self._target = self.path or self._target, None
-            writer, self._writer = self._writer, None
-            if writer is not None:
-                writer.close()
-            if first:
-                self.path = None
-            self._warn(write_failed(e, path=where, step=st.step, first=first,
-                                    warn=self.best_effort or st.failure is not None))  # fmt: skip
-
-    def close(self) -> None:
-        """Close the file being appended to (releasing it to other writers); the watch then
-        records no more steps (its data stays readable). Also what leaving
-        `with aw.watch(...) as w:` does.
-
-        Example:
-            >>> w = aw.watch(); w.close(); w.closed
-            True
-        """
-        self.closed = True
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.close()
-
-    # ----------------------------------------------------------------- reading
-    @property
-    def steps(self) -> list[int]:
-        """The watched step numbers, in order."""
-        return [s.step for s in self.records if s.watched]
-
-    @property
-    def nonfinite_steps(self) -> list[int]:
-        """Every step, watched or not, in which a parameter gradient came out non-finite."""
-        return [s.step for s in self.records if s.nonfinite_params]
-
-    @property
-    def expected_steps(self) -> list[int]:
-        """The non-finite steps a loss scaler explains (its expected overflow, see
-        `TrainingStep.expected_overflow`)."""
-        return [s.step for s in self.records if s.expected_overflow]
-
-    @property
-    def scales(self) -> np.ndarray:
-        """The loss scaler's factor per watched step (NaN where there was none)."""
-        return np.array([math.nan if s.scale is None else s.scale
-                         for s in self.records if s.watched], dtype=np.float64)  # fmt: skip
-
-    def losses(self) -> np.ndarray:
-        """The loss of every step (watched or not), in step order (unscaled; NaN where the
-        loss had more than one element).
-
-        Example:
-            >>> w = aw.watch(every=5); loss = (x * 3).sum()
-            >>> for _ in range(2):
-            ...     with w.step(loss):
-            ...         loss.backward(retain_graph=True)
-            >>> w.losses().tolist()
-            [6.0, 6.0]
-        """
-        return np.array([s.loss for s in self.records], dtype=np.float64)
-
-    def record(self, step: int) -> TrainingStep:
-        """The `TrainingStep` of step number `step` (KeyError naming the range otherwise).
-
-        Example:
-            >>> w = aw.watch(); loss = (x * 3).sum()
-            >>> with w.step(loss):
-            ...     loss.backward()
-            >>> w.record(0).watched
-            True
-        """
-        k = self._index.get(step)
-        if k is None:
-            raise KeyError(f"no step {step}: this watch has steps 0..{len(self.records) - 1}")
-        return self.records[k]
-
-    def recording(self, step: int) -> Recording:
-        """A drawable, replayable `Recording` of watched step `step` (`aw.explore` it).
-
-        Its summaries hold each gradient's norm, NaN/Inf counts, shape and dtype (min, max,
-        mean, std and values were not computed: None and []); `nonfinite_origins()` names
-        where a NaN/Inf was born, with its cause; `failure` the node that raised.
-
-        Example:
-            >>> w = aw.watch(); loss = (x * 3).sum()
-            >>> with w.step(loss):
-            ...     loss.backward()
-            >>> w.recording(0).edge_summary("n1:0").norm
-            3.0
-        """
-        st = self.record(step)
-        if not st.watched or st.structure is None:
-            raise ValueError(f"step {step} was not watched (every={self.every}); watched steps "
-                             f"near it: {self._near(step)}")  # fmt: skip
-        meta = {k: v for k, v in self.meta.items() if k in ("rank", "world_size", "torch")}
-        return as_recording(st, self.structures[st.structure], meta)
-
-    def _near(self, step: int) -> list[int]:
-        ws = self.steps
-        k = int(np.searchsorted(ws, step))
-        return ws[max(0, k - 2) : k + 2]
-
-    def first_nonfinite(self, *, expected: bool = True, healed: bool = True
-                        ) -> tuple[int, Origin | None] | None:  # fmt: skip
-        """(step, where its NaN/Inf was born) of the earliest step in `nonfinite_steps`, or
-        None when every step's gradients were finite (so test it before unpacking it). The
-        `Origin` is where that step was watched (the first "born" node, with its cause, and for
-        a NaN/Inf already made in the forward, `where="forward"` and the forward op), None
-        where it was not. `expected=False` skips the loss scaler's expected overflows.
-
-        `healed=True` (the default): when no step left a parameter gradient non-finite, the
-        first WATCHED step in which some gradient was non-finite all the same (born and healed
-        within the step: a mask or a multiplication by zero removed it before the parameters)
-        is returned, its `Origin` of kind "healed": the node that healed it, its cause naming
-        where it was born. So a NaN is never hidden behind "no NaN". An unwatched step checks
-        only its parameters: a NaN healed there is not seen. `healed=False`: parameters only.
-
-        Example:
-            >>> w = torch.tensor([0.0, 1.0], requires_grad=True)
-            >>> watch = aw.watch(params={"w": w}); loss = w.sqrt().sum()
-            >>> with watch.step(loss):
-            ...     loss.backward()
-            >>> found = watch.first_nonfinite()
-            >>> if found is not None:  # None: no step had a NaN/Inf
-            ...     step, origin = found
-            ...     print(step, origin and (origin.node, origin.kind))
-            0 ('n1', 'born')
-            >>> aw.watch().first_nonfinite() is None
-            True
-            >>> v = torch.tensor([-1.0, 4.0], requires_grad=True)
-            >>> watch = aw.watch(params={"v": v}); loss = v.relu().sqrt().sum()
-            >>> with watch.step(loss):
-            ...     loss.backward()
-            >>> found = watch.first_nonfinite()  # None only when no gradient had one
-            >>> found[0], found[1].kind, v.grad.isfinite().all()
-            (0, 'healed', tensor(True))
-            >>> watch.first_nonfinite(healed=False) is None
-            True
-        """
-        return first_nonfinite(self, expected=expected, healed=healed)
-
-    # ----------------------------------------------------------------- series
-    def keys(self) -> dict[str, list[str]]:
-        """What `series` accepts: {"modules": [...], "params": [...], "edges": [...]} over
-        every structure seen.
-
-        Example:
-            >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
-            >>> with w.step(loss):
-            ...     loss.backward()
-            >>> w.keys()
-            {'modules': [''], 'params': ['x'], 'edges': ['n0:0', 'n1:0']}
-        """
-        modules: dict[str, None] = {}
-        params: dict[str, None] = {}
-        edges: dict[str, None] = {}
-        for s in self.structures:
-            modules.update(dict.fromkeys(s.modules()))
-            params.update(dict.fromkeys(s.params))
-            edges.update(dict.fromkeys(s.edge_ids))
-        return {"modules": list(modules), "params": list(params), "edges": list(edges)}
-
-    def series(self, key: str) -> np.ndarray:
-        """One float per watched step: the gradient norm of `key`, an edge id ("n12:0"), a
-        parameter name, or a module path (the norm of that module's parameters' gradients
-        together). "" is the whole model: its PARAMETERS only (the model's, those named in
-        `params=`, any `nn.Parameter`), never an input tensor's gradient (a leaf that requires
-        grad, such as `x` in `model(x)`: its own key is its name in `keys()["params"]`,
-        "input 0 [5, 4]"). NaN where a step's graph lacks the key or nothing flowed there.
-        Divided by the loss scale where a scaler scaled the loss.
-
-        Example:
-            >>> w = aw.watch(params={"x": x}); loss = (x * 3 * y).sum()
-            >>> with w.step(loss):
-            ...     loss.backward()
-            >>> w.series("x").tolist(), w.series("n1:0").tolist(), w.series("").tolist()
-            ([9.0], [3.0], [9.0])
-            >>> w.keys()["params"]  # y: an input, not in series("")
-            ['input 0 []', 'x']
-        """
-        return self.table([key])[:, 0]
-
-    def table(self, keys: Sequence[str]) -> np.ndarray:
-        """`series` of several keys at once: a (watched steps x keys) float64 array.
-
-        Example:
-            >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
-            >>> with w.step(loss):
-            ...     loss.backward()
-            >>> w.table(["x", "n0:0"]).tolist()
-            [[3.0, 1.0]]
-        """
-        keys = [str(k) for k in keys]
-        known = self.keys()
-        names = {*known["params"], *known["modules"]}  # a set: no scan per key
-        for k in keys:
-            if not (k in names or _EDGE_ID.fullmatch(k)):
-                raise KeyError(
-                    f"{k!r} is not an edge id, a parameter or a module of this watch; e.g. "
-                    f"{(known['params'][:2] + known['modules'][1:3] + known['edges'][:2])}"
-                )
-        watched = [s for s in self.records if s.watched and s.structure is not None]
-        out = np.full((len(watched), len(keys)), np.nan, dtype=np.float64)
-        by_sid: dict[int, list[int]] = {}
-        for row, st in enumerate(watched):
-            by_sid.setdefault(st.structure, []).append(row)  # type: ignore[arg-type]
-        for sid, rows in by_sid.items():
-            out[rows] = table_of(self.structures[sid], [watched[r] for r in rows], keys)
-        scale = np.array([s.scale or 1.0 for s in watched], dtype=np.float64)
-        return out / scale[:, None]
 
     # ----------------------------------------------------------------- files
     def save(self, path: str | os.PathLike) -> Path:
@@ -576,7 +355,7 @@ class Watch:
         """
         rank, world = rank_info()
         target = Path(str(os.fspath(path)).replace("{rank}", str(rank)))
-        meta = _plain(self.meta)
+        meta = plain_meta(self.meta)
         if world > 1:  # a watch made before init_process_group still says which rank it is
             meta.update(rank=rank, world_size=world)
         awwatch.save(target, self.every, meta, self.structures, self.records)
@@ -593,6 +372,8 @@ class Watch:
             Traceback (most recent call last):
             FileNotFoundError: no watch at missing.awwatch
         """
+        if awwatch.major_of(Path(os.fspath(path))) == 2:  # read lazily (storedwatch.py)
+            return StoredWatch.open(Path(os.fspath(path)), max_structure_bytes=max_structure_bytes)
         head, structures, steps, warnings = awwatch.read(
             Path(os.fspath(path)), max_structure_bytes=max_structure_bytes)
         w = cls(every=head["every"])
@@ -607,9 +388,14 @@ class Watch:
         return w
 
 
-def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
-    return {str(k): v if isinstance(v, str | int | float | bool | type(None)) else repr(v)
-            for k, v in meta.items()}  # fmt: skip
+class StoredWatch(StoredReading, Watch):
+    """A `Watch` read lazily from a format 2.0 `.awwatch` file (storedwatch.py's reading: the
+    index, the columns, a step's record on demand); what `aw.load_watch` returns for one.
+
+    Example:
+        >>> issubclass(StoredWatch, Watch)
+        True
+    """
 
 
 def watch(
@@ -619,6 +405,9 @@ def watch(
     path: str | os.PathLike | None = None,
     params: Mapping[str, torch.Tensor] | None = None,
     best_effort: bool = False,
+    flight: int = 0,
+    spike: float | None = None,
+    max_bytes: int | None = None,
 ) -> Watch:
     """Watch a training run's gradient flow step by step (see the module docstring).
 
@@ -641,12 +430,24 @@ def watch(
             disk), False (the default) raises: at once where the path is visibly wrong, else
             at the step that could not be written; True warns once (`RuntimeWarning`, with
             the reason) and trains on, keeping every step in memory (`Watch.save` later).
+        flight: K > 0 turns the flight recorder on (flight.py, docs/watch.md): EVERY step is
+            hooked (the cost per step of `every=1`), the last K steps wait in memory in full,
+            and a step with a NaN/Inf gradient (or a `spike`) is kept in full with the K steps
+            before and after it, in memory and in the file: a NaN born at a step `every`
+            skips is found with its birth node and cause. The other steps are kept as `every`
+            says. 0 (the default): off.
+        spike: with `flight`, a step whose gradient norm (`series("")`) is more than `spike`
+            times the step before it is an event too (a float > 1; None: NaN/Inf only).
+        max_bytes: a budget for the file at `path`: when it is full, the oldest ordinary
+            steps (kept by `every`, not around an event) lose their norms first (the file is
+            rewritten, atomically); a budget below one step is a ValueError at the first step.
 
     Returns:
         The `Watch` (a context manager: leaving `with aw.watch(...) as w:` closes it).
 
     Raises:
-        ValueError: `every` is not an int >= 1; `path` is refused (see `path`).
+        ValueError: `every` is not an int >= 1; `path` is refused (see `path`); `flight`,
+            `spike` or `max_bytes` is out of range, or given without what it needs.
         OSError: the file cannot be written (at the step that could not be written).
         TypeError: `model` is not an `nn.Module`, `params` not a mapping of tensors.
 
@@ -661,7 +462,27 @@ def watch(
         >>> w.steps, w.series("weight").shape, w.nonfinite_steps
         ([0, 2], (2,), [])
     """
-    return Watch(model, every=every, path=path, params=params, best_effort=best_effort)
+    return Watch(model, every=every, path=path, params=params, best_effort=best_effort,
+                 flight=flight, spike=spike, max_bytes=max_bytes)  # fmt: skip
+
+
+def _check_flight(flight: Any, spike: Any, max_bytes: Any, path: Any) -> None:
+    """ValueError for a `flight=`, `spike=` or `max_bytes=` out of range (`aw.watch`)."""
+    if isinstance(flight, bool) or not isinstance(flight, int) or flight < 0:
+        raise ValueError(f"flight must be an int >= 0 (the steps kept in full around a "
+                         f"NaN/Inf; 0: off), got {flight!r}")  # fmt: skip
+    if spike is not None:
+        if isinstance(spike, bool) or not isinstance(spike, int | float) or not spike > 1.0:
+            raise ValueError(f"spike must be a number > 1 (the factor a gradient norm jumps "
+                             f"by), or None, got {spike!r}")  # fmt: skip
+        if not flight:
+            raise ValueError("spike= needs the flight recorder: pass flight=K too (the steps "
+                             "kept in full around a spike)")  # fmt: skip
+    if max_bytes is not None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise ValueError(f"max_bytes must be an int >= 1 (bytes), got {max_bytes!r}")
+        if path is None:
+            raise ValueError("max_bytes= bounds the file written at path=: pass path= too")
 
 
 def load_watch(path: str | os.PathLike, *,

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..diagnose.origins import Origin
-    from .watch import Watch
+    from .watchread import WatchReading
 
 __all__ = ["first_nonfinite"]
 
 
-def first_nonfinite(w: Watch, *, expected: bool = True, healed: bool = True
+def first_nonfinite(w: WatchReading, *, expected: bool = True, healed: bool = True
                     ) -> tuple[int, Origin | None] | None:  # fmt: skip
     """(step, origin) of watch `w`'s first non-finite step, else of its first healed one
     (`healed`), else None (see the module docstring; `Watch.first_nonfinite` documents it).
@@ -46,7 +46,7 @@ def first_nonfinite(w: Watch, *, expected: bool = True, healed: bool = True
             return st.step, None
         origins = w.recording(st.step).nonfinite_origins()
         born = [o for o in origins if o.kind == "born"]
-        return st.step, (born or origins or [None])[0]
+        return st.step, next(iter(born or origins), None)
     if healed:
         for st in w.records:
             if st.watched and st.finite and (st.nonfinite or st.slot_nonfinite):
@@ -54,14 +54,14 @@ def first_nonfinite(w: Watch, *, expected: bool = True, healed: bool = True
     return None
 
 
-def _healed(w: Watch, step: int) -> Origin | None:
+def _healed(w: WatchReading, step: int) -> Origin | None:
     """The "healed" origin of a step whose parameter gradients came out finite, its cause
     naming where the NaN/Inf was born."""
     origins = w.recording(step).nonfinite_origins()
     cured = [o for o in origins if o.kind == "healed"]
     born = [o for o in origins if o.kind == "born"]
     if not cured:
-        return (born or origins or [None])[0]
+        return next(iter(born or origins), None)
     o = cured[0]
     if born:
         st = w.record(step)

@@ -21,7 +21,7 @@ import numpy as np
 from .structure import Structure
 from .trainstep import TrainingStep
 
-__all__ = ["table_of"]
+__all__ = ["module_norms", "overview_of", "table_of"]
 
 #: How many (step, pair) squared norms the module sums hold at once (8 MB of float64).
 _PAIR_BLOCK = 1 << 20
@@ -63,7 +63,31 @@ def table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.nda
     if mod_cols:
         pk, pj, order = _module_pairs(s, list(mod_cols))
         if pk.size:
-            _module_norms(out, params, pk, pj, [mod_cols[m] for m in order], steps, s)
+            _module_norms(out, params, pk, pj, [mod_cols[m] for m in order],
+                          [st.nonfinite_params for st in steps], s)  # fmt: skip
+    return out
+
+
+def module_norms(s: Structure, params: np.ndarray, bad: list[tuple[str, ...]],
+                 modules: list[str]) -> np.ndarray:  # fmt: skip
+    """The (steps x modules) norms of module paths `modules` from the (steps x parameters)
+    norms `params` of steps sharing structure `s` and each step's non-finite parameter names
+    `bad` (what `table_of` computes for module keys, from columns: a watch read from a file
+    of format 2.0 has no `TrainingStep` per step in memory). NaN for a path holding no
+    parameter of `s`.
+
+    Example:
+        >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
+        >>> with w.step(loss):
+        ...     loss.backward()
+        >>> module_norms(w.structures[0], np.array([[3.0]]), [()], [""]).tolist()
+        [[3.0]]
+    """
+    out = np.full((len(params), len(modules)), np.nan, dtype=np.float64)
+    pk, pj, order = _module_pairs(s, list(dict.fromkeys(modules)))
+    if pk.size:
+        cols = [[c for c, m in enumerate(modules) if m == name] for name in order]
+        _module_norms(out, np.asarray(params, dtype=np.float64), pk, pj, cols, bad, s)
     return out
 
 
@@ -91,17 +115,18 @@ def _module_pairs(s: Structure, wanted: list[str]) -> tuple[np.ndarray, np.ndarr
 
 
 def _module_norms(out: np.ndarray, params: np.ndarray, pk: np.ndarray, pj: np.ndarray,
-                  cols: list[list[int]], steps: list[TrainingStep], s: Structure) -> None:
+                  cols: list[list[int]], bad_names: list[tuple[str, ...]], s: Structure
+                  ) -> None:  # fmt: skip
     """Fill the module columns `cols[j]` of `out`: the (pk, pj) pairs' squared norms summed
     per module (by blocks of steps: the pairs' matrix stays a few MB), NaN where none of its
     parameters had a gradient, and where one of them had a NaN gradient (not an absent one)."""
     starts = np.flatnonzero(np.r_[True, pj[1:] != pj[:-1]])
     present = ~np.isnan(params)
     sq = np.where(present, params * params, 0.0)
-    norms = np.empty((len(steps), len(cols)))
+    norms = np.empty((len(params), len(cols)))
     block = max(1, _PAIR_BLOCK // max(1, pk.size))
-    for a in range(0, len(steps), block):
-        b = min(len(steps), a + block)
+    for a in range(0, len(params), block):
+        b = min(len(params), a + block)
         total = np.add.reduceat(sq[a:b, pk], starts, axis=1)
         count = np.add.reduceat(present[a:b, pk].astype(np.int64), starts, axis=1)
         norms[a:b] = np.where(count > 0, np.sqrt(total), np.nan)
@@ -109,10 +134,10 @@ def _module_norms(out: np.ndarray, params: np.ndarray, pk: np.ndarray, pj: np.nd
     for k, name in enumerate(s.params):
         by_name.setdefault(name, []).append(k)
     mods_of: dict[int, list[int]] | None = None
-    for row, st in enumerate(steps):  # a NaN gradient (not an absent one) stays NaN
-        if not st.nonfinite_params:
+    for row, names in enumerate(bad_names):  # a NaN gradient (not an absent one) stays NaN
+        if not names:
             continue
-        bad = [k for name in set(st.nonfinite_params) for k in by_name.get(name, ())
+        bad = [k for name in set(names) for k in by_name.get(name, ())
                if not present[row, k]]  # fmt: skip
         if not bad:
             continue
@@ -124,3 +149,38 @@ def _module_norms(out: np.ndarray, params: np.ndarray, pk: np.ndarray, pj: np.nd
             norms[row, mods_of.get(k, [])] = np.nan
     for j, cs in enumerate(cols):
         out[:, cs] = norms[:, j : j + 1]
+
+
+def overview_of(values: np.ndarray, steps: np.ndarray, start: int | None, stop: int | None,
+                bins: int) -> dict[str, np.ndarray]:  # fmt: skip
+    """The per-bin summary of a series (`values` per watched step `steps`) over `start <= step
+    < stop` cut into `bins` equal step ranges: {"start" (int64 first step of each bin), "min",
+    "max", "mean", "count"}. min/max over present values (NaN = absent; an Inf kept), mean over
+    the finite ones. ValueError for bins < 1 or an empty range.
+
+    Example:
+        >>> o = overview_of(np.array([1.0, 5.0, 2.0, np.nan]), np.arange(4), 0, 4, 2)
+        >>> o["min"].tolist(), o["max"].tolist(), o["mean"].tolist(), o["count"].tolist()
+        ([1.0, 2.0], [5.0, 2.0], [3.0, 2.0], [2, 1])
+    """
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise ValueError(f"bins must be an int >= 1 (the pixels to fill), got {bins!r}")
+    lo = int(steps[0]) if start is None and len(steps) else int(start or 0)
+    hi = int(steps[-1]) + 1 if stop is None and len(steps) else int(stop or 0)
+    if hi <= lo:
+        raise ValueError(f"the step range {lo}..{hi} is empty: pass start < stop")
+    edges = lo + (np.arange(bins + 1, dtype=np.float64) * (hi - lo) / bins)
+    cut = np.searchsorted(steps, np.ceil(edges).astype(np.int64))
+    v = np.asarray(values, dtype=np.float64)
+    out = {k: np.full(bins, np.nan) for k in ("min", "max", "mean")}
+    count = np.zeros(bins, dtype=np.int64)
+    for b in range(bins):
+        seg = v[cut[b] : cut[b + 1]]
+        present = seg[~np.isnan(seg)]
+        count[b] = present.size
+        if present.size:
+            out["min"][b], out["max"][b] = present.min(), present.max()
+            fin = present[np.isfinite(present)]
+            if fin.size:
+                out["mean"][b] = fin.mean()
+    return {"start": np.ceil(edges[:-1]).astype(np.int64), **out, "count": count}

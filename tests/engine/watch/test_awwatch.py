@@ -25,6 +25,7 @@ from tests.helpers.watchcraft import (
     graph_dict,
     head,
     rec,
+    save_v1,
     stp,
     strc,
     watched_step,
@@ -156,19 +157,34 @@ def test_a_killed_training_process_leaves_a_file_with_every_completed_step(tmp_p
 
 
 def test_a_record_cut_at_any_byte_loses_only_that_step(tmp_path):
+    """Format 2.0: a file cut anywhere (a writer killed at any byte, its tile's pointer and
+    index written or not) loads with exactly the steps whose records are whole, each the same
+    as in the whole file."""
     _, path = small_run(tmp_path, steps=3, every=1)
     data = path.read_bytes()
     full = aw.load_watch(path)
-    last = awwatch.step_record(full.records[-1])
-    assert data.endswith(last)
-    start = len(data) - len(last)
-    for cut in range(start, len(data), 7):
+    store = full.store
+    ends = [int(a) + 16 + struct.unpack_from("<Q", data, int(a) + 4)[0]
+            for a in store.rows["at"]]  # where each step's record ends  # fmt: skip
+    start = data.index(b"TILE")
+    bounds, pos = set(), len(awwatch.MAGIC)
+    while pos < len(data):  # every record's end: a cut there is a whole file, no warning
+        pos += 16 + struct.unpack_from("<Q", data, pos + 4)[0]
+        bounds.add(pos)
+    for cut in [*range(start, len(data), 97), *(e - 1 for e in ends), *ends]:
         p = tmp_path / "cut.awwatch"
         p.write_bytes(data[:cut])
         back = aw.load_watch(p)
-        assert [s.step for s in back.records] == [0, 1]
-        assert (back.warnings != []) == (cut > start)
+        want = [s for s, e in enumerate(ends) if e <= cut]
+        assert [s.step for s in back.records] == want, cut
+        assert (back.warnings != []) == (cut not in bounds), cut
         assert all("incomplete" in x for x in back.warnings)
+        for s in want:
+            a, b = full.record(s), back.record(s)
+            for f in ("order", "edge_norms", "param_norms", "slot_norms"):
+                assert np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True), (cut, f)
+        if want:
+            assert np.array_equal(back.series(""), full.series("")[: len(want)])
     p.write_bytes(data[:5])
     with pytest.raises(ValueError, match="does not start with"):
         aw.load_watch(p)
@@ -180,7 +196,9 @@ def test_a_record_cut_at_any_byte_loses_only_that_step(tmp_path):
 
 
 def test_damage_inside_the_file_is_an_error_not_a_silent_loss(tmp_path):
-    _, path = small_run(tmp_path, steps=3, every=1)
+    w, _ = small_run(tmp_path, steps=3, every=1, path=False)
+    path = save_v1(w, tmp_path / "v1.awwatch")  # format 1.0 (format 2.0: test_awwatch_tiles.py)
+    assert_same(w, aw.load_watch(path))
     data = bytearray(path.read_bytes())
     flipped = bytearray(data)
     flipped[len(flipped) // 2] ^= 0x40
@@ -278,9 +296,11 @@ def test_steps_must_increase_and_structures_come_in_order(tmp_path):
 
 def test_versions_heads_and_limits(tmp_path):
     p = tmp_path / "v.awwatch"
-    p.write_bytes(awwatch.MAGIC + head(version=[2, 0]))
+    p.write_bytes(awwatch.MAGIC + head(version=[3, 0]))
     with pytest.raises(ValueError, match="upgrade autograd_widget"):
         aw.load_watch(p)
+    p.write_bytes(awwatch.MAGIC + head(version=[2, 0]))
+    assert aw.load_watch(p).records == []  # format 2.0 (awtile.py), no step yet
     p.write_bytes(awwatch.MAGIC + head(version=[1, 7], extra="ignored"))
     assert aw.load_watch(p).records == []  # a newer minor version reads
     p.write_bytes(awwatch.MAGIC + head(format="autograd_widget.recording"))

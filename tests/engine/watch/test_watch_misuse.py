@@ -5,8 +5,9 @@
 - a block in which no backward of its loss ran: a warning, nothing recorded (no step of NaN
   norms), the step number given to the next block, a structure first seen there forgotten; a
   block that raised before its backward is still recorded with its failure.
-- several backward passes in one block: one step, a warning naming the count; the norms are the
-  last pass's and a NaN/Inf of ANY pass is flagged (watched and unwatched steps).
+- several backward passes in one block: one step that keeps every pass, a warning naming the
+  count; each norm is the passes' norms taken together (sqrt of the sum of squares), counts
+  added, and a NaN/Inf of ANY pass is flagged (watched and unwatched steps).
 - `series("")` is the parameters' norm only, never an input tensor's gradient.
 - `first_nonfinite()` is None on a finite run; the docs never unpack it unchecked.
 """
@@ -167,9 +168,47 @@ def test_several_passes_are_one_step_with_a_warning_and_every_pass_nan_flagged(e
     st = watch.records[-1]
     assert st.nonfinite_params == ("w",)  # the first pass's NaN is not hidden by the second
     assert watch.nonfinite_steps == [st.step]
-    if st.watched:  # the norms are the last pass's (finite), the order one pass's
-        assert watch.series("w")[-1] == pytest.approx(float(torch.tensor([2.0, 4.0]).norm()))
+    if st.watched:  # every pass kept: the NaN pass leaves the step's norm NaN, one order
+        assert math.isnan(watch.series("w")[-1])
         assert len(watch.recording(st.step).order) == 3
+        assert "the square root of the sum of their squares" in msg[0]
+
+
+@pytest.mark.parametrize("grads", [(1.0, 1.0), (3.0, -0.5), (0.0, 2.0)])
+def test_several_passes_keep_every_pass_norms_taken_together(grads):
+    """Two passes with different incoming gradients: each edge's norm is sqrt(a^2 + b^2) of the
+    two passes' norms (the last pass alone, before issue 40, gave b)."""
+    w_ = torch.tensor([1.0, 2.0], requires_grad=True)
+    watch = aw.watch(params={"w": w_})
+    loss = (w_ * w_).sum()
+    with pytest.warns(UserWarning, match="2 backward passes"):
+        with watch.step(loss):
+            for g in grads:
+                loss.backward(torch.tensor(g), retain_graph=True)
+    per_pass = [abs(g) * float((2 * w_.detach()).norm()) for g in grads]
+    assert watch.series("w")[0] == pytest.approx(math.hypot(*per_pass), rel=1e-6)
+    first = watch.series("n0:0")[0]  # sum -> mul: g * ones(2), sqrt(2) |g| per pass
+    assert first == pytest.approx(math.hypot(*(abs(g) * math.sqrt(2) for g in grads)), rel=1e-6)
+    # the .grad the passes accumulated is untouched by the watch: their sum
+    assert torch.equal(w_.grad, sum(g * 2 * w_.detach() for g in grads))
+
+
+def test_several_passes_keep_a_birth_of_the_first_pass_with_its_counts():
+    """A NaN born in the first pass only (its incoming gradient made it 0 * inf) stays born in
+    the step; the second, finite pass does not hide it."""
+    w_ = torch.tensor([0.0, 4.0], requires_grad=True)
+    watch = aw.watch(params={"w": w_})
+    loss = w_.sqrt().sum()
+    with pytest.warns(UserWarning, match="2 backward passes"):
+        with watch.step(loss):
+            loss.backward(torch.tensor(1.0), retain_graph=True)  # sqrt at 0: an Inf born
+            loss.backward(torch.tensor(1.0), retain_graph=True)
+    st = watch.records[0]
+    assert st.nonfinite_params == ("w",) and st.births
+    (_node, (cause, _)), = st.births.items()
+    assert "sqrt" in cause
+    counts = [c for c in st.nonfinite.values()]
+    assert counts and all(c[1] == 2 for c in counts)  # one Inf per pass, added
 
 
 def test_one_pass_gives_no_warning():

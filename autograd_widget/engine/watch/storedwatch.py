@@ -1,0 +1,363 @@
+"""The reading of a read-only `Watch` over a format 2.0 `.awwatch` file (awtile.py), lazily:
+`StoredReading`, which watch.py's `StoredWatch` (what `aw.load_watch` returns for such a file)
+puts before `Watch`'s own reading.
+
+Why: opening a run of 100,000 steps must cost about what opening one of 1,000 does. The file's
+index (awstore.py) gives every step's number, loss, scale and flags at once; a step's own
+record (its order, births, warnings) is read when asked for (`record`, `recording`); a series
+is read from its columns (`series`, `table`: one key's values of every tile, checked against
+their crc32), never by visiting every step.
+
+Guarantees: the same answers as the `Watch` the run kept in memory (tests compare every key's
+series, every step's record); `records` is a sequence whose items are read on access, so code
+that walks it still works (slowly: each item is a read); the file stays mapped read-only while
+the watch lives.
+
+Example:
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with aw.watch(params={"x": x}, path=d + "/w.awwatch") as w:
+    ...         loss = (x * 3).sum()
+    ...         with w.step(loss):
+    ...             loss.backward()
+    ...     back = aw.load_watch(d + "/w.awwatch")
+    ...     type(back).__name__, back.steps, back.series("n1:0").tolist()
+    ('StoredWatch', [0], [3.0])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from ..diagnose.origins import Origin
+from . import awwatch
+from .awstore import Store, open_store
+from .awtile import ROW_FLAGS
+from .trainstep import TrainingStep
+from .watchfirst import first_nonfinite
+from .watchseries import module_norms
+
+__all__ = ["IndexedStep", "StepRecords", "StoredReading"]
+
+_EDGE_ID = re.compile(r"n\d+:\d+")  # an edge key, as `Watch.series` takes it
+
+
+_HEAVY = ("order", "edge_norms", "param_norms", "slot_norms", "births",
+          "warnings")  # what only the step's own record holds
+#: A step flagged neither non-finite nor healed had no NaN/Inf count at all (awtile.flags_of).
+_ANY_NONFINITE = ROW_FLAGS["nonfinite"] | ROW_FLAGS["healed"]
+
+
+class IndexedStep(TrainingStep):
+    """A `TrainingStep` made from the file's index (number, watched, loss, scale, flags): what
+    the index says is answered at once (`finite`, `failure is None`, `structure`); the rest
+    (its order, norms, births, warnings, the non-finite parameters' names, the failure's text)
+    is read from its record the first time it is asked for, then kept.
+
+    Example:
+        >>> IndexedStep.__mro__[1].__name__
+        'TrainingStep'
+    """
+
+    def __init__(self, store: Store, k: int, sid: int | None) -> None:
+        row = store.rows[k]
+        self.__dict__.update(step=int(row["step"]), watched=bool(row["col"] >= 0),
+                             loss=float(row["loss"]), _store=store, _k=k, _sid=sid,
+                             _flags=int(row["flags"]), _full=None)  # fmt: skip
+        scale = float(row["scale"])
+        self.__dict__["scale"] = None if scale != scale else scale
+
+    def _read(self) -> TrainingStep:
+        full: TrainingStep | None = self.__dict__["_full"]
+        if full is None:
+            full = self.__dict__["_full"] = self.__dict__["_store"].step(self.__dict__["_k"])
+        return full
+
+    @property
+    def nonfinite_params(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The non-finite parameters' names: () at once when the index flags none.
+
+        Example:
+            >>> IndexedStep.nonfinite_params.__doc__ is not None
+            True
+        """
+        if not self.__dict__["_flags"] & ROW_FLAGS["nonfinite"]:
+            return ()
+        return self._read().nonfinite_params
+
+    @property
+    def failure(self) -> tuple[str, str, int | None] | None:  # type: ignore[override]
+        """The failure: None at once when the index flags none.
+
+        Example:
+            >>> IndexedStep.failure.__doc__ is not None
+            True
+        """
+        if not self.__dict__["_flags"] & ROW_FLAGS["failed"]:
+            return None
+        return self._read().failure
+
+    @property
+    def structure(self) -> int | None:  # type: ignore[override]
+        """The structure of a watched step (from its tile), None for another.
+
+        Example:
+            >>> IndexedStep.structure.__doc__ is not None
+            True
+        """
+        sid: int | None = self.__dict__["_sid"]
+        return sid
+
+    @property
+    def nonfinite(self) -> dict[int, tuple[int, int]]:  # type: ignore[override]
+        """The edges' NaN/Inf counts: {} at once when the index flags no NaN/Inf.
+
+        Example:
+            >>> IndexedStep.nonfinite.__doc__ is not None
+            True
+        """
+        if not self.__dict__["_flags"] & _ANY_NONFINITE:
+            return {}
+        return self._read().nonfinite
+
+    @property
+    def slot_nonfinite(self) -> dict[int, tuple[int, int]]:  # type: ignore[override]
+        """The slots' NaN/Inf counts: {} at once when the index flags no NaN/Inf.
+
+        Example:
+            >>> IndexedStep.slot_nonfinite.__doc__ is not None
+            True
+        """
+        if not self.__dict__["_flags"] & _ANY_NONFINITE:
+            return {}
+        return self._read().slot_nonfinite
+
+
+def _heavy(name: str) -> property:
+    def get(self: IndexedStep) -> Any:
+        return getattr(self._read(), name)
+
+    return property(get)
+
+
+for _name in _HEAVY:
+    setattr(IndexedStep, _name, _heavy(_name))
+
+
+class StepRecords(Sequence[TrainingStep]):
+    """Every step of a stored watch, each `TrainingStep` read from the file when accessed.
+
+    Example:
+        >>> StepRecords.__name__
+        'StepRecords'
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        sids = np.array([t.sid for t in store.tiles] + [-1], dtype=np.int64)
+        self.sids = sids[store.row_tile].tolist()  # a row of no tile: -1 (never watched)
+
+    def __len__(self) -> int:
+        return len(self.store.rows)
+
+    @overload
+    def __getitem__(self, k: int) -> TrainingStep: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[TrainingStep]: ...
+    def __getitem__(self, k: int | slice) -> TrainingStep | list[TrainingStep]:
+        if isinstance(k, slice):
+            return [self._at(i) for i in range(*k.indices(len(self)))]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(f"step record {k} out of range ({n} steps)")
+        return self._at(k % n)
+
+    def _at(self, k: int) -> IndexedStep:
+        sid = self.sids[k]
+        watched = self.store.rows["col"][k] >= 0
+        return IndexedStep(self.store, k, sid if watched and sid >= 0 else None)
+
+    def __iter__(self) -> Iterator[TrainingStep]:
+        return (self._at(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:  # as the list of its steps (each read)
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<StepRecords {len(self)} steps, each read from {self.store.path} on access>"
+
+
+class StoredReading:
+    """`Watch`'s reading methods over a format 2.0 file's index and columns (see the module
+    docstring); a mixin: watch.py's `StoredWatch(StoredReading, Watch)` is the watch.
+
+    Example:
+        >>> from autograd_widget.engine.watch.watch import StoredWatch
+        >>> StoredWatch.open(Path("missing.awwatch"))
+        Traceback (most recent call last):
+        FileNotFoundError: no watch at missing.awwatch
+    """
+
+    store: Store
+    structures: list[Any]
+    records: Any
+    meta: dict[str, Any]
+    warnings: list[str]
+    read_only: bool
+    closed: bool
+    path: Path | None
+    _index: dict[int, int]
+    _count: int
+    _sids: np.ndarray
+    keys: Any
+    series: Any
+    recording: Any
+    record: Any
+
+    @classmethod
+    def open(cls, path: Path, *, max_structure_bytes: int = awwatch.MAX_STRUCTURE
+             ) -> Any:  # fmt: skip
+        """The watch of the format 2.0 file at `path` (awstore.py's `open_store` checks it).
+
+        Example:
+            >>> StoredReading.open.__name__
+            'open'
+        """
+        store = open_store(path, max_structure_bytes=max_structure_bytes)
+        w = cls(every=store.head["every"])  # type: ignore[call-arg]
+        w.store = store
+        w.meta = dict(store.head["meta"])
+        w.structures = store.structures
+        w.records = StepRecords(store)
+        w._index = store.index
+        steps = store.rows["step"]
+        w._count = int(steps[-1]) + 1 if len(steps) else 0
+        w.warnings = list(store.warnings)
+        w.read_only = w.closed = True
+        w.path = path
+        tiles = store.tiles
+        sid_of_tile = np.array([t.sid for t in tiles], dtype=np.int64)
+        rt = store.row_tile[store.watched_rows]
+        w._sids = sid_of_tile[rt] if len(rt) else np.zeros(0, dtype=np.int64)
+        return w
+
+    def _flagged(self, flag: str) -> np.ndarray:
+        rows = self.store.rows
+        return np.asarray(rows["step"][(rows["flags"] & ROW_FLAGS[flag]) != 0])
+
+    @property
+    def steps(self) -> list[int]:
+        """The watched step numbers, in order (from the index)."""
+        return list(self.store.steps().tolist())
+
+    @property
+    def nonfinite_steps(self) -> list[int]:
+        """Every step in which a parameter gradient came out non-finite (from the index)."""
+        return list(self._flagged("nonfinite").astype(int).tolist())
+
+    @property
+    def expected_steps(self) -> list[int]:
+        """The non-finite steps a loss scaler explains (from the index)."""
+        return list(self._flagged("expected").astype(int).tolist())
+
+    @property
+    def scales(self) -> np.ndarray:
+        """The loss scaler's factor per watched step (NaN where there was none)."""
+        return self.store.rows["scale"][self.store.watched_rows].astype(np.float64)
+
+    def losses(self) -> np.ndarray:
+        """The loss of every step, in step order (from the index).
+
+        Example:
+            >>> StoredReading.losses.__name__
+            'losses'
+        """
+        return self.store.rows["loss"].astype(np.float64)
+
+    def first_nonfinite(self, *, expected: bool = True, healed: bool = True
+                        ) -> tuple[int, Origin | None] | None:  # fmt: skip
+        """As `Watch.first_nonfinite`, reading only the steps the index flags.
+
+        Example:
+            >>> StoredReading.first_nonfinite.__name__
+            'first_nonfinite'
+        """
+        rows = self.store.rows
+        hit = np.flatnonzero(rows["flags"] & (ROW_FLAGS["nonfinite"] | ROW_FLAGS["healed"]))
+        view = _Flagged(self, [self.store.step(int(k)) for k in hit])
+        return first_nonfinite(view, expected=expected, healed=healed)  # type: ignore[arg-type]
+
+    def table(self, keys: Sequence[str]) -> np.ndarray:
+        """`series` of several keys at once, from the file's columns (see `Watch.table`).
+
+        Example:
+            >>> StoredReading.table.__name__
+            'table'
+        """
+        keys = [str(k) for k in keys]
+        cached = self.__dict__.get("_known")
+        if cached is None:  # a read-only watch: its keys never change
+            known = self.keys()
+            cached = self.__dict__["_known"] = (known, {*known["params"], *known["modules"]})
+        known, names = cached
+        for k in keys:
+            if not (k in names or _EDGE_ID.fullmatch(k)):
+                raise KeyError(
+                    f"{k!r} is not an edge id, a parameter or a module of this watch; e.g. "
+                    f"{(known['params'][:2] + known['modules'][1:3] + known['edges'][:2])}"
+                )
+        out = np.full((len(self._sids), len(keys)), np.nan, dtype=np.float64)
+        for sid, s in enumerate(self.structures):
+            mask = self._sids == sid
+            if not mask.any():
+                continue
+            mods: dict[str, list[int]] = {}
+            for col, key in enumerate(keys):
+                e = s.edge_index.get(key)
+                p = s.param_index.get(key)
+                if e is not None:
+                    out[mask, col] = self.store.series_of(sid, "edge", e)[mask]
+                elif p is not None:
+                    out[mask, col] = self.store.series_of(sid, "param", p)[mask]
+                else:
+                    mods.setdefault(key, []).append(col)
+            if mods:
+                self._modules(sid, mask, mods, out)
+        scale = np.nan_to_num(self.scales, nan=1.0)
+        scale[scale == 0] = 1.0
+        return np.asarray(out / scale[:, None])
+
+    def _modules(self, sid: int, mask: np.ndarray, mods: dict[str, list[int]],
+                 out: np.ndarray) -> None:  # fmt: skip
+        s = self.structures[sid]
+        wanted = list(mods)
+        need = sorted({k for k, name in enumerate(s.params)
+                       if any(m == "" or name.startswith(m + ".") for m in wanted)})  # fmt: skip
+        params = np.full((int(mask.sum()), len(s.params)), np.nan)
+        if need:
+            params[:, need] = self.store.params_of(sid, need)[mask]
+        rows = self.store.watched_rows[mask]
+        flags = self.store.rows["flags"][rows]
+        bad = [self.store.step(int(r)).nonfinite_params if f & ROW_FLAGS["nonfinite"] else ()
+               for r, f in zip(rows.tolist(), flags.tolist())]  # fmt: skip
+        norms = module_norms(s, params, bad, wanted)
+        for j, m in enumerate(wanted):
+            for col in mods[m]:
+                out[mask, col] = norms[:, j]
+
+
+class _Flagged:
+    """What watchfirst.py reads of a watch, over the flagged steps only."""
+
+    def __init__(self, w: StoredReading, records: list[TrainingStep]) -> None:
+        self.records, self.structures = records, w.structures
+        self.recording, self.record = w.recording, w.record
