@@ -3,7 +3,9 @@ what it claims: a broken learning-rate schedule (20 at step 150, inf at 151) blo
 watch names the first non-finite step (152, where the loss turns NaN: fixed by the program, since
 the update at rate inf makes the weights infinite, whatever the CPU's rounding) and the node where
 the NaN was born with its cause, the file appended during training reads back the same, and the
-timeline widget opens on that step."""
+timeline widget opens on that step; and a NaN made in the forward (a log of a negative in the
+activation of `h.1.mlp`) is named by its forward op and module, not by the loss where the
+gradient first went non-finite."""
 
 from __future__ import annotations
 
@@ -38,6 +40,15 @@ def test_training_over_time_finds_when_and_where():
     assert [w["watch_step"] for w in widgets] == [step]
     assert widgets[0]["_timeline"]["format"] == "autograd_widget.timeline/1"
 
+
+@pytest.mark.slow
+def test_a_nan_made_in_the_forward_is_named_by_its_op_and_module():
+    text = text_of(execute("07_training_over_time.ipynb"))
+    assert "first NaN/Inf at step 4" in text  # the step the bug was switched on
+    assert "the gradient went non-finite at: LogSoftmaxBackward0" in text
+    assert "where it was made: forward" in text
+    assert re.search(r"made by: LogBackward0 \(n\d+\) in module h\.1\.mlp\.act", text)
+    assert re.search(r"why: log of \d+ negative inputs \(NaN\)", text)
 
 def test_the_docs_page_names_the_step_and_node_the_notebook_shows():
     """docs/watch.md tells the notebook's story with its numbers: the committed outputs' first

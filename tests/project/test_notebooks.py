@@ -106,8 +106,8 @@ def test_debugging_a_real_run_finds_the_birth_the_failure_and_the_rank():
     assert "failing node: CheckedLogBackward" in text
     assert "the in-place op is n1 (MulBackward0)" in text
     assert "rank 1: loss nan" in text and "rank 0: loss 0.6084" in text
-    assert ("rank 1, born in MseLossBackward0 -> saved `self` has 1 NaN: produced in the forward"
-            in text)
+    assert ("rank 1, born in MseLossBackward0 -> saved `self` has 1 NaN (the output of "
+            "AddmmBackward0's forward)" in text)
     assert "grad of mat1  [16\\times 4]\\cdot[4\\times 8] \\to [16\\times 8]" in text
     # graph.formula(...) displayed: typeset (text/latex), the formula with its shapes
     (latex,) = [o["data"]["text/latex"] for c in nb.cells for o in c.get("outputs", [])

@@ -394,7 +394,12 @@ def rule_for(name: str) -> Rule | None:
 
 # ------------------------------------------------------------------------------ fallbacks
 def _forward_note(name: str, producer: Any) -> str:
-    """What the forward op that made a non-finite value did, when it can be told."""
+    """What the forward op that made a non-finite value did, when it can be told.
+
+    With a `producer` (the saved value is another node's output) the note names that node as the
+    value's source, "(the output of AddmmBackward0's forward)", never as its maker: the value may
+    only have carried a NaN made earlier (diagnose/forward.py names the op that made it).
+    """
     if producer is None:
         pname = name
         saved: dict[str, Any] = {}
@@ -402,20 +407,28 @@ def _forward_note(name: str, producer: Any) -> str:
         pname = producer.name()
         saved, ckpt = read_saved_values(producer)
         if ckpt:
-            return f" by {pname}"
+            return f" (the output of {pname}'s forward)"
     m = _OP_RE.fullmatch(pname)
     op = m.group(1) if m else pname
     x = _tensor(saved.get("self"))
     if op in ("Log", "Log2", "Log10") and x is not None and _n(x < 0):
-        return f" by {pname}: {op.lower()} of {_plural(_n(x < 0), 'negative input')}"
+        why = f"{op.lower()} of {_plural(_n(x < 0), 'negative input')}"
+        return f" (the output of {pname}'s forward: {why})"
     if op == "Sqrt" and producer is None:
-        return " (sqrt of a negative input)"
-    return "" if producer is None else f" by {pname}"
+        return ": produced in the forward (sqrt of a negative input)"
+    if producer is None:
+        return ": produced in the forward"
+    return f" (the output of {pname}'s forward)"
 
 
 def nonfinite_saved(saved: dict[str, Any], name: str = "") -> str | None:
-    """The sentence "saved `self` has 2 NaNs: produced in the forward" for the first saved
-    tensor holding a NaN/Inf (naming the forward op that made it when known), else None.
+    """The sentence "saved `self` has 2 NaNs (the output of AddmmBackward0's forward)" for the
+    first saved tensor holding a NaN/Inf, else None.
+
+    The saved value's source is named as where it came from (whose forward output it is), with
+    the reason where that op itself made it (a log of a negative); one without a known source
+    (an input, a leaf) says "produced in the forward". Never "by" an op that may only have
+    carried the NaN on: the op that made it is `trace_forward`'s (diagnose/forward.py) to name.
 
     Args:
         saved: `read_saved_values(fn)[0]`.
@@ -425,7 +438,7 @@ def nonfinite_saved(saved: dict[str, Any], name: str = "") -> str | None:
         >>> a = torch.tensor([-1.0, 4.0], requires_grad=True)
         >>> w = torch.ones(2, requires_grad=True)
         >>> nonfinite_saved(read_saved_values((a.log() * w).grad_fn)[0])
-        'saved `self` has 1 NaN: produced in the forward by LogBackward0: log of 1 negative input'
+        "saved `self` has 1 NaN (the output of LogBackward0's forward: log of 1 negative input)"
     """
     for key, v in saved.items():
         t = _tensor(v)
@@ -435,8 +448,8 @@ def nonfinite_saved(saved: dict[str, Any], name: str = "") -> str | None:
         if nan or inf:
             producer = getattr(v, "grad_fn", None) if key != "result" else None
             known = producer is not None or key == "result"
-            note = _forward_note(name, producer) if known else ""
-            return f"saved `{key}` has {describe_counts(nan, inf)}: produced in the forward{note}"
+            note = _forward_note(name, producer) if known else ": produced in the forward"
+            return f"saved `{key}` has {describe_counts(nan, inf)}{note}"
     return None
 
 

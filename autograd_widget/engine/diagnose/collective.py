@@ -40,6 +40,8 @@ _COLLECTIVE_TEXT = re.compile(
 )
 _COLLECTIVE_TYPES = frozenset({"DistBackendError", "DistNetworkError", "DistStoreError"})
 _FORWARD = "produced in the forward"
+#: A saved value named by its source (causes.py's `nonfinite_saved`): group 1, the reason, if any.
+_OUTPUT_OF = re.compile(r"\(the output of \S+'s forward(: [^)]+)?\)")
 
 
 def is_collective_node(name: str) -> bool:
@@ -78,8 +80,8 @@ def birth_evidence(origin: Origin | None, node_name: str = "") -> int:
 
     3: born at a local op for a reason of its own (sqrt at 0, log of zeros, an overflow, ...);
     2: a saved value was already non-finite in the forward, and the forward op that made it is
-    named with a reason ("... by LogBackward0: log of 1 negative input", "(sqrt of a negative
-    input)"); 1: a saved value
+    named with a reason ("(the output of LogBackward0's forward: log of 1 negative input)",
+    "(sqrt of a negative input)"; older files: "by LogBackward0: log of ..."); 1: a saved value
     non-finite in the forward, no reason known (weights or activations a collective may have
     brought); 0: no origin (the step was not watched), not a birth, or a birth at a node that
     communicates (`node_name`: the origin node's type), i.e. received from a peer.
@@ -95,6 +97,9 @@ def birth_evidence(origin: Origin | None, node_name: str = "") -> int:
     if origin is None or origin.kind != "born" or is_collective_node(node_name):
         return 0
     cause = origin.cause or ""
+    source = _OUTPUT_OF.search(cause)
+    if source is not None:
+        return 2 if source.group(1) else 1
     if _FORWARD not in cause:
         return 3
     tail = cause.split(_FORWARD, 1)[1]

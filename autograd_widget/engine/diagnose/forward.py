@@ -36,7 +36,7 @@ import torch
 from ...util.dtypes import dtype_name
 from .causes import counts_of, describe_counts, dtype_max, op_of, plural, read_saved_values
 
-__all__ = ["ForwardOrigin", "Locator", "trace_forward"]
+__all__ = ["ForwardOrigin", "Locator", "input_modules", "trace_forward"]
 
 #: Ops that cannot make a NaN or an Inf from finite inputs: behind one whose output is
 #: non-finite, its single unread input must be non-finite.
@@ -331,7 +331,46 @@ def _up(p: Any, nr: int, nan: bool, index: _Index, locator: Locator | None,
 def _found(fn: Any, locator: Locator | None, cause: str, exact: bool) -> ForwardOrigin:
     at = locator.where(fn) if locator is not None else None
     nid, mod = at if at is not None else (None, None)
+    if mod is None and locator is not None:
+        came = input_modules(fn, locator)
+        if came:
+            which = "module" if len(came) == 1 else "modules"
+            cause += f"; its input came out of {which} {', '.join(came)}"
     return ForwardOrigin(fn, fn.name(), nid, mod, cause, exact)
+
+
+def input_modules(fn: Any, locator: Locator, depth: int = 8) -> list[str]:
+    """The modules the inputs of live node `fn` came out of: the nearest nodes behind it, along
+    its edges, whose module the `locator` knows (at most `depth` edges back), sorted.
+
+    Why: without `aw.track` around the forward (core/track.py) only the ops that use a
+    parameter have a module (its owner's); an activation's op has none. The module its input
+    came out of is then a fact the graph does hold, said as that, never as the op's own module.
+
+    Example:
+        >>> a = torch.ones(2, requires_grad=True); y = a.exp(); z = y.log()
+        >>> input_modules(z.grad_fn, Locator([z.grad_fn, y.grad_fn], ["n0", "n1"], [None, "enc"]))
+        ['enc']
+    """
+    found: set[str] = set()
+    seen: set[Any] = {fn}
+    level = [fn]
+    for _ in range(depth):
+        nxt = []
+        for f in level:
+            for q, _nr in getattr(f, "next_functions", ()) or ():
+                if q is None or q in seen:
+                    continue
+                seen.add(q)
+                at = locator.where(q)
+                if at is not None and at[1] is not None:
+                    found.add(at[1])
+                else:
+                    nxt.append(q)
+        if found or not nxt:
+            break
+        level = nxt
+    return sorted(found)
 
 
 def _already(fn: Any, locator: Locator | None, out: Counts, note: str) -> ForwardOrigin:

@@ -90,6 +90,10 @@ class Origin:
     `forward_module` (its module path) name the forward op that made them, first in forward
     order, and `forward_cause` says why ("log of 2 negative inputs (NaN)"), or, where nothing
     readable tells, "the forward value was already non-finite at ..." (`forward_exact` False).
+    The module is the one `aw.track` around the forward recorded (core/track.py), or, without
+    it, the owner of a parameter the op uses; an op with neither (an activation's log) has None,
+    and `forward_cause` then ends with the module its input came out of ("; its input came out
+    of module h.1.mlp.c_fc"), said as that, never as the op's own.
     `node` and `cause` keep their meaning: where the gradient went non-finite, and why there.
 
     Example:
