@@ -6,13 +6,13 @@
  *
  * @typedef {{ node: number } | { edge: number } | { id: string }} InspectTarget what an inspect
  *   request names: a visible item, a visible edge, or a real node by id
- * @typedef {(msg: import('./protocol.js').Message) => Promise<import('./protocol.js').Json>} Request
+ * @typedef {(msg: import('./protocol.js').Message) => Promise<unknown>} Request
  *   a request/reply message (search, memory, first_nonfinite, inspect...): `request` is added,
- *   the reply's `data` returned
+ *   the reply's `data` returned, as `unknown`: the asker decodes it (inspect.js `decodeInspectReply`...)
  *
  * @typedef {object} Backend
  * @property {(cmd: import('./protocol.js').Message) => void} command send a command
- * @property {(target: InspectTarget) => Promise<import('./protocol.js').Json>} inspect the reply's `data`
+ * @property {(target: InspectTarget) => Promise<unknown>} inspect the reply's `data`
  * @property {Request} [request] every request/reply message
  * @property {(cb: (message: string) => void) => () => void} onWarning returns unsubscribe
  * @property {boolean} live true when a kernel answers (false: a walkthrough)
@@ -52,7 +52,7 @@ export const INSPECT_TIMEOUT_MS = 10000;
 export function kernelBackend(model, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? INSPECT_TIMEOUT_MS;
   let next = 1 + Math.floor(Math.random() * 1e9);
-  /** @type {Map<number, { resolve: (v: import('./protocol.js').Json) => void, reject: (e: Error) => void, timer: ReturnType<typeof setTimeout> }>} */
+  /** @type {Map<number, { resolve: (v: unknown) => void, reject: (e: Error) => void, timer: ReturnType<typeof setTimeout> }>} */
   const pending = new Map();
   /** @type {Set<(m: string) => void>} */
   const warned = new Set();

@@ -10,11 +10,12 @@
 import { domHelpers } from './dom.js';
 import { boxRows, groupReplyRows } from './groups.js';
 import { edgeRows, nodeRows, replyRows } from './labels.js';
+import { decodeInspectReply } from './inspect.js';
 import { latestReply } from './latest.js';
 import { SAVED_STATE } from './model.js';
 import { SAVED_BADGE } from './style.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/** @typedef {import('./protocol.js').InspectReply} InspectReply */
 
 /** Inspect replies kept for the card (per target and step). */
 export const CARD_CACHE = 200;
@@ -27,7 +28,7 @@ export const CARD_CACHE = 200;
  *   store: import('./store.js').Store<{ graph: import('./model.js').Graph, state: import('./model.js').State }>,
  *   main: HTMLElement,
  *   live: boolean,
- *   inspect?: (target: { node: number } | { edge: number }) => Promise<Json>,
+ *   inspect?: (target: { node: number } | { edge: number }) => Promise<unknown>,
  * }} ctx `main`: the element the card is placed in; `live`: a kernel answers (a box click
  *   unfolds); `inspect`: the backend's inspect request (absent: the payloads' rows only)
  */
@@ -37,13 +38,14 @@ export function createHoverCard(doc, ctx) {
   const card = h('div', { class: 'agw-card', role: 'tooltip', hidden: '' });
   /** @type {Hovered | null} */
   let hovered = null;
-  /** @type {Map<string, Json>} */
+  /** @type {Map<string, InspectReply | null>} */
   const replies = new Map();
   const inspect = ctx.inspect;
   /** The card's inspect requests; each reply is cached, wanted or not. */
   const asks = latestReply((/** @type {{ key: string, target: { node: number } | { edge: number } }} */ q) => {
     if (!inspect) return Promise.reject(new Error('no inspect request'));
-    return inspect(q.target).then((data) => {
+    return inspect(q.target).then((raw) => {
+      const data = decodeInspectReply(raw);
       replies.set(q.key, data);
       if (replies.size > CARD_CACHE) replies.delete(/** @type {string} */ (replies.keys().next().value));
       return data;
@@ -102,7 +104,7 @@ export function createHoverCard(doc, ctx) {
     if (at) place(at);
     const key = `${kind}:${index}:${state.seq}`;
     const shown = () => !!hovered && hovered.kind === kind && hovered.index === index && !card.hidden;
-    const fill = (/** @type {Json} */ data) => {
+    const fill = (/** @type {InspectReply | null | undefined} */ data) => {
       if (!shown()) return;
       const seen = new Set(rows.map(([k]) => k));
       const more = (isBox ? groupReplyRows(data) : replyRows(data, graph)).filter(([k]) => !seen.has(k));

@@ -8,7 +8,24 @@ import { decodeNumber, decodeValues, isFiniteValue } from './jsonsafe.js';
 import { shapeText } from './labels.js';
 import { formatBytes } from './memory.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/**
+ * @typedef {import('./protocol.js').InspectReply} InspectReply
+ * @typedef {import('./protocol.js').Summary} Summary
+ * @typedef {import('./protocol.js').SavedRecord} SavedRecord
+ */
+
+/**
+ * An inspect reply as it comes in (`unknown`: `Backend.inspect`, a walkthrough's recorded
+ * reply): a JSON object read as the typed `InspectReply`, whose renderers check each field
+ * they read (a missing or malformed one is left out); anything else as null (no reply).
+ * @param {unknown} v
+ * @returns {InspectReply | null}
+ * @example decodeInspectReply({ id: 'n1', name: 'MulBackward0' })?.name // 'MulBackward0'
+ * @example decodeInspectReply('oops') // null
+ */
+export function decodeInspectReply(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? /** @type {InspectReply} */ (v) : null;
+}
 
 /** Values shown in a preview before "…". */
 export const PREVIEW_VALUES = 24;
@@ -18,7 +35,7 @@ const num = (v) => formatNumber(decodeNumber(v));
 
 /**
  * True when a Summary-like object counts NaN or Inf values (or its norm is not finite).
- * @param {Json} s
+ * @param {Summary | null | undefined} s
  */
 export function isNonfinite(s) {
   if (!s || typeof s !== 'object') return false;
@@ -30,7 +47,7 @@ export function isNonfinite(s) {
 /**
  * Statistics rows of a Summary: [label, text, alarm]. A DTensor's summary (its `shard` note) says
  * that the numbers are this rank's local shard's, with the global shape and the placements.
- * @param {Json} s
+ * @param {Summary | null | undefined} s
  * @returns {[string, string, boolean][]}
  */
 export function summaryStats(s) {
@@ -40,7 +57,7 @@ export function summaryStats(s) {
   const head = [s.shape !== undefined && s.shape !== null ? shapeText(s.shape) : '', s.dtype ?? ''].filter(Boolean).join(' ');
   if (head) rows.push(['tensor', head + (s.numel !== undefined ? ` (${formatNumber(Number(s.numel))} values)` : ''), false]);
   if (s.shard) rows.push(['DTensor', String(s.shard), false]); // numbers of this rank's local shard
-  for (const key of ['norm', 'min', 'max', 'mean', 'std']) {
+  for (const key of /** @type {const} */ (['norm', 'min', 'max', 'mean', 'std'])) {
     if (s[key] === undefined || s[key] === null) continue;
     const v = decodeNumber(s[key]);
     rows.push([key === 'norm' ? '‖·‖' : key, num(s[key]), !Number.isFinite(v) && key !== 'std']);
@@ -104,7 +121,7 @@ export function savedNote(note, failed) {
  * @property {string[]} aliasIds node ids to highlight
  * @property {string} note
  * @property {boolean} tensor
- * @property {Json} raw the record as Python sent it
+ * @property {SavedRecord} raw the record as Python sent it
  */
 
 /**
@@ -117,11 +134,11 @@ export function savedItems(saved) {
   const seen = new Map();
   return saved
     .filter((v) => v && typeof v === 'object')
-    .map((/** @type {Json} */ v) => {
+    .map((/** @type {SavedRecord} */ v) => {
       const name = String(v.name ?? '?');
       const n = seen.get(name) ?? 0;
       seen.set(name, n + 1);
-      const state = /** @type {SavedItem['state']} */ (['ok', 'stale', 'freed', 'packed', 'unknown'].includes(v.state) ? v.state : 'unknown');
+      const state = /** @type {SavedItem['state']} */ (Object.hasOwn(SAVED_STATES, String(v.state)) ? v.state : 'unknown');
       const tensor = v.kind === 'tensor';
       return {
         key: n ? `${name}#${n}` : name,
@@ -201,8 +218,8 @@ export function hookItems(hooks) {
 
 /**
  * Incoming gradient slots: per slot its summary (null = empty) and the input metadata.
- * @param {Json} data node reply
- * @returns {{ slot: number, meta: string, summary: Json }[]}
+ * @param {InspectReply | null | undefined} data node reply
+ * @returns {{ slot: number, meta: string, summary: Summary | null }[]}
  */
 export function incomingSlots(data) {
   const inputs = Array.isArray(data?.inputs) ? data.inputs : [];
@@ -219,12 +236,12 @@ export function incomingSlots(data) {
 
 /**
  * Outgoing edges of a node reply with the target's name from the graph when visible.
- * @param {Json} data node reply
+ * @param {InspectReply | null | undefined} data node reply
  * @param {import('./model.js').Graph} [graph]
- * @returns {{ id: string, to: string, summary: Json }[]}
+ * @returns {{ id: string, to: string, summary: Summary | null }[]}
  */
 export function outgoingEdges(data, graph) {
-  /** @type {{ id: string, to: string, summary: Json }[]} */
+  /** @type {{ id: string, to: string, summary: Summary | null }[]} */
   const out = [];
   const og = data?.outgoing;
   if (!og || typeof og !== 'object') return out;
@@ -265,7 +282,7 @@ export function sequenceText(v) {
  * A DTensor layout (Python's core/dtensor.py `Layout.as_dict`) in a few words: its placements
  * and mesh, then the local shape of the global one where known ("S(0) on mesh (2,) cpu · local
  * [16, 16] of [32, 16]"); "" for anything else.
- * @param {Json} lay
+ * @param {import('./protocol.js').Layout | null | undefined} lay
  * @returns {string}
  */
 export function layoutText(lay) {
@@ -279,7 +296,7 @@ export function layoutText(lay) {
 /**
  * What a communication node moves (the node reply's `communication`): "redistribute · forward
  * from P(sum) on mesh (2,) cpu · gradient back as R on mesh (2,) cpu"; "" when there is nothing.
- * @param {Json} comm
+ * @param {import('./protocol.js').Communication | null | undefined} comm
  * @returns {string}
  */
 export function communicationText(comm) {

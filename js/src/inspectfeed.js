@@ -15,12 +15,13 @@
  */
 import { focusItem, focusKey, hiddenText, inspectTarget } from './focus.js';
 import { latestReply } from './latest.js';
+import { decodeInspectReply } from './inspect.js';
 import { createInspector } from './panel.js';
 import { MSG } from './protocol.js';
 import { decodeLeafDiff } from './sensitivity.js';
 import { newStep } from './viewstate.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/** @typedef {import('./protocol.js').InspectReply} InspectReply */
 
 /** While playing or running, the inspector asks for fresh data at most this often. */
 export const INSPECT_THROTTLE_MS = 300;
@@ -57,7 +58,7 @@ export function createInspectorFeed(doc, ctx) {
     leafDiff: () => requestLeafDiff(),
   });
   /** The inspector's data: the reply for `key` at state `seq` of `graph` (or its error). */
-  /** @type {{ key: string, seq: number, graph: import('./model.js').Graph | null, data: Json, error: string | null }} */
+  /** @type {{ key: string, seq: number, graph: import('./model.js').Graph | null, data: InspectReply | null, error: string | null }} */
   let inspected = { key: '', seq: -1, graph: null, data: null, error: null };
   /** The target key of the inspect request in flight (see `inspects.waiting`). */
   let asking = '';
@@ -120,8 +121,9 @@ export function createInspectorFeed(doc, ctx) {
     inspects.ask({ type: MSG.INSPECT, ...target }, {
       key,
       still: () => focusKey(focusNow()) === key,
-      reply: (data) => {
+      reply: (raw) => {
         if (g !== store.get().graph) return;
+        const data = decodeInspectReply(raw);
         inspected = { key, seq, graph: g, data, error: null };
         if (data && typeof data === 'object' && typeof data.id === 'string' && 'module' in data && focusNow()?.kind === 'node') ctx.moduleOf.set(data.id, data.module ?? null);
       },

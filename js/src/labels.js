@@ -5,7 +5,10 @@ import { formatNumber } from './format.js';
 import { EDGE_FLAG } from './model.js';
 import { decodeNumber, decodeValues } from './jsonsafe.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/**
+ * @typedef {import('./protocol.js').InspectReply} InspectReply
+ * @typedef {import('./protocol.js').Summary} Summary
+ */
 
 /** Edge values are printed when the gradient has at most this many elements. */
 export const MAX_LABEL_VALUES = 4;
@@ -38,14 +41,14 @@ export function shapeText(shape) {
   return `[${Array.from(shape).join(', ')}]`;
 }
 
-/** @param {unknown} v */
+/** @param {unknown} v @returns {v is Summary} */
 function isSummary(v) {
   return Boolean(v && typeof v === 'object' && !Array.isArray(v) && ('norm' in v || ('shape' in v && 'dtype' in v)));
 }
 
 /**
  * One line for a tensor summary: "[3] float32 · ‖g‖ 4 · min 4 max 4 · values [4, 4, 4]".
- * @param {Json} s a Summary-like object (shape, dtype, norm, min, max, mean, std, nan, inf, values)
+ * @param {unknown} s a Summary-like object (shape, dtype, norm, min, max, mean, std, nan, inf, values)
  */
 export function summaryText(s) {
   if (s === null || s === undefined) return 'no gradient';
@@ -74,7 +77,7 @@ export function summaryText(s) {
  * (node: incoming slot summaries, outgoing summaries by edge id, sequence_nr; edge: summary);
  * anything else is shown as "key: value" so a new field in Python is never hidden. Fields the
  * card already shows from `_graph` (name, kind, module, inputs, src/dst) are skipped.
- * @param {Json} data
+ * @param {InspectReply | null | undefined} data
  * @param {import('./model.js').Graph} [graph] names the targets of outgoing edges
  * @returns {[string, string][]}
  */
@@ -86,7 +89,7 @@ export function replyRows(data, graph) {
   const skip = new Set(['id', 'name', 'label', 'kind', 'module', 'leaf_name', 'inputs', 'src', 'dst', 'error', 'index', 'node', 'edge',
     'traceback', 'saved', 'saved_error', 'hooks', 'in_edges', 'group', 'members', 'progress', 'ops', 'leaves',
     'formula', 'explanation', 'run']);
-  for (const [key, value] of Object.entries(data)) {
+  for (const [key, value] of /** @type {[string, unknown][]} */ (Object.entries(data))) {
     if (skip.has(key) || value === undefined) continue;
     if (key === 'sequence_nr' && value === null) continue; // a leaf has none: nothing to say
     if (key === 'summary') {
@@ -118,7 +121,7 @@ export function replyRows(data, graph) {
   return rows;
 }
 
-/** @param {Json} v @param {number} k */
+/** @param {Record<string, unknown>} v @param {number} k */
 function itemTag(v, k) {
   if (v.slot !== undefined) return `${v.slot}`;
   if (v.input_nr !== undefined) return `${v.input_nr}`;
@@ -126,7 +129,7 @@ function itemTag(v, k) {
   return `${k}`;
 }
 
-/** @param {Json} v */
+/** @param {Record<string, unknown>} v */
 function itemBody(v) {
   const parts = [];
   const target = v.dst_name ?? v.name ?? v.dst ?? v.to;

@@ -14,6 +14,7 @@
  * clear message and no traceback.
  */
 import { kernelBackend } from './backend.js';
+import { asRecord } from './jsonsafe.js';
 import { HOST, TRAIT } from './protocol.js';
 
 /** How long a view waits for the kernel to send the bundle (it answers only between cells). */
@@ -49,9 +50,9 @@ export function bundleCache(scope = globalThis) {
 export async function requestBundle(model, timeoutMs = BUNDLE_TIMEOUT_MS) {
   const backend = kernelBackend(model, { timeoutMs });
   try {
-    const data = await backend.request({ type: HOST.BUNDLE });
-    if (!data || typeof data.code !== 'string') throw new Error('the kernel sent no front-end bundle');
-    return data;
+    const data = asRecord(await backend.request({ type: HOST.BUNDLE }));
+    if (typeof data.code !== 'string') throw new Error('the kernel sent no front-end bundle');
+    return /** @type {{ code: string, css: string, hash: string }} */ (data); // widget.py's bundle reply
   } finally {
     backend.dispose();
   }

@@ -28,7 +28,7 @@ import { shapeText } from './labels.js';
 import { formulaInfo, renderMath, renderNote } from './math.js';
 import { editText, parseFactor } from './sensitivity.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/** @typedef {import('./protocol.js').InspectReply} InspectReply */
 
 /**
  * @typedef {object} InspectorHandlers
@@ -46,7 +46,7 @@ import { editText, parseFactor } from './sensitivity.js';
  * @property {string} key stable across steps (the UI state of the panel is kept per key)
  * @property {string} [id] real node id / real edge id
  * @property {number} item visible item (node, box) or visible edge index; -1 when not visible
- * @property {Json} data the inspect reply, null while loading
+ * @property {InspectReply | null} data the inspect reply, null while loading
  * @property {string | null} [error] why there is no reply
  * @property {import('./model.js').Graph} graph
  * @property {import('./model.js').State} state
@@ -122,7 +122,7 @@ export function createInspector(doc, handlers) {
   /**
    * A gradient or tensor summary: one line, the statistics, the values preview; NaN/inf in the
    * alarm colour.
-   * @param {Json} s @param {string} [empty]
+   * @param {import('./protocol.js').Summary | null | undefined} s @param {string} [empty]
    */
   function summaryBlock(s, empty = 'no gradient') {
     if (s === null || s === undefined) return h('div', { class: 'agw-summary agw-summary-empty' }, empty);
@@ -183,9 +183,10 @@ export function createInspector(doc, handlers) {
       // why it failed, in words (Python's failure.py): the saved value, its versions, the culprit
       const box = h('div', { class: 'agw-insp-why', role: 'note' }, h('b', {}, 'Why: '), String(why.sentence));
       if (why.hint) box.append(h('div', { class: 'agw-insp-hint' }, String(why.hint)));
-      if (typeof why.culprit === 'string' && why.culprit) {
+      const culprit = why.culprit;
+      if (typeof culprit === 'string' && culprit) {
         const go = h('button', { type: 'button', class: 'agw-link', title: 'Select the node whose in-place op changed the saved value' }, 'show the in-place op');
-        go.addEventListener('click', () => handlers.selectNode(why.culprit));
+        go.addEventListener('click', () => handlers.selectNode(culprit));
         box.append(' ', go);
       }
       const tbw = tracebackText(why.traceback);
@@ -193,8 +194,8 @@ export function createInspector(doc, handlers) {
       out.push(box);
     }
     const wait = loadingOrError(t);
-    if (wait) {
-      out.push(wait);
+    if (wait || !data) {
+      if (wait) out.push(wait); // no data without a loading or error note
       return out;
     }
     const tb = tracebackText(data.traceback);
@@ -278,7 +279,7 @@ export function createInspector(doc, handlers) {
   /**
    * What the node computes: the gradients as formulas (typeset by KaTeX as MathML), then with the
    * node's actual shapes; a plain sentence for a type without a formula.
-   * @param {import('./math.js').FormulaInfo | null} f @param {string} name
+   * @param {import('./math.js').FormulaInfo | null} f @param {string | undefined} name
    */
   function formulaTab(f, name) {
     if (!f) return [note('no formula sent for this node')];
@@ -305,7 +306,8 @@ export function createInspector(doc, handlers) {
 
   /** @param {InspectorTarget} t */
   function gradientsTab(t) {
-    const { data, graph } = t;
+    const { graph } = t;
+    const data = t.data ?? {}; // asked for by the node view's tabs, once the reply is in
     const out = [];
     if (t.norm) out.push(h('div', { class: 'agw-sens-norm', role: 'note', title: 'Squared Frobenius norm of this node\'s gradient map (incoming -> outgoing gradients)' }, t.norm));
     if (t.normError) out.push(note(`✖ probe: ${t.normError}`, 'agw-insp-error'));
@@ -397,7 +399,7 @@ export function createInspector(doc, handlers) {
     const inNr = data?.dst?.input_nr ?? (e >= 0 ? graph.inputNr[e] : '');
     const out = [header(`${srcName} → ${dstLabel || dstName}`, `edge ${t.id ?? ''}`)];
     const actions = h('div', { class: 'agw-insp-actions' });
-    for (const [label, who] of /** @type {[string, Json][]} */ ([['Source', data?.src], ['Target', data?.dst]])) {
+    for (const [label, who] of /** @type {[string, InspectReply['src'] & InspectReply['dst']][]} */ ([['Source', data?.src], ['Target', data?.dst]])) {
       if (!who?.id) continue;
       const b = button(`Select ${label.toLowerCase()}`, `Select ${who.name}`);
       b.addEventListener('click', () => handlers.selectNode(String(who.id)));
@@ -417,8 +419,8 @@ export function createInspector(doc, handlers) {
     }
     out.push(table(rows));
     const wait = loadingOrError(t);
-    if (wait) {
-      out.push(wait);
+    if (wait || !data) {
+      if (wait) out.push(wait); // no data without a loading or error note
       return out;
     }
     out.push(h('h4', {}, 'Gradient'));
@@ -517,13 +519,13 @@ export function createInspector(doc, handlers) {
       ['progress', h('span', { class: 'agw-progress-cell' }, bar, ` ${progressText(p)}`)],
     ]));
     const wait = loadingOrError(t);
-    if (wait) {
-      out.push(wait);
+    if (wait || !data) {
+      if (wait) out.push(wait); // no data without a loading or error note
       return out;
     }
     if (Array.isArray(data.ops) && data.ops.length) {
       out.push(h('h4', {}, 'Top ops'));
-      out.push(table(data.ops.map((/** @type {Json} */ o) => /** @type {[string, string]} */ ([String(o[0]), `×${formatNumber(Number(o[1]))}`])), 'agw-rows agw-ops'));
+      out.push(table(data.ops.map((o) => /** @type {[string, string]} */ ([String(o[0]), `×${formatNumber(Number(o[1]))}`])), 'agw-rows agw-ops'));
     }
     if (Array.isArray(data.leaves) && data.leaves.length) {
       out.push(h('h4', {}, `Leaves (${data.leaves.length})`));

@@ -22,8 +22,6 @@ import { ALARM_COLOR } from './style.js';
 import { cellColor } from './timeline.js';
 import { mountWalkthrough } from './walkthrough.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
-
 /**
  * @typedef {{ nSteps: number, values: (number | null)[], alarm: number[], range: [number, number] }} Strip
  *   a watch rank's row of the timeline: the model's log10 gradient norm per column of steps
@@ -208,26 +206,28 @@ export function createLiveRankBar(doc, model, send) {
  * walkthrough (its timeline too, for a watch group), each carried rank's walkthrough swapped in
  * on a pick. Ranks the page does not carry are listed, disabled, with how to see them.
  * @param {HTMLElement} el
- * @param {Json} walkthrough the page's walkthrough, with `ranks` ({ lines, selected, pattern, world, carried, walks, kind })
+ * @param {unknown} walkthrough the page's walkthrough (protocol.js `Walkthrough`), with `ranks`
+ *   ({ lines, selected, pattern, world, carried, walks, kind }: protocol.js `WalkRanks`)
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
 export function mountWalkthroughRanks(el, walkthrough, opts = {}) {
   const doc = el.ownerDocument;
   const { h } = domHelpers(doc);
-  const info = walkthrough.ranks ?? {};
-  const walks = info.walks && typeof info.walks === 'object' ? info.walks : {};
+  const info = /** @type {import('./protocol.js').WalkRanks} */ (asRecord(asRecord(walkthrough).ranks));
+  const walks = asRecord(info.walks);
   const carried = new Set(Array.isArray(info.carried) ? info.carried : [info.selected]);
-  /** @type {Record<string, Json>} */
+  /** @type {Partial<import('./protocol.js').Traits>} */
   const traits = { [TRAIT.RANKS]: info.lines, [TRAIT.RANK]: info.selected };
   /** @type {Set<Function>} */
   const onRank = new Set();
   const model = {
-    get: (/** @type {string} */ k) => traits[k],
+    /** @template {keyof import('./protocol.js').Traits} K @param {K} k @returns {import('./protocol.js').Traits[K]} undefined for a trait the page does not hold */
+    get: (k) => /** @type {import('./protocol.js').Traits[K]} */ (traits[k]),
     on: (/** @type {string} */ ev, /** @type {Function} */ cb) => ev === `change:${TRAIT.RANK}` && onRank.add(cb),
     off: (/** @type {string} */ ev, /** @type {Function} */ cb) => onRank.delete(cb),
   };
-  const world = Number.isInteger(info.world) ? info.world : carried.size;
+  const world = typeof info.world === 'number' && Number.isInteger(info.world) ? info.world : carried.size;
   const load = info.kind === 'recording' ? 'aw.load_recording' : 'aw.load_watch';
   const note = carried.size < world
     ? `This page holds ${carried.size} of the ${world} ranks; to see the others, run aw.explore(${load}('${String(info.pattern ?? '')}')) in a notebook.`
@@ -235,7 +235,7 @@ export function mountWalkthroughRanks(el, walkthrough, opts = {}) {
   const host = h('div', { class: 'agw-rank-host' });
   /** @type {(() => void) | null} */
   let cleanup = null;
-  /** @param {number} rank */
+  /** @param {number | undefined} rank undefined: the page's own walkthrough when it names no rank */
   function show(rank) {
     const walk = rank === info.selected ? walkthrough : walks[String(rank)];
     if (!walk) return;

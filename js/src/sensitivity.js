@@ -6,7 +6,7 @@
 import { formatNumber } from './format.js';
 import { asRecord, decodeNumber } from './jsonsafe.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/** @typedef {import('./protocol.js').Summary} Summary */
 
 /** Sequential, light to dark (ColorBrewer PuBu): a larger Jacobian norm, darker. */
 export const SENSITIVITY_COLORS = Object.freeze(['#fff7fb', '#ece7f2', '#d0d1e6', '#a6bddb', '#74a9cf', '#3690c0', '#0570b0', '#034e7b']);
@@ -183,9 +183,13 @@ export function parseFactor(text) {
 }
 
 /**
- * @typedef {{ id: string, name: string, changed: boolean, maxAbsDiff: number | null, edited: Json, faithful: Json, item: number }} LeafDiff
- *   `edited`, `faithful`: the leaf's gradient summaries as Python sent them (panel.js reads them)
+ * @typedef {{ id: string, name: string, changed: boolean, maxAbsDiff: number | null, edited: Summary | null, faithful: Summary | null, item: number }} LeafDiff
+ *   `edited`, `faithful`: the leaf's gradient summaries as Python sent them (an object, else null;
+ *   panel.js reads them, checking each field)
  */
+
+/** @param {unknown} v @returns {Summary | null} a JSON object as a Summary (its reader checks each field), else null */
+const summaryOrNull = (v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? /** @type {Summary} */ (v) : null);
 
 /**
  * The `leaf_diff` reply: changed leaves first, then by name.
@@ -199,7 +203,7 @@ export function decodeLeafDiff(data) {
   for (const [id, v] of Object.entries(leaves)) {
     if (!v || typeof v !== 'object') continue;
     const o = asRecord(v);
-    out.push({ id, name: String(o.name ?? id), changed: Boolean(o.changed), maxAbsDiff: num(o.max_abs_diff), edited: o.edited ?? null, faithful: o.faithful ?? null, item: Number.isInteger(o.item) ? Number(o.item) : -1 });
+    out.push({ id, name: String(o.name ?? id), changed: Boolean(o.changed), maxAbsDiff: num(o.max_abs_diff), edited: summaryOrNull(o.edited), faithful: summaryOrNull(o.faithful), item: Number.isInteger(o.item) ? Number(o.item) : -1 });
   }
   return out.sort((a, b) => Number(b.changed) - Number(a.changed) || a.name.localeCompare(b.name));
 }

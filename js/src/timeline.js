@@ -18,6 +18,7 @@
  * non-finite one wins); Play stops at the last watched step or on Pause.
  */
 import { toTyped } from './buffers.js';
+import { asRecord } from './jsonsafe.js';
 import { domHelpers } from './dom.js';
 import { formatNumber } from './format.js';
 import { latestReply } from './latest.js';
@@ -123,36 +124,44 @@ export function float32s(v, length) {
   return toTyped(new Float32Array(bytes.buffer), Float32Array, { length });
 }
 
+/** @param {unknown} v @returns {v is number} */
+const isInt = (v) => Number.isInteger(v);
+
 /**
- * The `_timeline` trait, validated; null when it is empty (not a watch).
- * @param {any} raw
+ * The `_timeline` trait (protocol.js `TimelinePayload`, or `{}` when not a watch), validated:
+ * every field is read from `unknown` and checked; null when it is empty (not a watch).
+ * @param {unknown} input
  * @returns {Timeline | null}
  * @example decodeTimeline({}) // null
  */
-export function decodeTimeline(raw) {
-  if (!raw || typeof raw !== 'object' || !raw.format) return null;
-  const nSteps = Number.isInteger(raw.n_steps) && raw.n_steps >= 0 ? raw.n_steps : 0;
+export function decodeTimeline(input) {
+  const raw = asRecord(input);
+  if (!raw.format) return null;
+  const nSteps = isInt(raw.n_steps) && raw.n_steps >= 0 ? raw.n_steps : 0;
   const watched = toTyped(raw.watched, Int32Array);
-  const r = raw.rows && typeof raw.rows === 'object' ? raw.rows : {};
+  const r = asRecord(raw.rows);
   const id = strings(r.id);
   const n = id.length;
-  const pick = (/** @type {unknown} */ v, /** @type {(x: any) => any} */ f) => Array.from({ length: n }, (_, i) => f(Array.isArray(v) ? v[i] : undefined));
+  /** @template T @param {unknown} v @param {(x: unknown) => T} f @returns {T[]} */
+  const pick = (v, f) => Array.from({ length: n }, (_, i) => f(Array.isArray(v) ? v[i] : undefined));
   const rows = {
     id,
     label: pick(r.label, (x) => String(x ?? '')),
     parent: pick(r.parent, (x) => (typeof x === 'string' ? x : null)),
-    depth: pick(r.depth, (x) => (Number.isInteger(x) && x >= 0 ? x : 0)),
+    depth: pick(r.depth, (x) => (isInt(x) && x >= 0 ? x : 0)),
     ops: pick(r.ops, (x) => x === true),
-    calls: pick(r.calls, (x) => (Number.isInteger(x) && x > 0 ? x : 1)),
+    calls: pick(r.calls, (x) => (isInt(x) && x > 0 ? x : 1)),
     fused: pick(r.fused, (x) => x === true),
   };
   const range = Array.isArray(raw.range) && raw.range.length === 2 && raw.range.every(Number.isFinite) ? /** @type {[number, number]} */ ([raw.range[0], raw.range[1]]) : /** @type {[number, number]} */ ([0, 1]);
-  const f = raw.first && typeof raw.first === 'object' && Number.isInteger(raw.first.step) ? raw.first : null;
+  const f = asRecord(raw.first);
   const str = (/** @type {unknown} */ v) => (typeof v === 'string' ? v : null);
-  /** @param {any} o @param {string[]} keys */
-  const strs = (o, keys) => Object.fromEntries(keys.map((k) => [k, str(o?.[k])]));
-  const o = raw.origin && typeof raw.origin === 'object' ? raw.origin : null;
-  const hd = raw.healed && typeof raw.healed === 'object' && Array.isArray(raw.healed.steps) && raw.healed.first && Number.isInteger(raw.healed.first.step) ? raw.healed : null;
+  /** @param {Record<string, unknown>} o @param {string[]} keys */
+  const strs = (o, keys) => Object.fromEntries(keys.map((k) => [k, str(o[k])]));
+  const o = raw.origin && typeof raw.origin === 'object' ? asRecord(raw.origin) : null;
+  const hd = asRecord(raw.healed);
+  const hdSteps = Array.isArray(hd.steps) ? hd.steps : null;
+  const hdFirst = asRecord(hd.first);
   return {
     nSteps,
     watched,
@@ -161,19 +170,20 @@ export function decodeTimeline(raw) {
     rows,
     values: toTyped(raw.values, Float32Array, { length: n * watched.length }),
     range,
-    first: f ? { step: f.step, watched: f.watched === true, node: str(f.node), name: str(f.name), cause: str(f.cause), expected: f.expected === true } : null,
+    first: isInt(f.step) ? { step: f.step, watched: f.watched === true, node: str(f.node), name: str(f.name), cause: str(f.cause), expected: f.expected === true } : null,
     origin: o ? /** @type {Origin} */ (strs(o, ['kind', 'where', 'module', 'forward_node', 'forward_op', 'forward_module', 'forward_cause'])) : null,
-    healed: hd
+    healed: hdSteps && isInt(hdFirst.step)
       ? {
-          steps: hd.steps.filter(Number.isInteger),
-          count: Number.isInteger(hd.count) ? hd.count : hd.steps.length,
-          first: { step: hd.first.step, .../** @type {Omit<HealedFirst, 'step'>} */ (strs(hd.first, ['node', 'name', 'born_node', 'born_name', 'born_cause', 'module'])) },
+          steps: hdSteps.filter(isInt),
+          count: isInt(hd.count) ? hd.count : hdSteps.length,
+          first: { step: hdFirst.step, .../** @type {Omit<HealedFirst, 'step'>} */ (strs(hdFirst, ['node', 'name', 'born_node', 'born_name', 'born_cause', 'module'])) },
         }
       : null,
     movedRule: typeof raw.moved_rule === 'string' ? raw.moved_rule : '',
-    moved: Array.isArray(raw.moved) ? raw.moved.filter((/** @type {any} */ m) => m && typeof m.module === 'string' && Number.isFinite(m.factor)) : [],
-    selected: Number.isInteger(raw.selected) ? raw.selected : null,
-    every: Number.isInteger(raw.every) && raw.every > 0 ? raw.every : 1,
+    // the records as Python sent them, kept when their two read fields hold (view/timeline.py `moved`)
+    moved: Array.isArray(raw.moved) ? /** @type {Moved[]} */ (raw.moved.filter((m) => typeof asRecord(m).module === 'string' && Number.isFinite(asRecord(m).factor))) : [],
+    selected: isInt(raw.selected) ? raw.selected : null,
+    every: isInt(raw.every) && raw.every > 0 ? raw.every : 1,
   };
 }
 
@@ -189,7 +199,12 @@ export function stepAt(watched, t) {
 }
 
 /**
- * @typedef {{ get(name: string): any, on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} TimelineModel
+ * The traits the timeline reads (`_timeline`, `watch_step`), read as `unknown` and checked: the
+ * widget's model, or the one-step model a standalone page builds (walkthrough.js).
+ * @typedef {{ get(name: string): unknown, on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} TimelineModel
+ *
+ * What the painted canvas carries for tests and tools (`canvas.agwTimeline`, see `paint`).
+ * @typedef {{ width: number, height: number, rows: string[], top: number, rowPx: number, axisTop: number, ticks: ReturnType<typeof stepTicks>, watched: number[], selected: number | null, cursorX: number | null }} TimelineProbe
  */
 
 /**
@@ -198,7 +213,7 @@ export function stepAt(watched, t) {
  * @param {{
  *   model: TimelineModel,
  *   send: (cmd: { type: string, [k: string]: unknown }) => void,
- *   request: (msg: { type: string, [k: string]: unknown }) => Promise<any>,
+ *   request: (msg: { type: string, [k: string]: unknown }) => Promise<unknown>,
  *   live: boolean,
  *   schedule?: (cb: () => void) => void,
  * }} ctx `live`: a kernel answers (a standalone page only shows the steps it holds)
@@ -210,7 +225,12 @@ export function createTimeline(doc, ctx) {
   const schedule = ctx.schedule ?? ((/** @type {() => void} */ cb) => (typeof win.requestAnimationFrame === 'function' ? win.requestAnimationFrame(cb) : cb()));
   let data = decodeTimeline(ctx.model.get(TRAIT.TIMELINE));
   /** @type {number | null} */
-  let selected = ctx.model.get(TRAIT.WATCH_STEP) ?? data?.selected ?? null;
+  /** The watched step whose graph is shown (`watch_step`), null when none. */
+  const heldStep = () => {
+    const v = ctx.model.get(TRAIT.WATCH_STEP);
+    return typeof v === 'number' ? v : null;
+  };
+  let selected = heldStep() ?? data?.selected ?? null;
   /** Modules open (their children shown): as deep as fits. */
   let expanded = data ? openDepth(data.rows, FIT_ROWS) : new Set(['']);
   /** Op rows per module, once asked. @type {Map<string, import('./timelinerows.js').OpRows>} */
@@ -234,6 +254,7 @@ export function createTimeline(doc, ctx) {
   const labels = h('div', { class: 'agw-tl-labels', role: 'tree', 'aria-label': 'Modules' });
   const help = 'Gradient norm per module (rows) and watched step (columns). Arrow keys move a cell, Home and End go to the first and last step, Enter shows that step\'s graph; the cell is read out below.';
   const canvas = /** @type {HTMLCanvasElement} */ (h('canvas', { class: 'agw-tl-canvas', tabindex: '0', role: 'application', 'aria-roledescription': 'timeline grid', 'aria-label': help, 'aria-describedby': '' }));
+  const probed = /** @type {HTMLCanvasElement & { agwTimeline?: TimelineProbe }} */ (canvas);
   const tip = h('div', { class: 'agw-tl-tip', role: 'tooltip', hidden: '', style: 'position:absolute;z-index:2;pointer-events:none;padding:2px 6px;border-radius:3px;background:rgba(20,20,20,0.92);color:#fff;font-size:11px;white-space:nowrap' });
   const grid = h('div', { class: 'agw-tl-grid', style: 'position:relative;flex:1 1 auto;min-width:50px' }, canvas, tip);
   const body = h('div', { class: 'agw-tl-body' }, labels, grid);
@@ -288,9 +309,10 @@ export function createTimeline(doc, ctx) {
       const i = data ? data.rows.id.indexOf(id) : -1;
       if (ctx.live && data && i >= 0 && data.rows.ops[i] && !ops.has(id)) {
         rowsReq.ask({ type: MSG.TIMELINE_ROWS, module: id }, {
-          reply: (rep) => {
-            const n = Array.isArray(rep?.id) ? rep.id.length : 0;
-            ops.set(id, { id: strings(rep?.id), label: strings(rep?.label), values: float32s(rep?.values, n * (data?.watched.length ?? 0)), note: typeof rep?.note === 'string' ? rep.note : null });
+          reply: (reply) => {
+            const rep = asRecord(reply); // wire/trainpayload.py `rows_payload`
+            const n = Array.isArray(rep.id) ? rep.id.length : 0;
+            ops.set(id, { id: strings(rep.id), label: strings(rep.label), values: float32s(rep.values, n * (data?.watched.length ?? 0)), note: typeof rep.note === 'string' ? rep.note : null });
             renderLabels();
             renderNotes();
             paint();
@@ -333,7 +355,7 @@ export function createTimeline(doc, ctx) {
         source: (r) => (r.kind === 'module' ? d.values : ops.get(r.module)?.values) });
     }
     const ticks = stepTicks(d.watched, width);
-    /** @type {any} */ (canvas).agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, axisTop: LOSS_PX + rows.length * ROW_PX, ticks, watched: Array.from(d.watched), selected, cursorX };
+    probed.agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, axisTop: LOSS_PX + rows.length * ROW_PX, ticks, watched: Array.from(d.watched), selected, cursorX };
     canvas.dataset.painted = String(Number(canvas.dataset.painted || 0) + 1);
     renderStatus();
   }
@@ -355,7 +377,7 @@ export function createTimeline(doc, ctx) {
   /** Where the pointer is: the cell (k, r), r -1 on the loss band. @param {number} x @param {number} y CSS px in the canvas */
   function cellAt(x, y) {
     if (!data || !data.watched.length) return null;
-    const w = canvas.clientWidth || Number(/** @type {any} */ (canvas).agwTimeline?.width) || 1;
+    const w = canvas.clientWidth || Number(probed.agwTimeline?.width) || 1;
     const k = Math.max(0, Math.min(data.watched.length - 1, Math.floor((x / w) * data.watched.length)));
     const r = y < LOSS_PX ? -1 : Math.floor((y - LOSS_PX) / ROW_PX);
     return { k, r };
@@ -534,7 +556,7 @@ export function createTimeline(doc, ctx) {
   };
   const onStep = () => {
     const s = ctx.model.get(TRAIT.WATCH_STEP);
-    if (Number.isInteger(s)) selected = s;
+    if (isInt(s)) selected = s;
     schedule(paint);
   };
   /** @type {[string, () => void][]} */

@@ -15,14 +15,25 @@
  * offers no control whose request would be refused. Nothing here computes an autograd fact:
  * every answer is one Python gave. `mountWalkthrough` draws a walkthrough into an element.
  */
+import { asRecord } from './jsonsafe.js';
 import { decodeGraph } from './model.js';
 import { MSG, STATE_ARRAYS, STEP_SCALARS, TRAIT, WALKTHROUGH_FORMAT } from './protocol.js';
 import { createTimeline } from './timeline.js';
 import { createView } from './view.js';
 
-/** @typedef {import('./protocol.js').Json} Json JSON from outside, checked by its reader */
+/**
+ * @typedef {import('./protocol.js').Walkthrough} Walkthrough
+ * @typedef {import('./protocol.js').WalkState} WalkState
+ * @typedef {import('./protocol.js').WalkStep} WalkStep
+ * @typedef {import('./protocol.js').WalkScalars} WalkScalars
+ * @typedef {import('./protocol.js').NumArray} NumArray
+ * @typedef {import('./protocol.js').StateArray} StateArray
+ * @typedef {import('./protocol.js').InspectReply} InspectReply
+ * @typedef {import('./protocol.js').Traits} Traits
+ */
 
-const CTORS = /** @type {Record<string, Json>} */ ({
+/** @type {Record<string, new (buffer: ArrayBuffer) => NumArray>} */
+const CTORS = {
   float32: Float32Array,
   float64: Float64Array,
   int32: Int32Array,
@@ -33,17 +44,19 @@ const CTORS = /** @type {Record<string, Json>} */ ({
   uint16: Uint16Array,
   int16: Int16Array,
   uint32: Uint32Array,
-});
+};
 const ARRAYS = STATE_ARRAYS;
 
 /**
- * Decode base64 `{dtype, bdata}` buffers (recursively) into typed arrays.
- * @param {Json} obj
- * @returns {Json}
+ * Decode base64 `{dtype, bdata}` buffers (recursively) into typed arrays; everything else is
+ * copied as it is (what it is, its reader says).
+ * @param {unknown} value
+ * @returns {unknown}
  */
-export function decodeBuffers(obj) {
-  if (Array.isArray(obj)) return obj.map(decodeBuffers);
-  if (obj && typeof obj === 'object') {
+export function decodeBuffers(value) {
+  if (Array.isArray(value)) return value.map(decodeBuffers);
+  if (value && typeof value === 'object') {
+    const obj = asRecord(value);
     const keys = Object.keys(obj);
     if (keys.length === 2 && typeof obj.bdata === 'string' && typeof obj.dtype === 'string') {
       const bin = atob(obj.bdata);
@@ -56,12 +69,27 @@ export function decodeBuffers(obj) {
       const Ctor = CTORS[obj.dtype] ?? Uint8Array;
       return new Ctor(bytes.buffer);
     }
-    /** @type {Record<string, Json>} */
+    /** @type {Record<string, unknown>} */
     const out = {};
     for (const k of keys) out[k] = decodeBuffers(obj[k]);
     return out;
   }
-  return obj;
+  return value;
+}
+
+/**
+ * What the page embeds, read as a walkthrough: its `format` checked (anything else throws);
+ * the rest is the same version's export/html.py output, read as the typed `Walkthrough` (the
+ * payloads inside it are decoded, checking each field, by their own readers).
+ * @param {unknown} embedded
+ * @returns {Walkthrough}
+ */
+function asWalkthrough(embedded) {
+  const w = asRecord(embedded);
+  if (w.format !== WALKTHROUGH_FORMAT) {
+    throw new Error(`not an autograd_widget walkthrough (expected format ${WALKTHROUGH_FORMAT})`);
+  }
+  return /** @type {Walkthrough} */ (w);
 }
 
 /**
@@ -69,20 +97,19 @@ export function decodeBuffers(obj) {
  * and scalars (status line, next node, waiting slots...).
  */
 export class Player {
-  /** @param {Json} walkthrough what the page embeds (format WALKTHROUGH_FORMAT) */
-  constructor(walkthrough) {
-    if (!walkthrough || walkthrough.format !== WALKTHROUGH_FORMAT) {
-      throw new Error(`not an autograd_widget walkthrough (expected format ${WALKTHROUGH_FORMAT})`);
-    }
-    this.graph = decodeBuffers(walkthrough.graph);
+  /** @param {unknown} embedded what the page embeds (format WALKTHROUGH_FORMAT) */
+  constructor(embedded) {
+    const walkthrough = asWalkthrough(embedded);
+    /** The `_graph` payload, its buffers decoded. */
+    this.graph = asRecord(decodeBuffers(walkthrough.graph));
     /** The graph as the view reads it (ids, names...). */
     this.decoded = decodeGraph(this.graph);
-    this.initial = decodeBuffers(walkthrough.state);
-    /** @type {Json[]} */
-    this.steps = decodeBuffers(walkthrough.steps) ?? [];
+    /** The `_state` at step 0, its buffers decoded. */
+    this.initial = /** @type {WalkState} */ (decodeBuffers(walkthrough.state));
+    this.steps = /** @type {WalkStep[]} */ (decodeBuffers(walkthrough.steps) ?? []);
     this.inspectData = walkthrough.inspect ?? { nodes: {}, edges: {} };
     /** The colour modes' replies (`{ memory: { false, true }, probe }`), or null: not walked. */
-    this.modes = walkthrough.modes ? decodeBuffers(walkthrough.modes) : null;
+    this.modes = walkthrough.modes ? /** @type {NonNullable<Walkthrough['modes']>} */ (decodeBuffers(walkthrough.modes)) : null;
     /** First NaN/Inf: `{ step, reply, seek, select }` (see walkthroughNonfinite), or null. */
     this.nonfinite = walkthrough.first_nonfinite ?? null;
     this.title = String(walkthrough.title ?? 'autograd_widget');
@@ -92,9 +119,10 @@ export class Player {
     this.start = Math.max(0, Math.min(Math.trunc(Number(walkthrough.start ?? 0)) || 0, this.steps.length));
     /** Number of walked deltas applied. */
     this.k = 0;
-    /** @type {Record<string, Json>} */
-    this.arrays = {};
-    /** @type {Record<string, Json>} */
+    /** The state arrays at the current position. */
+    this.arrays = /** @type {Record<StateArray, NumArray>} */ ({});
+    /** The small gradients' values shown at the current position (`_state.edge_values`). */
+    /** @type {Record<string, unknown>} */
     this.values = {};
     this.seq = 0;
     this.reset();
@@ -103,9 +131,8 @@ export class Player {
 
   reset() {
     this.k = 0;
-    this.arrays = {};
+    this.arrays = /** @type {Record<StateArray, NumArray>} */ ({});
     for (const name of ARRAYS) this.arrays[name] = this.initial[name].slice();
-    /** @type {Record<string, Json>} */
     this.values = { ...(this.initial.edge_values ?? {}) };
     this.seq = 0;
   }
@@ -152,7 +179,10 @@ export class Player {
     return true;
   }
 
-  /** Scalars (status, next, waiting, error...) at the current position. */
+  /**
+   * Scalars (status, next, waiting, error...) at the current position.
+   * @returns {WalkScalars}
+   */
   scalars() {
     if (this.k === 0) {
       const s = this.initial;
@@ -161,7 +191,10 @@ export class Player {
     return this.steps[this.k - 1].scalars;
   }
 
-  /** The `_state` payload at the current position (what the live widget would have synced). */
+  /**
+   * The `_state` payload at the current position (what the live widget would have synced).
+   * @returns {WalkScalars & Record<StateArray, NumArray> & { seq: number, running: boolean, notice: unknown, edge_values: Record<string, unknown> }}
+   */
   state() {
     this.seq += 1;
     return {
@@ -192,6 +225,7 @@ export class Player {
    * Inspector data as walked at the end of the run, limited to what has happened by now:
    * gradients of edges that have not flowed yet are hidden.
    * @param {{ node?: number, edge?: number, id?: string }} target
+   * @returns {InspectReply | null}
    */
   inspect(target) {
     if (target.edge !== undefined) {
@@ -206,18 +240,19 @@ export class Player {
     if (item === undefined || item < 0) return null;
     const data = this.inspectData.nodes?.[String(item)];
     if (!data || data.kind === 'group') return data ?? null;
-    /** @type {Record<string, Json>} */
+    /** @type {NonNullable<InspectReply['outgoing']>} */
     const outgoing = {};
     for (const [eid, summary] of Object.entries(data.outgoing ?? {})) {
       const e = this.decoded.edgeIndexOf.get(eid) ?? -1;
       outgoing[eid] = e >= 0 && this.hasFlowed(e) ? summary : null;
     }
     const ran = this.hasRun(item);
+    const err = this.scalars().error;
     return {
       ...data,
       outgoing,
       incoming: ran ? data.incoming : (data.incoming ?? []).map(() => null),
-      error: this.scalars().error && this.scalars().error.node === item ? this.scalars().error.message : data.error,
+      error: err && err.node === item ? err.message : data.error,
     };
   }
 }
@@ -232,11 +267,13 @@ function walkedMemory(player, exclude) {
 
 /**
  * A walked reply that is a refusal (`{ error }`) becomes the rejection the kernel would give.
- * @param {Json} data @param {string} what
+ * @param {unknown} data @param {string} what
+ * @returns {Promise<unknown>}
  */
 function answer(data, what) {
   if (data === null || data === undefined) return Promise.reject(new Error(`${what} was not recorded in this page`));
-  if (data && typeof data === 'object' && typeof data.error === 'string' && Object.keys(data).length === 1) return Promise.reject(new Error(data.error));
+  const refusal = asRecord(data);
+  if (typeof refusal.error === 'string' && Object.keys(refusal).length === 1) return Promise.reject(new Error(refusal.error));
   return Promise.resolve(data);
 }
 
@@ -249,11 +286,12 @@ function answer(data, what) {
  * Before `step`, a plain ask searches too: the walkthrough holds no other answer.
  * @param {Player} player
  * @param {{ type?: string, chunk_ms?: unknown }} msg
- * @returns {{ data: Json, moved: boolean, select: string | null }}
+ * @returns {{ data: unknown, moved: boolean, select: string | null }}
  */
 export function walkthroughNonfinite(player, msg) {
   const f = player.nonfinite;
   let moved = false;
+  if (!f) return { data: null, moved, select: null }; // not walked: answered "not recorded"
   if (f.step !== null && f.step !== undefined) {
     while (player.k < Number(f.step) && player.forward()) moved = true;
     return { data: f.reply, moved, select: f.select ?? null };
@@ -272,25 +310,28 @@ export function walkthroughNonfinite(player, msg) {
 export function walkthroughModel(player) {
   /** @type {Map<string, Set<Function>>} */
   const listeners = new Map();
-  /** @type {Record<string, Json>} */
+  /** @type {Partial<Traits>} */
   const traits = {
     [TRAIT.GRAPH]: player.graph,
     [TRAIT.STATE]: player.state(),
     [TRAIT.SELECTED]: null,
     [TRAIT.SELECTED_EDGE]: null,
     [TRAIT.HEIGHT]: player.height,
-    [TRAIT.SHOW_PLUMBING]: player.graph.show_plumbing,
+    [TRAIT.SHOW_PLUMBING]: player.graph.show_plumbing === true,
   };
   /** @param {string} name */
   const emit = (name) => {
     for (const cb of listeners.get(`change:${name}`) ?? []) cb();
   };
   return {
-    /** @param {string} name */
+    /**
+     * A trait's value; undefined for a trait the page does not hold (protocol.js `Traits`).
+     * @template {keyof Traits} K @param {K} name @returns {Traits[K]}
+     */
     get(name) {
-      return traits[name];
+      return /** @type {Traits[K]} */ (traits[name]);
     },
-    /** @param {string} name @param {Json} value */
+    /** @template {keyof Traits} K @param {K} name @param {Traits[K]} value */
     set(name, value) {
       if (name === TRAIT.GRAPH || name === TRAIT.STATE) return; // walked, read-only
       traits[name] = value;
@@ -327,7 +368,7 @@ export function walkthroughBackend(player, model) {
   const warn = (/** @type {string} */ m) => {
     for (const cb of warned) cb(m);
   };
-  /** @param {{ type: string, [k: string]: Json }} cmd */
+  /** @param {import('./protocol.js').Message} cmd */
   function command(cmd) {
     switch (cmd.type) {
       case MSG.STEP:
@@ -371,10 +412,10 @@ export function walkthroughBackend(player, model) {
     answers,
     command,
     inspect(target) {
-      return Promise.resolve(player.inspect(/** @type {Json} */ (target)));
+      return Promise.resolve(player.inspect(target));
     },
     request(msg) {
-      if (msg.type === MSG.INSPECT) return Promise.resolve(player.inspect(/** @type {Json} */ (msg)));
+      if (msg.type === MSG.INSPECT) return Promise.resolve(player.inspect(/** @type {{ node?: number, edge?: number, id?: string }} */ (msg)));
       if (msg.type === MSG.SEARCH) {
         const q = String(msg.query ?? '').trim().toLowerCase();
         const g = player.decoded;
@@ -392,10 +433,11 @@ export function walkthroughBackend(player, model) {
       if (msg.type === MSG.FIRST_NONFINITE && answers.has(MSG.FIRST_NONFINITE)) {
         const { data, moved, select } = walkthroughNonfinite(player, msg);
         if (moved) model.refresh();
-        if (select !== null && data && typeof data.id === 'string') {
+        const edge = asRecord(data).id;
+        if (select !== null && typeof edge === 'string') {
           // what the live handler does: select the node where it is born and the edge
           model.set(TRAIT.SELECTED, select);
-          model.set(TRAIT.SELECTED_EDGE, data.id);
+          model.set(TRAIT.SELECTED_EDGE, edge);
         }
         return answer(data, 'First NaN/Inf');
       }
@@ -417,12 +459,13 @@ export function walkthroughBackend(player, model) {
  * window) instead of the walked pixel height, takes the keyboard focus, and keys pressed on
  * the page outside the controls (e.g. `?` after a click on the header) reach it.
  * @param {HTMLElement} el
- * @param {Json} walkthrough what the page embeds (format WALKTHROUGH_FORMAT)
+ * @param {unknown} walkthrough what the page embeds (format WALKTHROUGH_FORMAT)
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
 export function mountWalkthrough(el, walkthrough, opts = {}) {
-  return mount(el, new Player(walkthrough), opts, true, walkthrough).cleanup;
+  const player = new Player(walkthrough); // throws unless it is a walkthrough
+  return mount(el, player, opts, true, asWalkthrough(walkthrough)).cleanup;
 }
 
 /**
@@ -431,7 +474,7 @@ export function mountWalkthrough(el, walkthrough, opts = {}) {
  * brings the other to the same number of steps, as the live pair does in Python
  * (autograd_widget/pair.py): the other side stops early at a step of its own that fails.
  * @param {[HTMLElement, HTMLElement]} els
- * @param {[Json, Json]} walkthroughs
+ * @param {[unknown, unknown]} walkthroughs
  * @param {{ fill?: boolean }} [opts]
  * @returns {() => void} cleanup
  */
@@ -473,7 +516,7 @@ export function follow(src, dst) {
  * One walkthrough view in `el`; `onMove(cb)` calls `cb` after each move of its player.
  * @param {HTMLElement} el @param {Player} player @param {{ fill?: boolean }} opts
  * @param {boolean} titled whether the page takes this walkthrough's title
- * @param {Json} [walkthrough] what the page embeds (a watch's page carries its timeline)
+ * @param {Walkthrough} [walkthrough] what the page embeds (a watch's page carries its timeline)
  */
 function mount(el, player, opts, titled, walkthrough) {
   const model = walkthroughModel(player);
@@ -527,11 +570,11 @@ function mount(el, player, opts, titled, walkthrough) {
 /**
  * The timeline of a watch's page, before `el` (the page holds one step's graph: the timeline
  * shows every step, its cursor stays on that one).
- * @param {Document} doc @param {HTMLElement} el @param {Json} walkthrough
+ * @param {Document} doc @param {HTMLElement} el @param {Walkthrough} walkthrough
  */
 function mountPageTimeline(doc, el, walkthrough) {
   const data = decodeBuffers(walkthrough.timeline);
-  const step = Number.isInteger(walkthrough.watch_step) ? walkthrough.watch_step : null;
+  const step = typeof walkthrough.watch_step === 'number' && Number.isInteger(walkthrough.watch_step) ? walkthrough.watch_step : null;
   const model = {
     get: (/** @type {string} */ k) => (k === TRAIT.TIMELINE ? data : k === TRAIT.WATCH_STEP ? step : undefined),
     on() {},

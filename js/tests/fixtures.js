@@ -157,6 +157,7 @@ export class FakeModel {
  * A hand-made inspect reply for AddmmBackward0 (module "2"), in Python's reply format
  * (inspect.test.js checks its fields against a generated reply): saved values in every state
  * (packed ones need saved_tensors_hooks), hooks and a traceback, all at once.
+ * @returns {import('../src/protocol.js').InspectReply}
  */
 export function addmmReply() {
   const summary = (shape, values, extra = {}) => ({

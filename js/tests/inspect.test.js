@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeGraph } from '../src/model.js';
 import {
   communicationText,
+  decodeInspectReply,
   hookItems,
   incomingSlots,
   isNonfinite,
@@ -117,6 +118,14 @@ describe('saved values', () => {
     expect(d[1].value).toBe('None');
     expect(valueText(true)).toBe('True');
     expect(valueText({ a: 1 })).toBe('{"a":1}');
+  });
+});
+
+describe('decodeInspectReply', () => {
+  it('reads a JSON object as the reply, anything else as no reply', () => {
+    const r = addmmReply();
+    expect(decodeInspectReply(r)).toBe(r); // the object itself: unknown fields stay (replyRows lists them)
+    for (const v of [null, undefined, 'n1', 3, [r]]) expect(decodeInspectReply(v)).toBeNull();
   });
 });
 

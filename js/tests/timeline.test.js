@@ -88,6 +88,22 @@ describe('decodeTimeline', () => {
     expect(t.first).toBeNull();
     expect(t.moved).toEqual([]);
   });
+
+  it('reads each nested part only when it is an object of the right shape', () => {
+    const base = { format: 'x', n_steps: 2, rows: ['not', 'an', 'object'] };
+    const odd = decodeTimeline({ ...base, first: [3], origin: 'born', healed: { steps: [1], first: [1] }, moved: ['m', 7, { module: 'fc', factor: 'big' }] });
+    expect(odd.rows.id).toEqual([]);
+    expect(odd.first).toBeNull();
+    expect(odd.origin).toBeNull();
+    expect(odd.healed).toBeNull();
+    expect(odd.moved).toEqual([]);
+    const moved = { module: 'fc', factor: 12, low_step: 0, high_step: 1 };
+    const ok = decodeTimeline({ ...base, origin: {}, healed: { steps: [1, 'x', 2], first: { step: 1, node: 'n2', module: 5 } }, moved: [moved, null] });
+    expect(ok.origin).toEqual({ kind: null, where: null, module: null, forward_node: null, forward_op: null, forward_module: null, forward_cause: null });
+    expect(ok.healed).toEqual({ steps: [1, 2], count: 3, first: { step: 1, node: 'n2', name: null, born_node: null, born_name: null, born_cause: null, module: null } });
+    expect(ok.moved).toEqual([moved]);
+    expect(ok.moved[0]).toBe(moved); // the record as Python sent it
+  });
 });
 
 describe('binning and colours', () => {

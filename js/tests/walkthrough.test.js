@@ -1,7 +1,7 @@
 // @ts-check
 import { describe, expect, it } from 'vitest';
 import { decodeGraph, decodeState } from '../src/model.js';
-import { Player, decodeBuffers, walkthroughBackend, walkthroughModel } from '../src/walkthrough.js';
+import { Player, decodeBuffers, walkthroughBackend, walkthroughModel, walkthroughNonfinite } from '../src/walkthrough.js';
 import { z } from './fixtures.js';
 
 /** @param {ArrayLike<number>} values @param {any} Ctor @param {string} dtype */
@@ -24,7 +24,7 @@ const graph = decodeGraph(z.graph());
 
 describe('the walkthrough player', () => {
   it('decodes base64 buffers into typed arrays', () => {
-    const d = decodeBuffers({ a: b64([1.5, NaN], Float32Array, 'float32'), b: [b64([3], Int32Array, 'int32')] });
+    const d = /** @type {{ a: Float32Array, b: Int32Array[] }} */ (decodeBuffers({ a: b64([1.5, NaN], Float32Array, 'float32'), b: [b64([3], Int32Array, 'int32')] }));
     expect(d.a).toBeInstanceOf(Float32Array);
     expect(d.a[0]).toBe(1.5);
     expect(Number.isNaN(d.a[1])).toBe(true);
@@ -85,9 +85,19 @@ describe('the walkthrough player', () => {
     backend.command({ type: 'expand', group: 'x' });
     expect(warnings.at(-1)).toMatch(/live widget/);
     expect(backend.live).toBe(false);
-    const found = await backend.request({ type: 'search', query: 'pow' });
+    const found = /** @type {{ matches: { id: string }[] }} */ (await backend.request({ type: 'search', query: 'pow' }));
     expect(found.matches.map((m) => m.id)).toEqual(['n1']);
     expect(() => new Player({ format: 'nope' })).toThrow(/walkthrough/);
     expect(() => new Player({ ...walkthrough(), format: 'autograd_widget.recording/2' })).toThrow(/walkthrough/);
+    for (const v of [null, undefined, 'autograd_widget.walkthrough/3', [walkthrough()]]) expect(() => new Player(v)).toThrow(/walkthrough/);
+  });
+
+  it('First NaN/Inf over a walkthrough that did not walk it answers nothing, and does not move', async () => {
+    const p = new Player({ ...walkthrough(), first_nonfinite: null });
+    expect(walkthroughNonfinite(p, { chunk_ms: 100 })).toEqual({ data: null, moved: false, select: null });
+    expect(p.k).toBe(0);
+    const backend = walkthroughBackend(p, walkthroughModel(p));
+    expect(backend.answers.has('first_nonfinite')).toBe(false);
+    await expect(backend.request({ type: 'first_nonfinite' })).rejects.toThrow(/live widget/);
   });
 });

@@ -10,6 +10,8 @@ import { clickItem, flush, mountView, useViewTestHooks } from './mount.js';
 
 useViewTestHooks();
 
+/** @typedef {Record<string, any>} Reply a walked reply as the assertions read it (the backend answers `unknown`) */
+
 /** @param {any} walk */
 function open(walk) {
   const p = new Player(walk);
@@ -31,13 +33,13 @@ describe('walked modes', () => {
   it('answers memory (with and without leaves) and the probe with the walked replies', async () => {
     const walk = z.walkthrough();
     const { backend } = open(walk);
-    const all = await backend.request({ type: 'memory', exclude_leaves: false });
+    const all = /** @type {{ top: { name: string }[], total: number }} */ (await backend.request({ type: 'memory', exclude_leaves: false }));
     expect(all).toEqual(walk.modes.memory.false);
     expect(all.top.map((t) => t.name)).toEqual(['PowBackward0']); // Pow saved x
-    const noLeaves = await backend.request({ type: 'memory', exclude_leaves: true });
+    const noLeaves = /** @type {{ total: number }} */ (await backend.request({ type: 'memory', exclude_leaves: true }));
     expect(noLeaves).toEqual(walk.modes.memory.true);
     expect(noLeaves.total).toBeLessThan(all.total); // x is a leaf
-    const probe = await backend.request({ type: 'probe', samples: 16, seed: 0 });
+    const probe = /** @type {Reply} */ (await backend.request({ type: 'probe', samples: 16, seed: 0 }));
     expect(probe).toEqual(walk.modes.probe);
     expect(probe.nodes.n1.estimate).toBe(16); // d(x**2)/dx = 4, squared: Python's number
   });
@@ -55,7 +57,7 @@ describe('walked modes', () => {
     expect(f.step).toBe(4);
     const positions = [];
     model.on('change:_state', () => positions.push(model.get('_state').position));
-    const data = await backend.request({ type: 'first_nonfinite', chunk_ms: 100 });
+    const data = /** @type {Reply} */ (await backend.request({ type: 'first_nonfinite', chunk_ms: 100 }));
     expect(p.k).toBe(f.step);
     expect(positions).toEqual([f.step]);
     expect(data).toEqual(f.reply);
@@ -71,11 +73,11 @@ describe('walked modes', () => {
 
   it('First NaN/Inf with none: the end says so, a search runs to the end', async () => {
     const { p, backend } = open(z.walkthrough());
-    const seek = await backend.request({ type: 'first_nonfinite', chunk_ms: 100 });
+    const seek = /** @type {Reply} */ (await backend.request({ type: 'first_nonfinite', chunk_ms: 100 }));
     expect(seek.edge).toBeNull();
     expect(seek.message).toBe('no NaN/Inf gradient in the whole backward');
     expect(p.atEnd).toBe(true);
-    expect((await backend.request({ type: 'first_nonfinite' })).message).toBe('no NaN/Inf gradient so far');
+    expect(/** @type {Reply} */ (await backend.request({ type: 'first_nonfinite' })).message).toBe('no NaN/Inf gradient so far');
   });
 
   it('First NaN/Inf stops at a failing step, as the live search does', () => {
@@ -84,7 +86,7 @@ describe('walked modes', () => {
     expect(out.moved).toBe(true);
     expect(p.atEnd).toBe(true);
     expect(p.scalars().error).not.toBeNull();
-    expect(out.data.message).toMatch(/^stopped looking: AddmmBackward0 failed/);
+    expect(/** @type {Reply} */ (out.data).message).toMatch(/^stopped looking: AddmmBackward0 failed/);
   });
 });
 
