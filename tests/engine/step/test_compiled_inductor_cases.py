@@ -88,7 +88,11 @@ def _modules(g: aw.BackwardGraph) -> collections.Counter:
     return collections.Counter(op.module for op in r.ops)
 
 
-def test_inductor_ops_keep_their_modules_when_captured_before_the_first_backward():
+def test_inductor_ops_keep_their_modules_when_captured_before_the_first_backward(monkeypatch,
+                                                                                 tmp_path):
+    # A cold compile cache of its own: a region loaded from a warm one (an earlier test's or
+    # run's) never had its modules in this process (docs/compiled.md).
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     torch._dynamo.reset()
     m = _mlp()
     cm = torch.compile(m, backend="inductor", dynamic=False)
@@ -115,11 +119,17 @@ def test_inductor_ops_keep_their_modules_when_captured_before_the_first_backward
         torch._dynamo.reset()
 
 
-def test_inductor_ops_keep_their_modules_without_the_autograd_cache(monkeypatch):
+def test_inductor_ops_keep_their_modules_without_the_autograd_cache():
     """docs/compiled.md's remedy, as written there: `import torch._functorch.config`, then
-    `torch._functorch.config.enable_autograd_cache = False` before compiling."""
+    `torch._functorch.config.enable_autograd_cache = False` before compiling (set here through
+    the config's own `patch`, which restores it: pytest's monkeypatch deletes a config entry on
+    undo, and every later inductor compile in the process then fails)."""
     torch._dynamo.reset()
-    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+    with torch._functorch.config.patch(enable_autograd_cache=False):
+        _modules_kept_without_the_cache()
+
+
+def _modules_kept_without_the_cache() -> None:
     m = _mlp()
     cm = torch.compile(m, backend="inductor", dynamic=False)
     x = torch.randn(3, 4)
