@@ -52,6 +52,7 @@ export function describeItem(graph, state, i) {
     const f = state.edgeFlag?.[e];
     if (f === EDGE_FLAG.finite || f === EDGE_FLAG.differs) norms.push(formatNumber(state.edgeNorm[e]));
     else if (f === EDGE_FLAG.nonfinite) norms.push('NaN/Inf');
+    else if (f === EDGE_FLAG.saved_value) norms.push(`saved value ${formatNumber(state.edgeNorm[e])}`);
   }
   const grad = norms.length ? `gradient in ‖g‖ ${norms.slice(0, 4).join(', ')}${norms.length > 4 ? ` and ${norms.length - 4} more` : ''}` : '';
   return { name, module, step, grad, text: [name, module, step, grad].filter(Boolean).join(', ') };

@@ -204,7 +204,7 @@ export function buildDrawing(graph, state, theme, view) {
     edges = [{ x: p.x, y: p.y, color: theme.idleEdge, width: 1.2, dash: [], dst: Int32Array.from(all, (e) => graph.dst[e]) }];
   } else {
     const b = bucketEdges(graph, state);
-    const groups = [b.fresh, b.idle, b.noGrad, ...b.bins, b.nonfinite, b.differs];
+    const groups = [b.fresh, b.idle, b.noGrad, b.saved, ...b.bins, b.nonfinite, b.differs];
     edges = edgeLayers(groups.map((g) => ({ ...gatherPaths(graph, g), dst: Int32Array.from(g, (e) => graph.dst[e]) })), theme);
   }
   const se = view.selectedEdge ?? -1;

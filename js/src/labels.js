@@ -29,7 +29,8 @@ export function valuesText(values) {
  */
 export function edgeLabel(state, e) {
   const flag = state.edgeFlag[e];
-  if (flag !== EDGE_FLAG.finite && flag !== EDGE_FLAG.nonfinite && flag !== EDGE_FLAG.differs) return '';
+  if (flag !== EDGE_FLAG.finite && flag !== EDGE_FLAG.nonfinite && flag !== EDGE_FLAG.differs
+      && flag !== EDGE_FLAG.saved_value) return '';
   const values = state.edgeValues.get(e);
   if (!values || values.length > MAX_LABEL_VALUES) return '';
   return valuesText(values);
@@ -187,7 +188,12 @@ export function edgeRows(graph, state, e) {
   const flag = state.edgeFlag[e];
   if (flag === EDGE_FLAG.none) rows.push(['state', 'not flowed yet']);
   else if (flag === EDGE_FLAG.no_gradient) rows.push(['state', 'flowed as None (no gradient)']);
-  else {
+  else if (flag === EDGE_FLAG.saved_value) {
+    rows.push(['state', 'a saved value inside the compiled region (not a gradient)']);
+    rows.push(['‖v‖', formatNumber(state.edgeNorm[e])]);
+    const v = state.edgeValues.get(e);
+    if (v) rows.push(['values', valuesText(v)]);
+  } else {
     rows.push(['‖g‖', formatNumber(state.edgeNorm[e])]);
     const v = state.edgeValues.get(e);
     if (v) rows.push(['values', valuesText(v)]);

@@ -13,7 +13,7 @@ import { asRecord, decodeNumber, decodeValues } from './jsonsafe.js';
 export const NODE_STATE = Object.freeze({ pending: 0, next: 1, done: 2, failed: 3, no_gradient: 4 });
 /** Edge flags in `_state.edge_flag`. */
 /** `edge_flag` codes; `differs`: a finite gradient that differs from the compared recording. */
-export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gradient: 3, differs: 4 });
+export const EDGE_FLAG = Object.freeze({ none: 0, finite: 1, nonfinite: 2, no_gradient: 3, differs: 4, saved_value: 5 });
 
 /**
  * @typedef {{ shape: number[], dtype: string, device: string }} SlotMeta

@@ -117,6 +117,7 @@ export function edgeStyles(theme) {
     { color: hexAlpha(RAN_COLOR, 0.45), width: 9, dash: [] }, // just computed by the node that ran: a glow
     { color: theme.idleEdge, width: 1.2, dash: [] },
     { color: theme.noGradEdge, width: 1.2, dash: [2, 3] },
+    { color: theme.savedEdge, width: 1.4, dash: [1, 3] }, // a saved value inside a compiled region: dotted
     ...theme.bins.map((c, b) => ({ color: c, width: binWidth(b), dash: [] })),
     { color: ALARM_COLOR, width: 3, dash: [7, 4] },
     { color: DIFF_COLOR, width: 3.2, dash: [3, 2] },

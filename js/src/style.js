@@ -56,6 +56,7 @@ export const SAVED_BADGE = Object.freeze({
  * @property {string} pending outline of pending nodes
  * @property {string} idleEdge edges nothing has flowed on
  * @property {string} noGradEdge edges that flowed as "no gradient"
+ * @property {string} savedEdge a compiled region's edges that carry a saved value (not a gradient)
  * @property {string[]} bins N_BINS colours, small norm first
  * @property {string} boxBody the not-yet-run part of a module box
  * @property {string} boxDone the run part of a module box (its progress)
@@ -79,6 +80,7 @@ export function makeTheme(o = {}) {
     pending: dark ? '#6b6b6b' : '#9e9e9e',
     idleEdge: dark ? '#555555' : '#c4c4c4',
     noGradEdge: dark ? '#8a8a8a' : '#9a9a9a',
+    savedEdge: dark ? '#7d8fa3' : '#7b8ea3',
     bins: dark ? BINS_DARK : BINS_LIGHT,
     boxBody: mixColor(GROUP_COLOR, o.background || (dark ? '#111111' : '#ffffff'), 0.72),
     boxDone: dark ? '#8d99a6' : GROUP_COLOR,
@@ -187,8 +189,9 @@ export function binOf(norm, range) {
  * Which edges go in which edge layer.
  * @param {import('./model.js').Graph} graph
  * @param {import('./model.js').State} state
- * @returns {{ bins: number[][], idle: number[], nonfinite: number[], noGrad: number[], differs: number[], fresh: number[] }}
- *   `differs`: finite gradients that differ from the compared recording; `fresh`: the outgoing edges of the node that ran last (they "light up").
+ * @returns {{ bins: number[][], idle: number[], nonfinite: number[], noGrad: number[], differs: number[], saved: number[], fresh: number[] }}
+ *   `differs`: finite gradients that differ from the compared recording; `saved`: a compiled
+ *   region's edges that carry a saved value, not a gradient (off the gradient scale); `fresh`: the outgoing edges of the node that ran last (they "light up").
  */
 export function bucketEdges(graph, state) {
   const range = scaleRange(state.normRange);
@@ -198,12 +201,14 @@ export function bucketEdges(graph, state) {
   const nonfinite = [];
   const noGrad = [];
   const differs = [];
+  const saved = [];
   for (let e = 0; e < graph.m; e++) {
     const flag = state.edgeFlag[e];
     if (flag === EDGE_FLAG.finite) bins[binOf(state.edgeNorm[e], range)].push(e);
     else if (flag === EDGE_FLAG.nonfinite) nonfinite.push(e);
     else if (flag === EDGE_FLAG.no_gradient) noGrad.push(e);
     else if (flag === EDGE_FLAG.differs) differs.push(e);
+    else if (flag === EDGE_FLAG.saved_value) saved.push(e);
     else idle.push(e);
   }
   const fresh = [];
@@ -213,7 +218,7 @@ export function bucketEdges(graph, state) {
       if (state.edgeFlag[e] !== EDGE_FLAG.none) fresh.push(e);
     }
   }
-  return { bins, idle, nonfinite, noGrad, differs, fresh };
+  return { bins, idle, nonfinite, noGrad, differs, saved, fresh };
 }
 
 /**

@@ -20,15 +20,17 @@ describe('edge styles and symbols', () => {
     expect(ctx.ops[0]).toEqual(['moveTo', 0, -6.5]);
   });
 
-  it('styles every edge bucket: glow, idle, no gradient dotted, one per bin, NaN dashed, differs', () => {
+  it('styles every edge bucket: glow, idle, no gradient dotted, saved values dotted, one per bin, NaN dashed, differs', () => {
     const s = edgeStyles(theme);
-    expect(s).toHaveLength(5 + N_BINS);
+    expect(s).toHaveLength(6 + N_BINS);
+    expect(s[3].color).toBe(theme.savedEdge);
+    expect(s[3].dash.length).toBeGreaterThan(0);
     expect(s.at(-2).color).toBe(ALARM_COLOR);
     expect(s.at(-1).color).toBe(DIFF_COLOR);
     expect(s[1].color).toBe(theme.idleEdge);
     expect(s[2].dash.length).toBeGreaterThan(0);
     expect(s.at(-1).dash.length).toBeGreaterThan(0);
-    expect(s[3].width).toBeLessThan(s[3 + N_BINS - 1].width); // bigger norms, thicker lines
+    expect(s[4].width).toBeLessThan(s[4 + N_BINS - 1].width); // bigger norms, thicker lines
     // edgeLayers pairs the bucketed paths with these styles, keeping each polyline's target
     const p = { x: new Float32Array([0, 1, NaN]), y: new Float32Array([0, 1, NaN]), dst: Int32Array.from([3]) };
     const layers = edgeLayers(s.map(() => p), theme);

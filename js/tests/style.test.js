@@ -92,6 +92,13 @@ describe('bucketEdges', () => {
     expect(b.noGrad).toEqual([1]);
     expect(b.bins.flat()).toEqual([2]);
   });
+  it('puts a compiled region\'s saved values in their own trace, off the gradient bins', () => {
+    const raw = zState(3, { edge_flag: dataView(new Uint8Array([5, 1, 5]), 1) });
+    const b = bucketEdges(g, decodeState(raw, g));
+    expect(b.saved).toEqual([0, 2]);
+    expect(b.bins.flat()).toEqual([1]);
+    expect(b.idle).toEqual([]);
+  });
 });
 
 describe('gatherPaths', () => {
