@@ -86,7 +86,7 @@ def _doctest_names(request):
         yield
         return
     if request.node.name.endswith(".to_tensorboard") and _missing("tensorboard"):
-        pytest.skip("needs the tensorboard extra: pip install autograd_widget[tensorboard]")
+        pytest.skip("needs the tensorboard extra: pip install tensorboard")
     needed = _needed_torch(request.node.name)
     if needed is not None:
         from tests.helpers.torch_versions import needs_torch_reason

@@ -18,7 +18,7 @@ gradients (divided by `a` where the `Trainer` divides the loss); `optimizer_step
 them. A model that returns no loss (label smoothing, `compute_loss_func`) is watched from its
 first output that requires grad: the loss's own ops are then not in the graph, `losses()` NaN.
 
-Needs the `hf` extra: `pip install autograd_widget[hf]`.
+Needs the `hf` extra: `pip install transformers accelerate`.
 
 Example:
     >>> WatchCallback(every=2).every
@@ -40,7 +40,7 @@ try:
     from transformers import TrainerCallback
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "autograd_widget.integrations.hf needs transformers: pip install autograd_widget[hf]"
+        "autograd_widget.integrations.hf needs transformers: pip install transformers accelerate"
     ) from e
 
 __all__ = ["NO_LOSS", "WatchCallback"]

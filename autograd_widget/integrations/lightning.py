@@ -15,7 +15,7 @@ is `a` watch steps (one per micro-batch; `every` counts backward passes), each t
 own gradients, and its loss as Lightning backwards it (the `training_step` loss divided by `a`);
 `optimizer_steps[k]` is the trainer's `global_step` of watch step `k`.
 
-Needs the `lightning` extra: `pip install autograd_widget[lightning]`.
+Needs the `lightning` extra: `pip install lightning`.
 
 Example:
     >>> WatchCallback(every=2).every, CALLBACK_PACKAGE in ("lightning.pytorch", "pytorch_lightning")
@@ -40,7 +40,7 @@ except ImportError:
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
             "autograd_widget.integrations.lightning needs Lightning: "
-            "pip install autograd_widget[lightning]"
+            "pip install lightning"
         ) from e
 
 __all__ = ["CALLBACK_PACKAGE", "WatchCallback"]

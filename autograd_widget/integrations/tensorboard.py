@@ -9,7 +9,7 @@ gradients together) or each parameter (`kind="parameter"`), tagged `grad_norm/<p
 where the step's graph lacked the module or its gradient was NaN (TensorBoard skips NaN
 points). TensorBoard keeps scalars as float32, as the watch does.
 
-Needs the `tensorboard` extra: `pip install autograd_widget[tensorboard]`.
+Needs the `tensorboard` extra: `pip install tensorboard`.
 
 Example:
     >>> import tempfile
@@ -32,7 +32,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
         "autograd_widget.integrations.tensorboard needs tensorboard: "
-        "pip install autograd_widget[tensorboard]"
+        "pip install tensorboard"
     ) from e
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ people who analyse runs in pandas, polars or Arrow.
 Why: the series are numbers per watched step and key; a table of them (index = the watched
 steps, one column per key) is what a notebook's analysis starts from. pandas and pyarrow stay
 optional extras: importing this module needs neither; calling it without one raises
-ImportError naming `pip install autograd_widget[pandas]`.
+ImportError naming `pip install pandas pyarrow`.
 
 Guarantees: the values are exactly `watch.series(key)` (float64, NaN where a step's graph lacks
 the key or nothing flowed there, divided by the loss scale where a scaler scaled the loss); the
@@ -31,7 +31,7 @@ __all__ = ["KINDS", "frame_columns", "to_arrow", "to_pandas"]
 
 #: What `kind` names, and the `watch.keys()` entry it takes its columns from.
 KINDS = {"parameter": "params", "module": "modules", "edge": "edges"}
-_EXTRA = "pip install autograd_widget[pandas]"
+_EXTRA = "pip install pandas pyarrow"
 
 
 def frame_columns(watch: Any, kind: str) -> tuple[list[str], np.ndarray, np.ndarray]:

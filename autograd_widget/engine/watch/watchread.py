@@ -265,7 +265,7 @@ class WatchReading:
         """The series of `kind` ("parameter", "module" or "edge") as a `pandas.DataFrame`:
         index = `steps` (named "step"), one float64 column per key of `keys()`, values =
         `series(key)` (watchframe.py). pandas is optional: an ImportError naming
-        `pip install autograd_widget[pandas]` without it.
+        `pip install pandas pyarrow` without it.
 
         Example:
             >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
@@ -291,7 +291,7 @@ class WatchReading:
     def to_tensorboard(self, logdir: str | os.PathLike[str], *, kind: str = "module") -> Path:
         """Write this watch's gradient norms per module (`kind="parameter"`: per parameter) and
         its losses as TensorBoard scalars into `logdir` (integrations/tensorboard.py: the tags,
-        NaN kept); returns `logdir`. Needs `pip install autograd_widget[tensorboard]`.
+        NaN kept); returns `logdir`. Needs `pip install tensorboard`.
 
         Example:
             >>> import tempfile
