@@ -1,5 +1,6 @@
 """A missing extra is a clear ImportError naming its pip command (`pip install transformers
-accelerate`, `pip install lightning`, `pip install tensorboard`), and `import autograd_widget` never imports an integration.
+accelerate`, `pip install lightning`, `pip install tensorboard`), and `import autograd_widget`
+never imports an integration.
 Run in a fresh interpreter in which the extras' packages are made unimportable."""
 
 from __future__ import annotations
