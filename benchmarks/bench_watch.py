@@ -340,10 +340,12 @@ def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
     """Issue 39's long-run figures: a watch of `steps` steps over a real graph of about
     `nodes_wanted` nodes (synthetic norms, `synthetic_step`) written step by step through the
     project's own `Writer` (format 2.0: tiles), then bytes per edge-step on disk, the time and
-    memory `aw.load_watch` adds, and `series` of an edge, a parameter and the whole model."""
+    memory `aw.load_watch` adds, then `aw.explore` (the timeline's bands) and a zoom into 200
+    steps, and `series` of an edge, a parameter and the whole model."""
     import transformers
 
     from autograd_widget.engine.watch import awwatch
+    from autograd_widget.wire.protocol import dispatch
 
     transformers.logging.set_verbosity_error()
     layers = max(1, round(nodes_wanted / 70))
@@ -373,11 +375,22 @@ def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
     back = aw.load_watch(path)
     open_s = time.perf_counter() - t0
     rss1 = _rss()
+    t0 = time.perf_counter()
+    widget = aw.explore(back)  # the timeline: min/max bands from the index (view/timeline.py)
+    explore_s = time.perf_counter() - t0
+    rss2 = _rss()
     edge, param = s.edge_ids[len(s.edge_ids) // 2], s.params[len(s.params) // 2]
     out = {"steps": steps, "edges": len(s.edge_ids), "nodes": len(s.names),
            "bytes_per_edge_step": path.stat().st_size / (steps * len(s.edge_ids)),
            "write_us_per_step": 1e6 * write_s / steps, "open_s": open_s,
-           "open_mb": (rss1 - rss0) / 1e6}  # fmt: skip
+           "open_mb": (rss1 - rss0) / 1e6, "explore_s": explore_s,
+           "explore_mb": (rss2 - rss0) / 1e6}  # fmt: skip
+    mid = steps // 2
+    t0 = time.perf_counter()  # a zoom into 200 steps (the "timeline_range" message)
+    dispatch(widget._session, {"type": "timeline_range", "request": 1, "start": mid - 100,
+                               "stop": mid + 100, "bins": 1000})  # fmt: skip
+    out["zoom_ms"] = 1e3 * (time.perf_counter() - t0)
+    widget.close()
     for name, key in (("edge", edge), ("param", param), ("model", "")):
         back.series(key)  # the first read checks the columns' checksums
         times = []
@@ -392,24 +405,22 @@ def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
     t0 = time.perf_counter()
     back.recording(steps // 2)
     out["recording_ms"] = 1e3 * (time.perf_counter() - t0)
-    if steps <= 10_000:  # the widget's timeline still reads every step (view/timeline.py)
-        t0 = time.perf_counter()
-        aw.explore(back)
-        out["explore_s"] = time.perf_counter() - t0
     out["rss_mb"] = _rss() / 1e6
     return out
 
 
 def long_text(rows: list[dict[str, float]]) -> str:
     """The long-run table (`long_run` per length)."""
-    head = ("| steps | bytes / edge-step | aw.load_watch s | + MB | series edge ms | param ms "
-            "| model ms | overview(1000 bins) ms | recording ms | aw.explore s | write us/step |"
-            "\n|---|---|---|---|---|---|---|---|---|---|---|\n")  # fmt: skip
+    head = ("| steps | bytes / edge-step | aw.load_watch s | + MB | aw.explore s | load + explore "
+            "+ MB | zoom 200 steps ms | series edge ms | param ms | model ms "
+            "| overview(1000 bins) ms | recording ms | write us/step |"
+            "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")  # fmt: skip
     body = "".join(
         f"| {r['steps']:,} | {r['bytes_per_edge_step']:.2f} | {r['open_s']:.3f} | "
-        f"{r['open_mb']:.0f} | {r['series_edge_ms']:.2f} | {r['series_param_ms']:.2f} | "
+        f"{r['open_mb']:.0f} | {r['explore_s']:.2f} | {r['explore_mb']:.0f} | "
+        f"{r['zoom_ms']:.1f} | {r['series_edge_ms']:.2f} | {r['series_param_ms']:.2f} | "
         f"{r['series_model_ms']:.1f} | {r['overview_ms']:.1f} | {r['recording_ms']:.1f} | "
-        f"{r.get('explore_s', float('nan')):.2f} | {r['write_us_per_step']:.0f} |\n"
+        f"{r['write_us_per_step']:.0f} |\n"
         for r in rows
     )
     n = rows[0]
@@ -633,7 +644,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as d:
             rows = [long_run(args.nodes, n, Path(d)) for n in sorted({min(1000, args.steps),
                                                                        args.steps})]  # fmt: skip
-        print(long_text(rows))
+        load = os.getloadavg()
+        print(long_text(rows) + f"Load average (1, 5, 15 min) at the end: {load[0]:.2f}, "
+              f"{load[1]:.2f}, {load[2]:.2f} on {os.cpu_count()} CPUs.")  # fmt: skip
         return 0
     size = "tiny" if args.tiny else "full"
     repeats = args.repeats or (1 if args.tiny else 8)

@@ -9,6 +9,10 @@ Python builds every number; the front-end only draws them (js/src/timeline.js):
   or the backward, or healed, with the forward op and module) and the steps where a NaN/Inf was
   born and healed within the step (`healed`); the modules whose norm moved the most, ranked and
   cut to those that stand out (`moved`, the rule in `moved_rule`: see `moved`).
+- a run of more than `COLUMNS` watched steps: its module rows as min/max `bands` (a column
+  per group of steps, its largest and smallest norm: a spike is never averaged away), the
+  flags, losses and scales from the stored watch's index; `bands(watch, start, stop, bins)`
+  refines a step range when the user zooms or pans.
 - `op_rows(watch, module)`: a module's own nodes as rows (what "expand to ops" shows): each
   row the log10 of the norm of the gradient the node sent (all its output edges together). A
   module called several times per step (a cell in a loop through time) gets one row per call
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engine.watch.watchseries import module_bands
 from . import timecalls as tc
 
 if TYPE_CHECKING:
@@ -42,9 +47,9 @@ if TYPE_CHECKING:
     from ..engine.watch.trainstep import TrainingStep
     from ..engine.watch.watch import Watch
 
-__all__ = ["FORMAT", "HEALED_CAP", "MOVED", "MOVED_CAP", "MOVED_MIN_MODULES", "MOVED_Z",
-           "first_nonfinite", "gain", "healed", "moved", "moved_rule", "op_rows", "origin",
-           "timeline"]  # fmt: skip
+__all__ = ["COLUMNS", "FORMAT", "HEALED_CAP", "MOVED", "MOVED_CAP", "MOVED_MIN_MODULES", "MOVED_Z",
+           "bands", "first_nonfinite", "gain", "healed", "moved", "moved_rule", "op_rows",
+           "origin", "timeline"]  # fmt: skip
 
 FORMAT = "autograd_widget.timeline/1"
 #: A module can be listed as "moved" only when its norm's largest and smallest finite values
@@ -58,6 +63,10 @@ MOVED_Z = 3.5
 MOVED_CAP = 8
 #: With fewer modules than this a median says little: every module past `MOVED` is listed.
 MOVED_MIN_MODULES = 8
+#: A run with more watched steps than this is drawn in this many columns of min/max bands
+#: (`bands`), refined on request (wire/watchmessages.py's "timeline_range"); fewer: one column
+#: per watched step.
+COLUMNS = 1024
 #: At most this many healed steps are listed.
 HEALED_CAP = 20
 #: Step flags (one byte per step): watched, non-finite, the scaler's expected overflow, failed,
@@ -179,7 +188,8 @@ def _healed_steps(w: Watch) -> list[int]:
             if st.watched and st.finite and (st.nonfinite or st.slot_nonfinite)]  # fmt: skip
 
 
-def healed(w: Watch, *, cap: int = HEALED_CAP) -> dict[str, Any] | None:
+def healed(w: Watch, *, cap: int = HEALED_CAP, steps: list[int] | None = None
+           ) -> dict[str, Any] | None:  # fmt: skip
     """The steps in which a NaN/Inf was born and healed within the step (a mask or a
     multiplication by zero removed it before any parameter gradient): {"steps" (the first
     `cap`), "count", "first": the first one's {"step", "node" and "name" (where it was
@@ -187,12 +197,13 @@ def healed(w: Watch, *, cap: int = HEALED_CAP) -> dict[str, Any] | None:
     (the birth node's)}}; None when there is none. Listed even when a later step's NaN/Inf
     reached the parameters, so that a healed birth is never hidden. Reads the first one's
     recording (one step); an unwatched step checks parameters only, so is never listed.
+    `steps`: those steps, when already known (a stored watch's index flags them).
 
     Example:
         >>> healed(aw.watch()) is None
         True
     """
-    steps = _healed_steps(w)
+    steps = _healed_steps(w) if steps is None else steps
     if not steps:
         return None
     step = steps[0]
@@ -303,12 +314,18 @@ def moved_rule(listed: int, over: int, scored: int, robust: bool, factor: float 
     return head + rule + f"; the largest change first, at most {cap}."
 
 
-def timeline(w: Watch, selected: int | None = None) -> dict[str, Any]:
+def timeline(w: Watch, selected: int | None = None, columns: int = COLUMNS) -> dict[str, Any]:
     """The timeline payload of watch `w` (see the module docstring); arrays are numpy (the
     wire layer turns them into binary buffers): `watched` (int32 step numbers), `loss`
     (float32, every step), `flags` (uint8 per step: 1 watched, 2 non-finite, 4 the scaler's
     expected overflow, 8 failed, 16 a NaN/Inf born and healed within it), `scale` (float32 per
     watched step, NaN without a scaler), `values` (float32 rows x watched steps, log10 norms).
+
+    A run of more than `columns` watched steps (a long run: a column per watched step would be
+    finer than the pixels) has its module rows as `bands` of the whole run instead: `values`
+    is then rows x `columns` (log10 of each column's largest norm), with `values_min` (of its
+    smallest) and `columns` (int32 first step of each column) added; everything else as
+    above, read from a stored watch's index (flags, losses, scales), never step by step.
 
     Example:
         >>> w = aw.watch(every=2); loss = (x * 3).sum()
@@ -318,12 +335,55 @@ def timeline(w: Watch, selected: int | None = None) -> dict[str, Any]:
         >>> t = timeline(w); t["n_steps"], t["watched"].tolist(), t["flags"].tolist()
         (3, [0, 2], [1, 0, 1])
     """
+    if len(w.steps) > columns:
+        return _banded(w, selected, columns)
     records = w.records
     steps = [s for s in records if s.watched]
     modules = _module_order(w)
     norms = w.table(modules).T if steps and modules else np.zeros((len(modules), len(steps)))
     table = norms.T
     values = _log10(norms, _nonfinite_mask(w, steps, modules))
+    flags = _flags(w)
+    fin = values[np.isfinite(values)]
+    lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 1.0)
+    if hi - lo < 1e-6:
+        lo, hi = lo - 0.5, hi + 0.5
+    first = first_nonfinite(w)
+    changes = _changes(w, table, modules) if steps and modules else []
+    listed, n_over, robust = _rank_moved(changes, MOVED, MOVED_Z, MOVED_CAP)
+    watched_numbers = [s.step for s in steps]
+    if selected is None:
+        selected = first["step"] if first and first["watched"] else (
+            watched_numbers[-1] if watched_numbers else None)  # fmt: skip
+    return {
+        "format": FORMAT,
+        "n_steps": len(flags),
+        "watched": np.asarray(watched_numbers, dtype=np.int32),
+        "loss": np.asarray([s.loss for s in records], dtype=np.float32),
+        "flags": flags,
+        "scale": np.asarray(
+            [math.nan if s.scale is None else s.scale for s in steps], dtype=np.float32
+        ),
+        "rows": _rows(w, modules),
+        "values": np.ascontiguousarray(values, dtype=np.float32),
+        "range": [lo, hi],
+        "first": first,
+        "origin": origin(w) if first else None,
+        "healed": healed(w),
+        "moved": listed,
+        "moved_rule": moved_rule(len(listed), n_over, len(changes), robust),
+        "selected": selected,
+        "every": w.every,
+    }
+
+
+def _flags(w: Watch) -> np.ndarray:
+    """The step flags (uint8 per step): a stored watch's index holds them (the same bits:
+    engine/watch/awtile.py's `ROW_FLAGS`), a watch in memory has them from its records."""
+    store = getattr(w, "store", None)
+    if store is not None:
+        return np.asarray(store.rows["flags"], dtype=np.uint8)
+    records = w.records
     flags = np.zeros(len(records), dtype=np.uint8)
     for k, st in enumerate(records):
         flags[k] = ((WATCHED if st.watched else 0) | (0 if st.finite else NONFINITE)
@@ -331,10 +391,111 @@ def timeline(w: Watch, selected: int | None = None) -> dict[str, Any]:
                     | (FAILED if st.failure is not None else 0)
                     | (HEALED if st.watched and st.finite and (st.nonfinite or st.slot_nonfinite)
                        else 0))  # fmt: skip
-    fin = values[np.isfinite(values)]
-    lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 1.0)
+    return flags
+
+
+def _all_steps(w: Watch) -> np.ndarray:
+    """Every step's number, watched or not, in order (a stored watch: from its index)."""
+    store = getattr(w, "store", None)
+    if store is not None:
+        return np.asarray(store.rows["step"], dtype=np.int64)
+    return np.asarray([st.step for st in w.records], dtype=np.int64)
+
+
+def bands(w: Watch, start: int | None = None, stop: int | None = None, bins: int = COLUMNS,
+          modules: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The module rows of the timeline over watched steps `start <= step < stop` in at most
+    `bins` columns (what a zoom or a pan asks for: engine/watch/watchseries.py): {"rows" (the
+    module paths, the timeline's row order), "columns" (int32 first step of each column: one
+    per watched step where the range holds no more than `bins`), "values" (float32 rows x
+    columns, log10 of each column's LARGEST norm: a spike is never averaged away),
+    "values_min" (the same of the smallest), "bands" (the `Bands`, for "moved")}. Log values
+    as the timeline's; +inf in "values" for a column holding a step where a parameter of the
+    module had a non-finite gradient. ValueError for bins < 1 or an empty range.
+
+    Example:
+        >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
+        >>> for _ in range(4):
+        ...     with w.step(loss):
+        ...         loss.backward(retain_graph=True)
+        >>> b = bands(w, 0, 4, 2); b["columns"].tolist(), b["values"].shape
+        ([0, 2], (1, 2))
+    """
+    modules = _module_order(w) if modules is None else modules
+    b = module_bands(w, modules, start, stop, bins)
+    hi = _log10(b.max)
+    lo = _log10(b.min)
+    flags = _flags(w)
+    bad = (flags & NONFINITE) != 0
+    bad &= (flags & WATCHED) != 0
+    if bad.any() and modules and len(b.columns):
+        watched = np.asarray(w.steps, dtype=np.int64)
+        nf = _all_steps(w)[bad]
+        pos = np.searchsorted(watched, nf)
+        col = np.searchsorted(b.cut, pos, side="right") - 1
+        inside = (pos >= b.cut[0]) & (pos < b.cut[-1])
+        picked = [int(s) for s in nf[inside].tolist()]
+        mask = _nonfinite_mask(w, [w.record(s) for s in picked], modules)
+        for j, c in enumerate(col[inside].tolist()):
+            hi[mask[:, j], c] = np.inf
+            lo[mask[:, j] & np.isnan(lo[:, c]), c] = np.inf
+    return {"rows": modules, "columns": np.asarray(b.columns, dtype=np.int32),
+            "values": np.ascontiguousarray(hi, dtype=np.float32),
+            "values_min": np.ascontiguousarray(lo, dtype=np.float32), "bands": b}  # fmt: skip
+
+
+def _banded(w: Watch, selected: int | None, columns: int) -> dict[str, Any]:
+    """`timeline` of a run with more watched steps than `columns`: its module rows as
+    `bands` of the whole run (the rest as `timeline`'s, from the index where the watch is
+    stored: its flags, losses, scales). Its `watched` is the first watched step of each column
+    (`columns` holds each column's first step): the grid's axis, so a front-end that knows no
+    bands draws one column per band (coloured by the band's largest norm: a spike is never
+    averaged away) and a click on a column opens its first watched step; `values_min` holds
+    each band's smallest norm."""
+    watched = np.asarray(w.steps, dtype=np.int64)
+    modules = _module_order(w)
+    got = bands(w, None, None, columns, modules)
+    b = got["bands"]
+    flags = _flags(w)
+    both = np.concatenate([got["values"][np.isfinite(got["values"])],
+                           got["values_min"][np.isfinite(got["values_min"])]])  # fmt: skip
+    lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
     if hi - lo < 1e-6:
         lo, hi = lo - 0.5, hi + 0.5
+    changes = [{"module": m, "factor": float(b.high[r] / b.low[r]),
+                "low_step": int(watched[b.low_at[r]]), "high_step": int(watched[b.high_at[r]])}
+               for r, m in enumerate(modules) if b.n_ok[r] >= 2]  # fmt: skip
+    listed, n_over, robust = _rank_moved(changes, MOVED, MOVED_Z, MOVED_CAP)
+    first = first_nonfinite(w)
+    if selected is None:
+        selected = first["step"] if first and first["watched"] else int(watched[-1])
+    healed_steps = _all_steps(w)[(flags & HEALED) != 0].tolist()
+    return {
+        "format": FORMAT,
+        "n_steps": len(flags),
+        "watched": watched[np.minimum(np.searchsorted(watched, got["columns"]),
+                                      len(watched) - 1)].astype(np.int32),
+        "loss": np.asarray(w.losses(), dtype=np.float32),
+        "flags": flags,
+        "scale": np.asarray(w.scales, dtype=np.float32),
+        "rows": _rows(w, modules),
+        "values": got["values"],
+        "values_min": got["values_min"],
+        "columns": got["columns"],
+        "range": [lo, hi],
+        "first": first,
+        "origin": origin(w) if first else None,
+        "healed": healed(w, steps=healed_steps),
+        "moved": listed,
+        "moved_rule": moved_rule(len(listed), n_over, len(changes), robust),
+        "selected": selected,
+        "every": w.every,
+    }
+
+
+def _rows(w: Watch, modules: list[str]) -> dict[str, Any]:
+    """The timeline's module rows: ids, labels, parents, depths, whether they have ops, their
+    calls per step and fused nodes."""
     parents = [None if m == "" else (m.rpartition(".")[0] if "." in m else "") for m in modules]
     have = set(modules)
     parents = [p if p is None or p in have else "" for p in parents]
@@ -346,38 +507,9 @@ def timeline(w: Watch, selected: int | None = None) -> dict[str, Any]:
         if m == "" else m.rpartition(".")[2]
         for m in modules
     ]  # fmt: skip
-    first = first_nonfinite(w)
-    changes = _changes(w, table, modules) if steps and modules else []
-    listed, n_over, robust = _rank_moved(changes, MOVED, MOVED_Z, MOVED_CAP)
-    watched_numbers = [s.step for s in steps]
-    if selected is None:
-        selected = first["step"] if first and first["watched"] else (
-            watched_numbers[-1] if watched_numbers else None)  # fmt: skip
-    return {
-        "format": FORMAT,
-        "n_steps": len(records),
-        "watched": np.asarray(watched_numbers, dtype=np.int32),
-        "loss": np.asarray([s.loss for s in records], dtype=np.float32),
-        "flags": flags,
-        "scale": np.asarray(
-            [math.nan if s.scale is None else s.scale for s in steps], dtype=np.float32
-        ),
-        "rows": {
-            "id": modules, "label": label, "parent": parents, "depth": depth,
-            "ops": [m in own for m in modules],
-            "calls": [calls[m][0] for m in modules],
-            "fused": [calls[m][1] for m in modules],
-        },
-        "values": np.ascontiguousarray(values, dtype=np.float32),
-        "range": [lo, hi],
-        "first": first,
-        "origin": origin(w) if first else None,
-        "healed": healed(w),
-        "moved": listed,
-        "moved_rule": moved_rule(len(listed), n_over, len(changes), robust),
-        "selected": selected,
-        "every": w.every,
-    }
+    return {"id": modules, "label": label, "parent": parents, "depth": depth,
+            "ops": [m in own for m in modules], "calls": [calls[m][0] for m in modules],
+            "fused": [calls[m][1] for m in modules]}  # fmt: skip
 
 
 def _modules_with_ops(w: Watch) -> set[str]:

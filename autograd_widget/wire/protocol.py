@@ -138,6 +138,7 @@ MESSAGES: dict[str, Message] = _table(
     # a watch (watchmessages.py): the timeline's step cursor, op rows, gains
     ("watch_step", watchmessages.WATCH_STEP),
     ("timeline_rows", watchmessages.TIMELINE_ROWS),
+    ("timeline_range", watchmessages.TIMELINE_RANGE),
     ("gain", watchmessages.GAIN),
     # a rank group (rankswitch.py): the rank selector
     ("select_rank", rankswitch.SELECT_RANK),

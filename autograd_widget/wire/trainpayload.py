@@ -6,6 +6,8 @@ selected step as `watch_step`; the front-end (js/src/timeline.js) draws them and
   the end: every edge coloured by that step's gradients), the node selected when given;
 - "timeline_rows" {module, request}: the rows of a module's own ops, or of its calls through
   time (a reply);
+- "timeline_range" {request, start, stop, bins}: the module rows over steps start..stop in at
+  most `bins` columns (a zoom or a pan: view/timeline.py's `bands`; a reply);
 - "gain" {request}: per visible item of the graph below, log10 of |grad out| / |grad in| (a
   reply; the "gain" colour mode).
 
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from ..engine.watch.watch import Watch
     from ..view.scene import Scene
 
-__all__ = ["gain_payload", "rows_payload", "timeline_payload"]
+__all__ = ["gain_payload", "range_payload", "rows_payload", "timeline_payload"]
 
 
 def _encode(d: dict[str, Any]) -> dict[str, Any]:
@@ -80,6 +82,31 @@ def rows_payload(w: Watch, module: str) -> dict[str, Any]:
     raw = np.ascontiguousarray(r["values"], dtype="<f4").tobytes()
     return {"id": r["id"], "label": r["label"], "note": r["note"],
             "values": base64.b64encode(raw).decode("ascii")}  # fmt: skip
+
+
+def _b64(a: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode("ascii")
+
+
+def range_payload(w: Watch, start: int, stop: int, bins: int) -> dict[str, Any]:
+    """The module rows over watched steps `start <= step < stop` in at most `bins` columns
+    (`view.timeline.bands`: a zoom or a pan): a REPLY, so JSON only: {"start", "stop", "rows"
+    (the module paths, the timeline's rows), "columns" (the first step of each column: one
+    per watched step where the range holds no more than `bins`), "values" and "values_min"
+    (base64 of the little-endian float32 rows x columns log10 of each column's largest and
+    smallest norm; NaN, +inf and -inf kept)}. ValueError for an empty range or bins < 1.
+
+    Example:
+        >>> w = aw.watch(); loss = (x * 3).sum()
+        >>> with w.step(loss):
+        ...     loss.backward()
+        >>> p = range_payload(w, 0, 1, 8); p["rows"], p["columns"]
+        ([''], [0])
+    """
+    b = tl.bands(w, start, stop, bins)
+    return {"start": start, "stop": stop, "rows": b["rows"],
+            "columns": b["columns"].astype(int).tolist(), "values": _b64(b["values"]),
+            "values_min": _b64(b["values_min"])}  # fmt: skip
 
 
 def gain_payload(scene: Scene, rec: Recording) -> dict[str, Any]:

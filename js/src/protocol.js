@@ -39,6 +39,8 @@ export const MSG = Object.freeze({
   WATCH_STEP: 'watch_step',
   /** a module's op rows for the timeline (a request) */
   TIMELINE_ROWS: 'timeline_rows',
+  /** a step range of the timeline at a width, min/max bands (a request: zoom and pan) */
+  TIMELINE_RANGE: 'timeline_range',
   /** the "gain" colour mode: |grad out| / |grad in| per visible item (a request) */
   GAIN: 'gain',
   /** show another rank of a rank group (`aw.explore(group)`; `{ rank }`) */

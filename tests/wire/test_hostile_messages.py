@@ -60,6 +60,8 @@ MALFORMED = [
     {"type": "watch_step", "step": 10**12}, {"type": "watch_step", "step": "3"},
     {"type": "watch_step", "step": 0, "node": 5}, {"type": "timeline_rows"},
     {"type": "timeline_rows", "request": 1, "module": ["layers"]},
+    {"type": "timeline_range"}, {"type": "timeline_range", "request": 1, "start": 0, "stop": 5,
+                                 "bins": 10**9},
     {"type": "gain", "request": "1"}, {"type": "gain"},
     # a rank group's message, sent to widgets that show none (and malformed anyway)
     {"type": "select_rank", "rank": "1"}, {"type": "select_rank"},

@@ -56,7 +56,7 @@ def test_the_families_are_the_issues_five_plus_the_rank_switch():
         "inspection": {"select", "select_edge", "inspect", "search", "memory", "saved_values",
                        "probe"},
         "editing": {"edit_edge", "leaf_diff"},
-        "watch": {"watch_step", "timeline_rows", "gain"},
+        "watch": {"watch_step", "timeline_rows", "timeline_range", "gain"},
         "ranks": {"select_rank"},
     }
     modules = dict(zip(families, FAMILIES, strict=True))

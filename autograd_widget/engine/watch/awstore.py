@@ -364,6 +364,50 @@ class Store:
             self._verified.add((id(tile), key))
         return values
 
+    def block(self, tile: _Tile, keys: np.ndarray) -> np.ndarray:
+        """Keys `keys`' filled values in `tile`, a (keys x filled columns) float32 view-copy,
+        each key's crc32 checked against its SUMS record once (as `column`, without a Python
+        array per key: what a pass over every tile for many keys costs).
+
+        Example:
+            >>> Store.block.__name__
+            'block'
+        """
+        cols = np.frombuffer(self.mm, dtype="<f4", count=tile.k * tile.t, offset=tile.base)
+        if tile.sums:
+            mv = memoryview(self.mm)
+            table = tile.sums + _REC.size + SUMS_HEAD.size
+            tid, verified = id(tile), self._verified
+            for key in keys.tolist():
+                if (tid, key) in verified:
+                    continue
+                at = tile.base + 4 * key * tile.t
+                (want,) = _U32.unpack_from(self.mm, table + 16 * key)
+                if zlib.crc32(mv[at : at + 4 * tile.n]) != want:
+                    raise self._bad(f"the values of key {key} in the tile at byte {tile.at} do "
+                                    "not match their checksum (the file was damaged)")  # fmt: skip
+                verified.add((tid, key))
+        return cols.reshape(tile.k, tile.t)[keys, : tile.n]
+
+    def release(self, tile: _Tile) -> None:
+        """Drop `tile`'s columns from this process's mapped pages (they stay in the OS's page
+        cache): a pass over every tile for many keys then holds one tile mapped at a time,
+        never the whole file. Call it only once nothing views those columns (`block` copies).
+
+        Example:
+            >>> Store.release.__name__
+            'release'
+        """
+        advise = getattr(self.mm, "madvise", None)
+        dontneed = getattr(mmap, "MADV_DONTNEED", None)
+        if advise is None or dontneed is None:
+            return
+        page = mmap.PAGESIZE
+        a = (tile.base // page + 1) * page  # whole pages inside the columns only
+        b = (tile.base + 4 * tile.k * tile.t) // page * page
+        if b > a:
+            advise(dontneed, a, b - a)
+
     def params_of(self, sid: int, params: list[int]) -> np.ndarray:
         """The (watched steps x `params`) float32 norms of parameters `params` of structure
         `sid` (NaN on steps of another structure): each tile read once for all of them (its

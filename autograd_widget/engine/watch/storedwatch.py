@@ -40,7 +40,7 @@ from .awstore import Store, open_store
 from .awtile import ROW_FLAGS
 from .trainstep import TrainingStep
 from .watchfirst import first_nonfinite
-from .watchseries import module_norms
+from .watchseries import module_tree, tree_norms
 
 __all__ = ["IndexedStep", "StepRecords", "StoredReading"]
 
@@ -338,21 +338,67 @@ class StoredReading:
 
     def _modules(self, sid: int, mask: np.ndarray, mods: dict[str, list[int]],
                  out: np.ndarray) -> None:  # fmt: skip
+        for w0, norms, order in self.module_blocks(sid, list(mods)):
+            rows = slice(w0, w0 + len(norms))
+            for j, m in enumerate(order):
+                for col in mods[m]:
+                    out[rows, col] = norms[:, j]
+
+    def module_blocks(self, sid: int, modules: list[str], lo: int = 0, hi: int | None = None
+                      ) -> Iterator[tuple[int, np.ndarray, list[str]]]:  # fmt: skip
+        """Per tile of structure `sid` holding watched positions in `lo..hi` (None: all):
+        (its first place among the watched steps, the (its steps x modules) float64 norms of
+        the module paths `modules` that hold a parameter of it (unscaled), those paths): what
+        `table` gives for them, tile by tile (`param_blocks`).
+
+        Example:
+            >>> StoredReading.module_blocks.__name__
+            'module_blocks'
+        """
+        tree = module_tree(self.structures[sid], modules)
+        if not tree.order:
+            return
+        for w0, params, bad in self.param_blocks(sid, tree.need, lo, hi):
+            yield w0, tree_norms(tree, params, bad).T, tree.order
+
+    def param_blocks(self, sid: int, need: np.ndarray, lo: int = 0, hi: int | None = None
+                     ) -> Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]:  # fmt: skip
+        """Per tile of structure `sid` holding watched positions in `lo..hi` (None: all):
+        (its first place among the watched steps, the (`need` x its steps) float64 norms of
+        parameters `need`, parameter-major as the tile stores them (unscaled, NaN where
+        absent), each step's non-finite parameters' names). One pass over the tiles reading
+        only those parameters' columns (each checked against its crc32 once, then its pages
+        released: `Store.release`): memory bounded by a tile, never a (steps x parameters)
+        matrix; a step's own record is read only where the index flags it non-finite.
+
+        Example:
+            >>> StoredReading.param_blocks.__name__
+            'param_blocks'
+        """
         s = self.structures[sid]
-        wanted = list(mods)
-        need = sorted({k for k, name in enumerate(s.params)
-                       if any(m == "" or name.startswith(m + ".") for m in wanted)})  # fmt: skip
-        params = np.full((int(mask.sum()), len(s.params)), np.nan)
-        if need:
-            params[:, need] = self.store.params_of(sid, need)[mask]
-        rows = self.store.watched_rows[mask]
-        flags = self.store.rows["flags"][rows]
-        bad = [self.store.step(int(r)).nonfinite_params if f & ROW_FLAGS["nonfinite"] else ()
-               for r, f in zip(rows.tolist(), flags.tolist())]  # fmt: skip
-        norms = module_norms(s, params, bad, wanted)
-        for j, m in enumerate(wanted):
-            for col in mods[m]:
-                out[mask, col] = norms[:, j]
+        pe = np.asarray(s.param_edge, dtype=np.intp)[need]
+        has = np.flatnonzero(pe >= 0)
+        keys = pe[has]
+        where = np.full(len(s.params), -1, dtype=np.intp)
+        where[need] = np.arange(len(need))
+        rows, flags = self.store.watched_rows, self.store.rows["flags"]
+        for tile in self.store.tiles:
+            if tile.sid != sid or not tile.n or tile.w0 + tile.n <= lo or \
+                    (hi is not None and tile.w0 >= hi):
+                continue
+            params = np.full((len(need), tile.n), np.nan, dtype=np.float64)
+            if keys.size:
+                params[has] = self.store.block(tile, keys)
+                self.store.release(tile)
+            if len(tile.exc):
+                j = where[tile.exc["param"]]
+                hit = j >= 0
+                params[j[hit], tile.exc["col"][hit]] = tile.exc["value"][hit]
+            mine = rows[tile.w0 : tile.w0 + tile.n]
+            bad: list[tuple[str, ...]] = [()] * tile.n
+            for c in np.flatnonzero(flags[mine] & ROW_FLAGS["nonfinite"]).tolist():
+                bad[c] = self.store.step(int(mine[c])).nonfinite_params
+            yield tile.w0, params, bad
 
 
 class _Flagged:

@@ -6,6 +6,26 @@ A module's norm is the norm of its parameters' gradients together (the root of t
 squares); "" is the whole model: the leaves that are parameters (the model's, those named in
 `params=`, any `nn.Parameter`), never an input tensor's gradient.
 
+The bands (`module_bands`): min/max of many module series at once, at the resolution of the
+pixels, what the timeline of a long run (view/timeline.py) draws and refines as the user
+zooms.
+
+Why: a run of 100,000 watched steps cannot be drawn step by step (nor held as a steps x
+modules table: 100,000 x 240 modules is 190 MB of float64); a timeline `bins` columns wide
+needs, per module and column, the smallest and largest norm of the steps the column covers (a
+spike is never averaged away). A stored watch (storedwatch.py) gives its parameters'
+norms one tile at a time (`param_blocks`), summed up the module tree (`tree_norms`): the bands
+are reduced block by block, memory bounded by a block and the bands; a watch held in memory
+gives its `table`.
+
+Guarantees: a column's min/max are exactly the min/max of `Watch.table`'s values (divided by
+the loss scale; both sum a module's squares up the module tree, `tree_norms`, in the same
+order) over the watched steps it covers (NaN = absent, an Inf kept, NaN for a column
+with none); the columns cut `start <= step < stop` as `Watch.overview` does, or, where the
+range holds no more watched steps than `bins`, one column per watched step; `low`/`high`: per
+module its smallest and largest finite non-zero value over the steps read and where (the
+first such step), what view/timeline.py's "moved" list ranks.
+
 Example:
     >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
     >>> with w.step(loss):
@@ -16,15 +36,20 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from .structure import Structure
 from .trainstep import TrainingStep
 
-__all__ = ["module_norms", "overview_of", "table_of"]
+__all__ = ["Bands", "ModuleTree", "column_cuts", "module_bands", "module_norms", "module_tree",
+           "overview_of", "table_of", "tree_norms"]  # fmt: skip
 
-#: How many (step, pair) squared norms the module sums hold at once (8 MB of float64).
-_PAIR_BLOCK = 1 << 20
+#: Watched steps per block of a stored watch's bands (a few MB of parameter norms).
+_BLOCK = 2048
 
 
 def table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.ndarray:
@@ -32,10 +57,10 @@ def table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.nda
     at once: per step, the root of the summed squared norms of each module's parameters. NaN
     where a step has no gradient for the key; a module with a NaN parameter gradient stays NaN.
 
-    Linear in steps x (parameters x their depth): each parameter is matched to the modules
-    holding it by its dotted prefixes (dict look-ups), never by testing every parameter against
-    every module, and the sums run over those (parameter, module) pairs only (no dense
-    parameters x modules matrix).
+    Linear in steps x (parameters + modules): each parameter is matched to the modules holding
+    it by its dotted prefixes (dict look-ups), never by testing every parameter against every
+    module; each parameter's square is summed once into its innermost module and each module's
+    sum into its enclosing one (`tree_norms`, by blocks of steps: temporaries of a few MB).
 
     Example:
         >>> w = aw.watch(params={"x": x}); loss = (x * y).sum()
@@ -61,10 +86,13 @@ def table_of(s: Structure, steps: list[TrainingStep], keys: list[str]) -> np.nda
             continue
         mod_cols.setdefault(key, []).append(col)
     if mod_cols:
-        pk, pj, order = _module_pairs(s, list(mod_cols))
-        if pk.size:
-            _module_norms(out, params, pk, pj, [mod_cols[m] for m in order],
-                          [st.nonfinite_params for st in steps], s)  # fmt: skip
+        tree = module_tree(s, list(mod_cols))
+        bad = [st.nonfinite_params for st in steps]
+        for a in range(0, len(steps), _BLOCK):  # temporaries of a few MB
+            b = min(len(steps), a + _BLOCK)
+            norms = tree_norms(tree, params[a:b, tree.need].T, bad[a:b])
+            for j, m in enumerate(tree.order):
+                out[a:b, mod_cols[m]] = norms[j][:, None]
     return out
 
 
@@ -84,10 +112,155 @@ def module_norms(s: Structure, params: np.ndarray, bad: list[tuple[str, ...]],
         [[3.0]]
     """
     out = np.full((len(params), len(modules)), np.nan, dtype=np.float64)
+    tree = module_tree(s, modules)
+    if tree.order:
+        norms = tree_norms(tree, np.asarray(params, dtype=np.float64)[:, tree.need].T, bad)
+        for j, name in enumerate(tree.order):
+            out[:, [c for c, m in enumerate(modules) if m == name]] = norms[j][:, None]
+    return out
+
+
+@dataclass(frozen=True)
+class ModuleTree:
+    """The module norms of one structure as a tree (`tree_norms`): each parameter summed once
+    into its innermost module, each module's sum added into its innermost enclosing one,
+    deepest first; "" (the model: its leaves that are parameters) summed apart. `order` the
+    module paths holding a parameter, `need` the parameters read (sorted), `names` theirs;
+    `owned`: (positions in `need` sorted by owner, their segment starts, the owners' rows);
+    `levels`: per depth, deepest first, (children's rows sorted by parent, segment starts, the
+    parents' rows); `root`: ("" 's row or -1, the positions it sums); `mods_of`: per position
+    in `need`, the rows of the modules holding it.
+
+    Example:
+        >>> ModuleTree.__dataclass_fields__.keys() >= {"order", "levels"}
+        True
+    """
+
+    order: list[str]
+    need: np.ndarray
+    names: list[str]
+    owned: tuple[np.ndarray, np.ndarray, np.ndarray]
+    levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    root: tuple[int, np.ndarray]
+    mods_of: dict[int, list[int]]
+
+
+def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the order sorting `keys`, the starts of its runs of equal keys, those keys)."""
+    srt = np.argsort(keys, kind="stable")
+    k = keys[srt]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.intp)
+    return srt, starts, k[starts]
+
+
+def module_tree(s: Structure, modules: list[str]) -> ModuleTree:
+    """The `ModuleTree` of module paths `modules` over structure `s`.
+
+    Example:
+        >>> w = aw.watch(model); out = model(torch.ones(2, 4)).sum()
+        >>> with w.step(out):
+        ...     out.backward()
+        >>> module_tree(w.structures[0], ["", "0", "2"]).order
+        ['', '0', '2']
+    """
     pk, pj, order = _module_pairs(s, list(dict.fromkeys(modules)))
-    if pk.size:
-        cols = [[c for c, m in enumerate(modules) if m == name] for name in order]
-        _module_norms(out, np.asarray(params, dtype=np.float64), pk, pj, cols, bad, s)
+    need = np.unique(pk)
+    pos = np.searchsorted(need, pk)
+    row = {m: r for r, m in enumerate(order)}
+    mods_of: dict[int, list[int]] = {}
+    for k, j in zip(pos.tolist(), pj.tolist()):
+        mods_of.setdefault(k, []).append(j)
+
+    def inner(name: str) -> int:  # the innermost module of `order` (not "") enclosing `name`
+        cut = name.rfind(".")
+        while cut > 0:
+            r = row.get(name[:cut], -1)
+            if r >= 0 and name[:cut]:
+                return r
+            cut = name.rfind(".", 0, cut)
+        return -1
+
+    names = [s.params[k] for k in need.tolist()]
+    owner = np.array([inner(n) for n in names], dtype=np.intp)
+    mine = np.flatnonzero(owner >= 0)
+    srt, starts, rows = _segments(owner[mine])
+    levels = []
+    parent = np.array([inner(m) if m else -1 for m in order], dtype=np.intp)
+    depth = np.array([m.count(".") + 1 if m else 0 for m in order], dtype=np.intp)
+    for d in sorted(set(depth[parent >= 0].tolist()), reverse=True):
+        kids = np.flatnonzero((depth == d) & (parent >= 0))
+        ksrt, kstarts, parents = _segments(parent[kids])
+        levels.append((kids[ksrt], kstarts, parents))
+    root = row.get("", -1)
+    return ModuleTree(order, need, names, (mine[srt], starts, rows), levels,
+                      (root, pos[pj == root] if root >= 0 else np.zeros(0, np.intp)),
+                      mods_of)  # fmt: skip
+
+
+def tree_norms(tree: ModuleTree, params: np.ndarray, bad: list[tuple[str, ...]]
+               ) -> np.ndarray:  # fmt: skip
+    """The (`tree.order` x steps) module norms from the (`tree.need` x steps) parameter norms
+    `params` (both module- or parameter-major: each sum adds whole rows of steps) and each
+    step's non-finite parameter names `bad`: the root of the summed squares of each module's
+    parameters (NaN where no parameter of the module had a gradient, and where one had a NaN
+    gradient), in the tree's order, per step on its own (so the same bits whatever the block
+    of steps: `table_of` and a stored watch's tiles agree exactly); linear in steps x
+    (parameters + modules), where summing (parameter, module) pairs is steps x parameters x
+    depth.
+
+    Example:
+        >>> w = aw.watch(model); out = model(torch.ones(2, 4)).sum()
+        >>> with w.step(out):
+        ...     out.backward()
+        >>> tree = module_tree(w.structures[0], ["", "0", "2"])
+        >>> norms = {"0.weight": 3.0, "0.bias": 4.0}  # every other parameter's gradient: 0
+        >>> params = np.array([[norms.get(name, 0.0)] for name in tree.names])
+        >>> tree_norms(tree, params, [()]).tolist()
+        [[5.0], [5.0], [0.0]]
+    """
+    params = np.asarray(params, dtype=np.float64)
+    m, n = len(tree.order), params.shape[1]
+    present = ~np.isnan(params)
+    sq = np.where(present, params * params, 0.0)
+    total = np.zeros((m, n))
+    seen = np.zeros((m, n), dtype=bool)
+    cols, starts, rows = tree.owned
+    if cols.size and n:
+        total[rows] = _runs(sq[cols], starts, np.add)
+        seen[rows] = _runs(present[cols], starts, np.logical_or)
+    for kids, kstarts, parents in tree.levels:
+        if n:
+            total[parents] += _runs(total[kids], kstarts, np.add)
+            seen[parents] |= _runs(seen[kids], kstarts, np.logical_or)
+    root, mine = tree.root
+    if root >= 0:
+        total[root] = sq[mine].sum(axis=0)
+        seen[root] = present[mine].any(axis=0)
+    out = np.where(seen, np.sqrt(total), np.nan)
+    by_name: dict[str, list[int]] | None = None
+    for c, names in enumerate(bad):  # a NaN gradient (not an absent one) stays NaN
+        if not names:
+            continue
+        by_name = by_name if by_name is not None else _by_name(tree.names)
+        for k in (k for name in set(names) for k in by_name.get(name, ())):
+            if not present[k, c]:
+                out[tree.mods_of.get(k, []), c] = np.nan
+    return out
+
+
+def _runs(a: np.ndarray, starts: np.ndarray, op: np.ufunc) -> np.ndarray:
+    """`op.reduceat(a, starts, axis=0)`, the rows of each run taken in order, computed per run
+    length (a few whole-array operations): numpy's reduceat along the first axis pays a
+    call per element column and is ~10x slower on (parameters x steps) blocks."""
+    lens = np.diff(np.r_[starts, len(a)])
+    out = np.empty((len(starts), *a.shape[1:]), dtype=a.dtype)
+    for size in np.unique(lens).tolist():
+        sel = np.flatnonzero(lens == size)
+        first = starts[sel]
+        acc = a[first]
+        for j in range(1, size):
+            op(acc, a[first + j], out=acc)
+        out[sel] = acc
     return out
 
 
@@ -114,41 +287,11 @@ def _module_pairs(s: Structure, wanted: list[str]) -> tuple[np.ndarray, np.ndarr
     return pk, pj, order
 
 
-def _module_norms(out: np.ndarray, params: np.ndarray, pk: np.ndarray, pj: np.ndarray,
-                  cols: list[list[int]], bad_names: list[tuple[str, ...]], s: Structure
-                  ) -> None:  # fmt: skip
-    """Fill the module columns `cols[j]` of `out`: the (pk, pj) pairs' squared norms summed
-    per module (by blocks of steps: the pairs' matrix stays a few MB), NaN where none of its
-    parameters had a gradient, and where one of them had a NaN gradient (not an absent one)."""
-    starts = np.flatnonzero(np.r_[True, pj[1:] != pj[:-1]])
-    present = ~np.isnan(params)
-    sq = np.where(present, params * params, 0.0)
-    norms = np.empty((len(params), len(cols)))
-    block = max(1, _PAIR_BLOCK // max(1, pk.size))
-    for a in range(0, len(params), block):
-        b = min(len(params), a + block)
-        total = np.add.reduceat(sq[a:b, pk], starts, axis=1)
-        count = np.add.reduceat(present[a:b, pk].astype(np.int64), starts, axis=1)
-        norms[a:b] = np.where(count > 0, np.sqrt(total), np.nan)
+def _by_name(names: list[str]) -> dict[str, list[int]]:
     by_name: dict[str, list[int]] = {}
-    for k, name in enumerate(s.params):
+    for k, name in enumerate(names):
         by_name.setdefault(name, []).append(k)
-    mods_of: dict[int, list[int]] | None = None
-    for row, names in enumerate(bad_names):  # a NaN gradient (not an absent one) stays NaN
-        if not names:
-            continue
-        bad = [k for name in set(names) for k in by_name.get(name, ())
-               if not present[row, k]]  # fmt: skip
-        if not bad:
-            continue
-        if mods_of is None:
-            mods_of = {}
-            for k, j in zip(pk.tolist(), pj.tolist()):
-                mods_of.setdefault(k, []).append(j)
-        for k in bad:
-            norms[row, mods_of.get(k, [])] = np.nan
-    for j, cs in enumerate(cols):
-        out[:, cs] = norms[:, j : j + 1]
+    return by_name
 
 
 def overview_of(values: np.ndarray, steps: np.ndarray, start: int | None, stop: int | None,
@@ -184,3 +327,171 @@ def overview_of(values: np.ndarray, steps: np.ndarray, start: int | None, stop: 
             if fin.size:
                 out["mean"][b] = fin.mean()
     return {"start": np.ceil(edges[:-1]).astype(np.int64), **out, "count": count}
+
+
+@dataclass
+class Bands:
+    """Per module (rows, in the order asked) and column: `min`, `max` (float64); per column
+    its first step (`columns`, int64) and where it stops (`cut`: watched positions, len
+    columns + 1); per module `low`, `high` (its smallest / largest finite non-zero value,
+    NaN for none), `low_at`, `high_at` (their watched positions, -1 for none), `n_ok` (how
+    many such values).
+
+    Example:
+        >>> sorted(Bands.__dataclass_fields__)[:3]
+        ['columns', 'cut', 'high']
+    """
+
+    columns: np.ndarray
+    cut: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    low_at: np.ndarray
+    high_at: np.ndarray
+    n_ok: np.ndarray
+
+
+def column_cuts(steps: np.ndarray, start: int | None, stop: int | None, bins: int
+                ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(the first step of each column, the watched positions cutting them: len + 1) for the
+    watched steps `steps` over `start <= step < stop`: one column per watched step where the
+    range holds at most `bins` of them, else `bins` equal step ranges (as `Watch.overview`).
+    ValueError for bins < 1 or an empty range.
+
+    Example:
+        >>> column_cuts(np.arange(0, 40, 10), None, None, 8)[0].tolist()
+        [0, 10, 20, 30]
+        >>> first, cut = column_cuts(np.arange(0, 40, 10), 0, 40, 2)
+        >>> first.tolist(), cut.tolist()
+        ([0, 20], [0, 2, 4])
+    """
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise ValueError(f"bins must be an int >= 1 (the pixels to fill), got {bins!r}")
+    steps = np.asarray(steps, dtype=np.int64)
+    lo = int(steps[0]) if start is None and len(steps) else int(start or 0)
+    hi = int(steps[-1]) + 1 if stop is None and len(steps) else int(stop or 0)
+    if hi <= lo:
+        raise ValueError(f"the step range {lo}..{hi} is empty: pass start < stop")
+    a, b = np.searchsorted(steps, [lo, hi])
+    if b - a <= bins:
+        return steps[a:b].copy(), np.arange(a, b + 1, dtype=np.int64)
+    edges = np.ceil(lo + np.arange(bins + 1, dtype=np.float64) * (hi - lo) / bins)
+    return edges[:-1].astype(np.int64), np.searchsorted(steps, edges.astype(np.int64))
+
+
+class _Reduce:
+    """The bands being reduced, block of watched steps by block."""
+
+    def __init__(self, n: int, cut: np.ndarray) -> None:
+        self.cut = cut
+        cols = max(0, len(cut) - 1)
+        self.min = np.full((n, cols), np.nan)
+        self.max = np.full((n, cols), np.nan)
+        self.low = np.full(n, np.inf)
+        self.high = np.full(n, -np.inf)
+        self.low_at = np.full(n, -1, dtype=np.int64)
+        self.high_at = np.full(n, -1, dtype=np.int64)
+        self.n_ok = np.zeros(n, dtype=np.int64)
+
+    def add(self, w0: int, values: np.ndarray, rows: np.ndarray) -> None:
+        """Values (`rows` x steps: module-major, so each reduction runs along memory) of the
+        watched steps from position `w0` on."""
+        pos = w0 + np.arange(values.shape[1], dtype=np.int64)
+        keep = (pos >= self.cut[0]) & (pos < self.cut[-1])
+        if not keep.any():
+            return
+        v, pos = (values, pos) if keep.all() else (values[:, keep], pos[keep])
+        ok = np.isfinite(v) & (v > 0)
+        self.n_ok[rows] += ok.sum(axis=1)
+        k = np.arange(len(rows))
+        for best, at, fill, pick, better in (
+            (self.low, self.low_at, np.inf, np.argmin, np.less),
+            (self.high, self.high_at, -np.inf, np.argmax, np.greater),
+        ):
+            masked = np.where(ok, v, fill)
+            j = pick(masked, axis=1)
+            m, where = masked[k, j], pos[j]
+            old, old_at = best[rows], at[rows]
+            win = ok[k, j] & (better(m, old) | ((m == old) & ((old_at < 0) | (where < old_at))))
+            best[rows[win]], at[rows[win]] = m[win], where[win]
+        col = np.searchsorted(self.cut, pos, side="right") - 1
+        first = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        grid = np.ix_(rows, col[first])
+        self.min[grid] = np.fmin(self.min[grid], np.fmin.reduceat(v, first, axis=1))
+        self.max[grid] = np.fmax(self.max[grid], np.fmax.reduceat(v, first, axis=1))
+
+    def bands(self, columns: np.ndarray) -> Bands:
+        none = self.n_ok == 0
+        low, high = self.low.copy(), self.high.copy()
+        low[none] = high[none] = np.nan
+        return Bands(columns, self.cut, self.min, self.max, low, high, self.low_at,
+                     self.high_at, self.n_ok)  # fmt: skip
+
+
+def _blocks(w: Any, modules: list[str], a: int, b: int
+            ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:  # fmt: skip
+    """(first watched position, values (rows x steps), their rows in `modules`) per block of
+    watched steps
+    in positions a..b: a stored watch's tiles (its parameters' columns, summed up the module
+    tree: watchseries.py's `tree_norms`), else its whole `table` once."""
+    if not hasattr(w, "param_blocks"):
+        yield 0, np.ascontiguousarray(w.table(modules).T), np.arange(len(modules))
+        return
+    row_of = {m: r for r, m in enumerate(modules)}
+    scale = np.nan_to_num(np.asarray(w.scales, dtype=np.float64), nan=1.0)
+    scale[scale == 0] = 1.0
+    for sid, s in enumerate(w.structures):
+        tree = module_tree(s, modules)
+        if not tree.order:
+            continue
+        rows = np.array([row_of[m] for m in tree.order], dtype=np.intp)
+        for w0, params, bad in _merged(w.param_blocks(sid, tree.need, a, b)):
+            norms = tree_norms(tree, params, bad)
+            yield w0, norms / scale[None, w0 : w0 + norms.shape[1]], rows
+
+
+def _merged(blocks: Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]
+            ) -> Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]:  # fmt: skip
+    """Consecutive tiles joined into blocks of about `_BLOCK` steps: numpy's cost per call
+    (one per module segment) is then paid per block, not per tile of 128 steps."""
+    parts: list[tuple[int, np.ndarray, list[tuple[str, ...]]]] = []
+    size = 0
+    for w0, params, bad in blocks:
+        if parts and (w0 != parts[-1][0] + parts[-1][1].shape[1] or size >= _BLOCK):
+            yield _join(parts)
+            parts, size = [], 0
+        parts.append((w0, params, bad))
+        size += params.shape[1]
+    if parts:
+        yield _join(parts)
+
+
+def _join(parts: list[tuple[int, np.ndarray, list[tuple[str, ...]]]]
+          ) -> tuple[int, np.ndarray, list[tuple[str, ...]]]:  # fmt: skip
+    bad: list[tuple[str, ...]] = []
+    for p in parts:
+        bad += p[2]
+    return parts[0][0], np.concatenate([p[1] for p in parts], axis=1), bad
+
+
+def module_bands(w: Any, modules: list[str], start: int | None, stop: int | None,
+                 bins: int) -> Bands:  # fmt: skip
+    """The `Bands` of module paths `modules` of watch `w` over `start <= step < stop` (None:
+    the whole run) in at most `bins` columns (see the module docstring; `column_cuts`).
+
+    Example:
+        >>> w = aw.watch(params={"x": x}); loss = (x * 3).sum()
+        >>> with w.step(loss):
+        ...     loss.backward()
+        >>> module_bands(w, [""], 0, 1, 4).min.tolist()
+        [[3.0]]
+    """
+    steps = np.asarray(w.steps, dtype=np.int64)
+    columns, cut = column_cuts(steps, start, stop, bins)
+    acc = _Reduce(len(modules), cut)
+    if modules and cut[-1] > cut[0]:
+        for w0, values, rows in _blocks(w, modules, int(cut[0]), int(cut[-1])):
+            acc.add(w0, values, rows)
+    return acc.bands(columns)

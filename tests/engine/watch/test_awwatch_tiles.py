@@ -214,7 +214,7 @@ def test_without_pandas_the_error_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "pandas", None)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(ImportError, match=r"pip install autograd_widget\[pandas\]"):
+    with pytest.raises(ImportError, match=r"pip install pandas pyarrow"):
         to_pandas(aw.watch())
-    with pytest.raises(ImportError, match=r"pip install autograd_widget\[pandas\]"):
+    with pytest.raises(ImportError, match=r"pip install pandas pyarrow"):
         to_arrow(aw.watch())
