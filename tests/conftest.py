@@ -62,10 +62,11 @@ def docs_site(tmp_path_factory, docs_cache):
 
 
 
-#: Tests that run in one pytest-xdist worker, in one group, when the suite runs on several
-#: (`make test` runs two: .ci/test): the browser tests share one JupyterLab server and one
-#: Chromium, and the documentation site (`docs_site`) is built once for the tests that read it.
-#: The rest are spread over the workers. Without xdist the marker is inert.
+#: Tests meant to run in one pytest-xdist worker, in one group, when the suite runs on several
+#: (`AW_TEST_WORKERS=2 make test`, .ci/test): the browser tests sharing one JupyterLab server and
+#: one Chromium, the documentation site (`docs_site`) built once. Seen on xdist 3.8.0: the
+#: marker is on the items but the workers' node ids do not get the group, so the group is not
+#: kept together yet (why not is open); without xdist the marker is inert.
 ONE_WORKER = "browser-and-docs"
 
 
