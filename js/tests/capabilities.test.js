@@ -35,7 +35,7 @@ describe('decodeCapabilities', () => {
     expect(g.source).toBe('live');
     expect(g.capabilities.probe).toBe(false);
     expect(g.capabilities.edit).toBe(true);
-    expect(decodeGraph({ ...zGraph(), source: 'recording' }).capabilities.savedValues).toBe(false);
+    expect(decodeGraph({ ...zGraph(), source: 'recording', capabilities: undefined }).capabilities.savedValues).toBe(false);
   });
 });
 

@@ -115,7 +115,7 @@ describe('toolbar separators', () => {
 describe('the live widget showing a replayed engine run', () => {
   it('hides the colour modes and leaves no empty separator where they were', () => {
     // a graph with no plumbing to hide: that toggle is hidden too, so two separators meet
-    const { el, cleanup } = mountView({ _graph: { ...z.graph(), source: 'recording', show_plumbing: undefined }, _state: z.state(0), selected: null, selected_edge: null });
+    const { el, cleanup } = mountView({ _graph: { ...z.graph(), source: 'recording', capabilities: undefined, show_plumbing: undefined }, _state: z.state(0), selected: null, selected_edge: null });
     expect(el.querySelector('.agw-plumbing-input').closest('label').hidden).toBe(true);
     const nav = el.querySelector('.agw-nav');
     expect(el.querySelector('select[aria-label="Colour mode"]').hidden).toBe(true);
