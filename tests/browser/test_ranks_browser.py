@@ -99,7 +99,9 @@ def test_the_rank_selector_switches_the_timeline_and_the_graph(page, lab_server)
     )
     assert run_cell(page, 1).strip() == "0 3"  # the kernel's widget: rank 0, its step 3
     tl.get_by_role("button", name="First NaN/Inf").click()
-    expect(tl.locator(".agw-tl-cause")).to_contain_text("Step 3: born at MulBackward0")
+    # the NaN came in through a constant: the forward op that met it is the birth's own node
+    expect(tl.locator(".agw-tl-cause")).to_contain_text(
+        "Step 3: made in the forward by MulBackward0")
     shot(out, "ranks_rank0.png")
 
     # each rank's row of the timeline (the model's norm across the steps): a click on rank 1's
