@@ -127,28 +127,8 @@ def call_values(fn: Any, module: Any, layout: list) -> dict[str, Any] | str:
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
-        extra = list(getattr(fn, "_tensors_no_vc_check", ()) or ())
-        if compat.SAVED_DATA:
-            saved = [raw.data for raw in fn._raw_saved_tensors] + extra
-        else:
-            saved = list(compat.saved_value(fn, "saved_tensors")) + extra
-        symints = list(fn.symints)
-        metas = list(fn._input_metadata)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
-        args: list[Any] = []
-        for a in layout:
-            if a.kind == "saved":
-                data = saved[a.index]
-                args.append(mode.from_tensor(data) if isinstance(data, torch.Tensor) else data)
-            elif a.kind == "grad":
-                m = metas[a.index]
-                with mode:
-                    args.append(torch.empty(tuple(int(s) for s in m.shape), dtype=m.dtype,
-                                            device=m.device))  # fmt: skip
-            elif a.kind == "symint":
-                args.append(int(symints[a.index]))
-            else:
-                args.append(None)
+        args = compat.fake_backward_args(fn, layout, mode, concrete=True)
         vals: dict[str, Any] = {}
         placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
         for ph, v in zip(placeholders, args):

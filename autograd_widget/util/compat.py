@@ -31,7 +31,7 @@ from __future__ import annotations
 import gc
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
@@ -60,6 +60,7 @@ __all__ = [
     "compiled_backward_metas",
     "donated_buffer_config",
     "exec_group_class",
+    "fake_backward_args",
     "gradient_edge",
     "guarded_getattr",
     "held_values",
@@ -625,17 +626,55 @@ def donated_buffer_config() -> bool | None:
 
 
 
+def fake_backward_args(fn: Any, layout: Sequence[Any], mode: Any, *,
+                       concrete: bool = False) -> list[Any]:
+    """The arguments of compiled backward node `fn`'s FX module as fake tensors of `mode`, in
+    `layout`'s order (`compiled_backward_layout`): its saved values (on torch >= 2.10 read
+    without unpacking; before, through `saved_value`'s guard), a gradient per `_input_metadata`
+    entry, its `symints`, None for the rest. `concrete=True`: sizes and symints as this call's
+    ints (a dynamic-shape region run with the sizes at hand). Shared by
+    `compiled_backward_metas` and core/regionvalues.py.
+
+    Example:
+        >>> fake_backward_args(None, [], None)
+        []
+    """
+    if not layout:
+        return []
+    extra = list(getattr(fn, "_tensors_no_vc_check", ()) or ())
+    if SAVED_DATA:
+        saved = [raw.data for raw in fn._raw_saved_tensors] + extra
+    else:
+        saved = list(saved_value(fn, "saved_tensors")) + extra
+    symints = list(fn.symints)
+    metas = list(fn._input_metadata)
+    args: list[Any] = []
+    for a in layout:
+        if a.kind == "saved":
+            data = saved[a.index]
+            args.append(mode.from_tensor(data) if isinstance(data, torch.Tensor) else data)
+        elif a.kind == "grad":
+            m = metas[a.index]
+            shape = tuple(int(d) for d in m.shape) if concrete else tuple(m.shape)
+            with mode:
+                args.append(torch.empty(shape, dtype=m.dtype, device=m.device))
+        elif a.kind == "symint":
+            args.append(int(symints[a.index]) if concrete else symints[a.index])
+        else:
+            args.append(None)
+    return args
+
+
 def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> str:
     """Make sure every node of a compiled backward's FX `module` has its `meta["val"]` (shape,
     dtype, device), propagating fake tensors when they are missing; "" when done, else a note
     saying why not (never raises).
 
     A module rebuilt from a warm compile cache (`bw_module_fn()`) comes without any node
-    metadata. The fake inputs mirror the real ones: the node's saved values (on torch >= 2.10
-    `_raw_saved_tensors[i].data`, without unpacking; on an older torch, which cannot look, the
-    saved values unpacked through `saved_value`'s guard, which refuses, having run nothing, a
-    read that would run a `saved_tensors_hooks` unpack hook), its `_input_metadata` for the
-    gradients, its `symints`. Only their shapes, dtypes and devices are kept (fake tensors).
+    metadata. The fake inputs mirror the real ones (`fake_backward_args`: on an older torch the
+    saved values are read through `saved_value`'s guard, which refuses, having run nothing, a
+    read that would run a `saved_tensors_hooks` unpack hook); only their shapes, dtypes and
+    devices are kept.
     Runs `torch.fx.passes.fake_tensor_prop.FakeTensorProp` on `module` (which belongs to the
     caller: `bw_module_fn()` builds a new one per call).
 
@@ -650,27 +689,8 @@ def compiled_backward_metas(fn: Any, module: Any, layout: list[BackwardArg]) -> 
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-        extra = list(getattr(fn, "_tensors_no_vc_check", ()) or ())
-        if SAVED_DATA:
-            saved = [raw.data for raw in fn._raw_saved_tensors] + extra
-        else:
-            saved = list(saved_value(fn, "saved_tensors")) + extra
-        symints = list(fn.symints)
-        metas = list(fn._input_metadata)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
-        args: list[Any] = []
-        for a in layout:
-            if a.kind == "saved":
-                data = saved[a.index]
-                args.append(mode.from_tensor(data) if isinstance(data, torch.Tensor) else data)
-            elif a.kind == "grad":
-                m = metas[a.index]
-                with mode:
-                    args.append(torch.empty(tuple(m.shape), dtype=m.dtype, device=m.device))
-            elif a.kind == "symint":
-                args.append(symints[a.index])
-            else:
-                args.append(None)
+        args = fake_backward_args(fn, layout, mode)
         FakeTensorProp(module, mode).propagate_dont_convert_inputs(*args)
     except Exception as exc:
         return (f"the shapes inside the region could not be worked out ({type(exc).__name__}: "
