@@ -157,9 +157,10 @@ def explain_failure(graph: BackwardGraph, node_id: str, error: str) -> FailureEx
             "backward() with donated buffers (it may reuse the saved activations' memory), and "
             "then refuses every further call of it, a manual step included",
             error=first,
-            hint="set torch._functorch.config.donated_buffer = False before the model first "
-            "compiles (or make its first backward() a backward(retain_graph=True); not enough "
-            "for a region with dynamic shapes, whose backward compiles at once), then "
+            hint="import torch._functorch.config (`import torch` alone does not) and set "
+            "torch._functorch.config.donated_buffer = False before the model first compiles "
+            "(or make its first backward() a backward(retain_graph=True); not enough for a "
+            "region with dynamic shapes, whose backward compiles at once), then "
             "torch._dynamo.reset() or restart, run the forward again and capture",
         )  # fmt: skip
     if "modified by an inplace operation" in msg:

@@ -105,6 +105,8 @@ def test_donated_buffers_refuse_clearly_and_the_hint_avoids_it():
     why = st.explain_failure()
     assert why.kind == "donated"
     assert "donated_buffer = False" in why.hint and "retain_graph=True" in why.hint
+    # the setting lives in a module `import torch` does not import: the hint says so
+    assert "import torch._functorch.config" in why.hint
     assert explain_failure(g, nid, rec.error).kind == "donated"
     st.back()  # the stepper stays usable
     assert st.position == st.step_index(nid) - 1
