@@ -1,7 +1,7 @@
 """Reading a format 2.0 `.awwatch` file (awtile.py) lazily: opening reads the head, the
 structures and each tile's `SEAL` (its steps' numbers, losses, scales, flags and where their
 records are), never a step's own record nor the columns; `series(key)` reads one key's column
-of every tile; `step(k)` reads one step's record when asked for.
+of every tile; `step(k)` reads one step's record when asked for (module records: awmodules.py).
 
 Why: a run of 100,000 steps must open as fast as one of 1,000 (awtile.py says what format 1.0
 costs). The file is mapped read-only (`mmap`): what is read is what is touched.
@@ -42,6 +42,7 @@ import numpy as np
 from ...util.fields import strict_loads
 from ...util.regular import open_regular
 from ...util.warn import warn_user
+from . import awmodules
 from . import awwatch as aw1
 from .awtile import (
     EXC,
@@ -61,7 +62,7 @@ __all__ = ["Store", "open_store", "read", "read_head"]
 _REC = struct.Struct("<4sQ")
 _CRC = struct.Struct("<I")
 _U32 = struct.Struct("<I")
-_TAGS = (b"HEAD", b"STRC", b"STEP", b"TILE", b"SUMS", b"SEAL", b"ORDR")
+_TAGS = (b"HEAD", b"STRC", b"STEP", b"TILE", b"SUMS", b"SEAL", b"ORDR", b"MODS", b"MSUM")
 
 
 class _Tile:
@@ -93,6 +94,7 @@ class Store:
         self.structures: list[Structure] = []
         self.tiles: list[_Tile] = []
         self.warnings: list[str] = []
+        self.modules: dict[int, list[str]] = {}  # structure -> its MODS (awmodules.py)
         self._rows: list[np.ndarray] = []  # ROW arrays, in order
         self._tile_of: list[np.ndarray] = []  # per row: its tile, -1 for none
         self._walked: dict[int, TrainingStep] = {}  # rows read whole while walking
@@ -137,7 +139,7 @@ class Store:
                 self.warnings.append(aw1.TRUNCATED.format(path=self.path))
                 break
             body = memoryview(mm)[pos + _REC.size : pos + _REC.size + length]
-            checked = body[: TILE_HEAD.size] if tag == b"TILE" else body
+            checked = body[: TILE_HEAD.size] if tag == b"TILE" else awmodules.crc_part(tag, body)
             if zlib.crc32(checked) != _CRC.unpack_from(mm, pos + _REC.size + length)[0]:
                 raise self._bad(f"the checksum of the {tag!r} record at byte {pos} does not "
                                 "match (the file was damaged)")  # fmt: skip
@@ -174,6 +176,9 @@ class Store:
                     self._check_seal(tile, body, walked, pos)
                     self._close_walk(tile, walked)
                     tile = None
+                elif tag == b"MODS":  # a structure's module paths: its MSUMs' rows
+                    sid, self.modules[sid] = awmodules.read_mods(body, len(self.structures))
+                    self._items = max(self._items, len(self.modules[sid]))
                 elif tag == b"HEAD":
                     raise ValueError("a second b'HEAD' record (a file has one HEAD, first)")
             except (TypeError, ValueError, KeyError, OverflowError, RecursionError) as e:
@@ -188,8 +193,10 @@ class Store:
         return min(aw1.MAX_STEP_JSON, aw1.STEP_JSON_BASE + aw1.STEP_JSON_PER_ITEM * self._items)
 
     def _cap(self, tag: bytes, tile: _Tile | None) -> int:
-        if tag == b"STRC":
+        if tag in (b"STRC", b"MODS"):
             return self.max_structure
+        if tag == b"MSUM":
+            return awmodules.msum_cap(self._items, T_MAX)
         if tag == b"HEAD":
             return aw1.MAX_HEAD
         if tag == b"TILE":
@@ -421,7 +428,6 @@ class Store:
         out = np.full((len(self.watched_rows), len(params)), np.nan, dtype=np.float32)
         pe = np.asarray(s.param_edge, dtype=np.intp)[params] if params else np.zeros(0, np.intp)
         has = np.flatnonzero(pe >= 0)
-        where = {k: j for j, k in enumerate(params)}
         for tile in self.tiles:
             if tile.sid != sid or not tile.n:
                 continue
@@ -432,10 +438,10 @@ class Store:
                     self.column(tile, e)  # checks its crc32 (once)
             out[tile.w0 : tile.w0 + tile.n, has] = vals.T
         pos, param, value = self._exceptions(sid)
-        for p_at, k, v in zip(pos.tolist(), param.tolist(), value.tolist()):
-            j = where.get(k)
-            if j is not None:
-                out[p_at, j] = v
+        where = np.full(len(s.params), -1, dtype=np.intp)  # the last column of each parameter
+        where[params] = np.arange(len(params))
+        j = where[param]
+        out[pos[j >= 0], j[j >= 0]] = value[j >= 0]
         return out
 
     def series_of(self, sid: int, kind: str, k: int) -> np.ndarray:

@@ -31,6 +31,8 @@ payload, crc32) and the same `HEAD` and `STRC` records, and adds:
   record (u64), its column (i32, -1 unwatched); then the tile's parameter exceptions: column
   (i32), parameter (i32), value (f32). Opening reads the `SEAL`s (the TILE's pointer jumps
   over its steps), never the steps or the columns.
+- `MODS` after each `STRC` (a structure's module paths) and `MSUM` right after a tile's `SUMS`
+  (its modules' summaries, the large modules' columns): awmodules.py.
 
 A parameter's norm is, as the lean hooks compute it (lean.py), its one edge's: only the others
 are stored (the exceptions), so the columns hold edges and slots: ~4 bytes per edge per step
@@ -53,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from ...util.jsonsafe import encode_float
+from . import awmodules
 from .structure import Structure
 from .trainstep import TrainingStep
 
@@ -159,6 +162,8 @@ class _Tile:
         self.n = 0
         self.rows: list[tuple[Any, ...]] = []
         self.exc: list[tuple[int, int, float]] = []
+        self.bad: list[tuple[str, ...]] = []  # per filled column: its non-finite parameters
+        self.scale: list[float] = []  # per filled column: its loss scale (NaN for none)
 
     @property
     def base(self) -> int:
@@ -190,9 +195,11 @@ class TileSink:
         self.structures: dict[int, Structure] = {}
         self.tile: _Tile | None = None
         self.orders: dict[int, tuple[bytes, int]] = {}  # structure -> (last order, its byte)
+        self.trees: dict[int, tuple[Any, np.ndarray]] = {}  # structure -> (module tree, big rows)
 
     def structure(self, sid: int, s: Structure, record: bytes) -> None:
-        """Append structure `sid`'s `STRC` record (sealing the open tile first).
+        """Append structure `sid`'s `STRC` record (sealing the open tile first), then its
+        module paths (`MODS`, awmodules.py).
 
         Example:
             >>> TileSink.structure.__name__
@@ -201,6 +208,9 @@ class TileSink:
         self.seal()
         self.append(record)
         self.structures[sid] = s
+        tree = awmodules.module_tree(s, s.modules())
+        self.trees[sid] = (tree, awmodules.big_rows(s, tree))
+        self.append(awmodules.mods_record(sid, tree))
 
     def step(self, st: TrainingStep) -> None:
         """Append one completed step (its column first when it was watched).
@@ -240,6 +250,8 @@ class TileSink:
             })  # fmt: skip
             tail = idx.tobytes() + vals.tobytes()
             tile.exc.extend(zip([col] * len(idx), idx.tolist(), vals.tolist()))
+            tile.bad.append(tuple(st.nonfinite_params))
+            tile.scale.append(np.nan if st.scale is None else st.scale)
         text = _json(doc)
         at = self.append(_record(b"STEP", _U32.pack(len(text)) + text + tail))
         if self.tile is not None:
@@ -292,11 +304,29 @@ class TileSink:
         table = np.stack([crcs, lo.astype("<f4").view("<u4"), hi.astype("<f4").view("<u4"),
                           mean.astype("<f4").view("<u4")], axis=1).astype("<u4")  # fmt: skip
         sums = self.append(_record(b"SUMS", SUMS_HEAD.pack(tile.at, tile.k) + table.tobytes()))
+        self._modules(tile)
         rows = np.array(tile.rows, dtype=ROW)
         exc = np.array(tile.exc, dtype=EXC)
         head = SEAL_HEAD.pack(tile.at, sums, tile.n, len(rows), len(exc))
         seal = self.append(_record(b"SEAL", head + rows.tobytes() + exc.tobytes()))
         self.patch(tile.at + 12 + _SEAL_PTR, struct.pack("<Q", seal))
+
+    def _modules(self, tile: _Tile) -> None:
+        """Append the tile's `MSUM` (awmodules.py), right after its `SUMS`: its modules'
+        summaries and large modules' columns, from its columns (nothing where float32 cannot
+        hold them, or where the structure has no module)."""
+        got = self.trees.get(tile.sid)
+        if got is None or not got[0].order or not tile.n:
+            return
+        tree, big = got
+        s = self.structures[tile.sid]
+        n_e = len(s.edge_ids)
+        norms = awmodules.tile_norms(s, tree, tile.cols[:n_e, : tile.n], tile.exc, tile.bad)
+        scale = np.nan_to_num(np.asarray(tile.scale, np.float64), nan=1.0)  # as `table` does
+        scale[scale == 0] = 1.0
+        rec = awmodules.msum_record(tile.at, norms, scale, big)
+        if rec is not None:
+            self.append(rec)
 
     def close(self) -> None:
         """Seal the open tile (a partial one): what a writer does when it closes.

@@ -36,14 +36,19 @@ import numpy as np
 
 from ..diagnose.origins import Origin
 from . import awwatch
+from .awmodules import BIG, SUMMARY, ModuleIndex, big_rows, summarize
 from .awstore import Store, open_store
 from .awtile import ROW_FLAGS
 from .trainstep import TrainingStep
 from .watchfirst import first_nonfinite
-from .watchseries import module_tree, tree_norms
+from .watchseries import Bands, ModuleTree, merged_blocks, module_tree, tree_norms
 
-__all__ = ["IndexedStep", "StepRecords", "StoredReading"]
+__all__ = ["TILED_FROM", "IndexedStep", "StepRecords", "StoredReading"]
 
+#: A range of at least this many watched steps is drawn in columns of whole tiles, from their
+#: module summaries (`StoredReading.tile_bands`); a shorter one from its columns, in equal step
+#: ranges (watchseries.py's `column_cuts`: a few tenths of a second at most).
+TILED_FROM = 16384
 _EDGE_ID = re.compile(r"n\d+:\d+")  # an edge key, as `Watch.series` takes it
 
 
@@ -208,6 +213,7 @@ class StoredReading:
     """
 
     store: Store
+    mods: ModuleIndex
     structures: list[Any]
     records: Any
     meta: dict[str, Any]
@@ -235,6 +241,7 @@ class StoredReading:
         store = open_store(path, max_structure_bytes=max_structure_bytes)
         w = cls(every=store.head["every"])  # type: ignore[call-arg]
         w.store = store
+        w.mods = ModuleIndex(store, awwatch.unreadable)
         w.meta = dict(store.head["meta"])
         w.structures = store.structures
         w.records = StepRecords(store)
@@ -256,8 +263,12 @@ class StoredReading:
 
     @property
     def steps(self) -> list[int]:
-        """The watched step numbers, in order (from the index)."""
-        return list(self.store.steps().tolist())
+        """The watched step numbers, in order (from the index, listed once: a new list each
+        time, so a caller's edits stay its own)."""
+        got = self.__dict__.get("_steps")
+        if got is None:
+            got = self.__dict__["_steps"] = self.store.steps().tolist()
+        return list(got)
 
     @property
     def nonfinite_steps(self) -> list[int]:
@@ -271,8 +282,13 @@ class StoredReading:
 
     @property
     def scales(self) -> np.ndarray:
-        """The loss scaler's factor per watched step (NaN where there was none)."""
-        return self.store.rows["scale"][self.store.watched_rows].astype(np.float64)
+        """The loss scaler's factor per watched step (NaN where there was none; from the
+        index, gathered once: a read-only watch's index never changes)."""
+        got = self.__dict__.get("_scales")
+        if got is None:
+            got = self.__dict__["_scales"] = self.store.rows["scale"][
+                self.store.watched_rows].astype(np.float64)  # fmt: skip
+        return np.array(got)
 
     def losses(self) -> np.ndarray:
         """The loss of every step, in step order (from the index).
@@ -338,18 +354,72 @@ class StoredReading:
 
     def _modules(self, sid: int, mask: np.ndarray, mods: dict[str, list[int]],
                  out: np.ndarray) -> None:  # fmt: skip
-        for w0, norms, order in self.module_blocks(sid, list(mods)):
-            rows = slice(w0, w0 + len(norms))
-            for j, m in enumerate(order):
-                for col in mods[m]:
-                    out[rows, col] = norms[:, j]
+        tree = self.mods.tree(sid)
+        big = self.__dict__.setdefault("_big", {}).get(sid)
+        if big is None:  # the modules whose columns the writer stores (awmodules.py)
+            big = self.__dict__["_big"][sid] = {} if tree is None else {
+                tree.order[r]: r for r in big_rows(self.structures[sid], tree).tolist()}
+        for m in [m for m in mods if m in big]:
+            got = self._stored_series(sid, big[m])
+            if got is not None:
+                for col in mods.pop(m):
+                    out[mask if not mask.all() else slice(None), col] = got[mask]
+        small = module_tree(self.structures[sid], [m for m in mods if m not in big])
+        if small.order and len(small.need) < BIG:  # a few parameters: read in one pass
+            norms = self._few_params(sid, small)
+            for j, m in enumerate(small.order):
+                for col in mods.pop(m):
+                    out[mask, col] = norms[j][mask]
+        for group in ([m for m in mods if m in big], [m for m in mods if m not in big]):
+            for w0, norms, order in self.module_blocks(sid, group) if group else ():
+                rows = slice(w0, w0 + len(norms))
+                for j, m in enumerate(order):
+                    for col in mods[m]:
+                        out[rows, col] = norms[:, j]
+
+    def _few_params(self, sid: int, tree: ModuleTree) -> np.ndarray:
+        """The (`tree.order` x watched steps) unscaled norms of modules holding few parameters
+        (`tree.need`): their columns read in one pass over the tiles (`Store.params_of`), the
+        tree summed once over every step."""
+        params = self.store.params_of(sid, tree.need.tolist()).T.astype(np.float64)
+        bad: list[tuple[str, ...]] = [()] * params.shape[1]
+        rows = self.store.watched_rows
+        for c in np.flatnonzero(self.store.rows["flags"][rows] & ROW_FLAGS["nonfinite"]).tolist():
+            bad[c] = self.store.step(int(rows[c])).nonfinite_params
+        return tree_norms(tree, params, bad)
+
+    def _stored_series(self, sid: int, row: int) -> np.ndarray | None:
+        """Module row `row`'s unscaled norms per watched step from every tile's stored column
+        (NaN on steps of another structure); None where a tile of `sid` has none."""
+        spans = self.__dict__.setdefault("_spans", {}).get((sid, row))
+        if spans is None:  # each tile's column checked once, then where it lies kept
+            spans = []
+            for t, tile in enumerate(self.store.tiles):
+                if tile.sid == sid and tile.n:
+                    tm = self.mods.tile(t)
+                    if tm is None or row not in tm.big:
+                        return None
+                    tm.column(row)
+                    spans.append((tile.w0, tile.n, tm.values_at + 4 * tm.big[row] * tile.n))
+            self.__dict__["_spans"][(sid, row)] = spans
+        out = np.full(len(self.store.watched_rows), np.nan)
+        mm = self.store.mm
+        parts = [np.frombuffer(mm, dtype="<f4", count=n, offset=at) for _, n, at in spans]
+        if spans and spans[0][0] == 0 and sum(n for _, n, _ in spans) == len(out):
+            out[:] = np.concatenate(parts)  # one structure: its tiles cover every step
+            return out
+        for (w0, n, _), part in zip(spans, parts):
+            out[w0 : w0 + n] = part
+        return out
 
     def module_blocks(self, sid: int, modules: list[str], lo: int = 0, hi: int | None = None
                       ) -> Iterator[tuple[int, np.ndarray, list[str]]]:  # fmt: skip
         """Per tile of structure `sid` holding watched positions in `lo..hi` (None: all):
         (its first place among the watched steps, the (its steps x modules) float64 norms of
         the module paths `modules` that hold a parameter of it (unscaled), those paths): what
-        `table` gives for them, tile by tile (`param_blocks`).
+        `table` gives for them, tile by tile: read from the tile's stored module columns
+        (awmodules.py's `MSUM`) where it holds every one of them, else summed from its
+        parameters' columns (`param_blocks`, consecutive such tiles in one pass).
 
         Example:
             >>> StoredReading.module_blocks.__name__
@@ -358,8 +428,107 @@ class StoredReading:
         tree = module_tree(self.structures[sid], modules)
         if not tree.order:
             return
-        for w0, params, bad in self.param_blocks(sid, tree.need, lo, hi):
+        mine = self.mods.tree(sid)
+        rows = None if mine is None else [mine.order.index(m) for m in tree.order]
+        run: list[int] = []  # watched positions of tiles to sum from their parameters
+        for t, tile in enumerate(self.store.tiles):
+            if tile.sid != sid or not tile.n or tile.w0 + tile.n <= lo or \
+                    (hi is not None and tile.w0 >= hi):
+                continue
+            tm = None if rows is None else self.mods.tile(t)
+            if tm is None or not all(r in tm.big for r in rows):
+                run = [run[0] if run else tile.w0, tile.w0 + tile.n]
+                continue
+            yield from self._summed(sid, tree, run)
+            run = []
+            yield tile.w0, np.stack([tm.column(r) for r in rows], axis=1).astype(np.float64), \
+                tree.order
+        yield from self._summed(sid, tree, run)
+
+    def _summed(self, sid: int, tree: ModuleTree, run: list[int]
+                ) -> Iterator[tuple[int, np.ndarray, list[str]]]:  # fmt: skip
+        for w0, params, bad in merged_blocks(self.param_blocks(sid, tree.need, *run)) if run \
+                else ():  # fmt: skip
             yield w0, tree_norms(tree, params, bad).T, tree.order
+
+    def tile_bands(self, modules: list[str], a: int, b: int, bins: int) -> Bands | None:
+        """The `Bands` of module paths `modules` over watched positions `a..b` in columns of
+        whole tiles, from each tile's stored summaries (awmodules.py's `MSUM`; a tile without
+        one summed from its parameters' columns): the level that fits `bins` columns. None
+        (the caller reads the columns) where `a..b` does not start and end on tiles, holds
+        fewer than `TILED_FROM` watched steps or no more than `bins` (one column each), or
+        fewer than `bins` / 2 tiles (a coarser level than the pixels ask for).
+
+        Example:
+            >>> StoredReading.tile_bands.__name__
+            'tile_bands'
+        """
+        tiles = [t for t in range(len(self.store.tiles)) if self.store.tiles[t].n]
+        w0 = np.array([self.store.tiles[t].w0 for t in tiles], dtype=np.int64)
+        first, last = np.searchsorted(w0, [a, b])
+        picked = tiles[first:last]
+        if b - a <= bins or b - a < TILED_FROM or 2 * len(picked) < bins or not picked \
+                or w0[first] != a or self.store.tiles[picked[-1]].w0 + \
+                self.store.tiles[picked[-1]].n != b:  # fmt: skip
+            return None
+        s = np.zeros((len(picked), len(modules)), dtype=SUMMARY)
+        for f in ("min", "max", "low", "high"):
+            s[f] = np.nan
+        for j, summary, rows in self._tile_summaries(picked, modules):
+            s[j, rows] = summary
+        n = min(bins, len(picked))
+        starts = np.flatnonzero(np.r_[True, np.diff(np.arange(len(picked)) * n // len(picked))
+                                      > 0])  # fmt: skip
+        pos = w0[first:last]
+        with np.errstate(all="ignore"):
+            lo = np.fmin.reduceat(s["min"].astype(np.float64), starts, axis=0).T
+            hi = np.fmax.reduceat(s["max"].astype(np.float64), starts, axis=0).T
+        n_ok = s["n_ok"].sum(axis=0, dtype=np.int64)
+        k = np.arange(len(modules))
+        best: list[np.ndarray] = []
+        for name, fill, pick in (("low", np.inf, np.min), ("high", -np.inf, np.max)):
+            v = np.where(s["n_ok"] > 0, s[name].astype(np.float64), fill)
+            got = pick(v, axis=0) if len(v) else np.full(len(modules), fill)
+            at = np.argmax(v == got[None, :], axis=0)  # the first tile holding it
+            none = n_ok == 0
+            best += [np.where(none, np.nan, got),
+                     np.where(none, -1, pos[at] + s[f"{name}_at"][at, k].astype(np.int64))]
+        steps = self.store.steps()
+        return Bands(steps[pos[starts]], np.r_[pos[starts], b].astype(np.int64), lo, hi,
+                     best[0], best[2], best[1], best[3], n_ok)  # fmt: skip
+
+    def _tile_summaries(self, picked: list[int], modules: list[str]
+                        ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:  # fmt: skip
+        """(place in `picked`, summaries, their rows in `modules`) per tile of `picked`:
+        stored, or computed from its parameters' columns (divided by the loss scale)."""
+        row_of = {m: r for r, m in enumerate(modules)}
+        scale = np.nan_to_num(np.asarray(self.scales, dtype=np.float64), nan=1.0)
+        scale[scale == 0] = 1.0
+        where = {t: j for j, t in enumerate(picked)}
+        todo: dict[int, list[int]] = {}
+        hits: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # structure -> (its rows, ours)
+        for j, t in enumerate(picked):
+            sid = self.store.tiles[t].sid
+            tm, mine = self.mods.tile(t), self.mods.tree(sid)
+            if tm is None or mine is None:
+                todo.setdefault(sid, []).append(t)
+                continue
+            hit = hits.get(sid)
+            if hit is None:
+                pairs = [(r, row_of[m]) for r, m in enumerate(mine.order) if m in row_of]
+                hit = hits[sid] = (np.array([r for r, _ in pairs], np.intp),
+                                   np.array([c for _, c in pairs], np.intp))  # fmt: skip
+            yield j, tm.summary[hit[0]], hit[1]
+        by_w0 = {self.store.tiles[t].w0: t for ts in todo.values() for t in ts}
+        for sid, ts in todo.items():
+            tree = module_tree(self.structures[sid], modules)
+            if not tree.order:
+                continue
+            rows = np.array([row_of[m] for m in tree.order], dtype=np.intp)
+            for lo, hi in _runs_of(self.store.tiles, ts):
+                for w0, params, bad in self.param_blocks(sid, tree.need, lo, hi):
+                    norms = tree_norms(tree, params, bad) / scale[None, w0 : w0 + len(bad)]
+                    yield where[by_w0[w0]], summarize(norms), rows
 
     def param_blocks(self, sid: int, need: np.ndarray, lo: int = 0, hi: int | None = None
                      ) -> Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]:  # fmt: skip
@@ -399,6 +568,18 @@ class StoredReading:
             for c in np.flatnonzero(flags[mine] & ROW_FLAGS["nonfinite"]).tolist():
                 bad[c] = self.store.step(int(mine[c])).nonfinite_params
             yield tile.w0, params, bad
+
+
+def _runs_of(tiles: list[Any], picked: list[int]) -> list[tuple[int, int]]:
+    """The watched-position ranges of runs of consecutive tiles among `picked` (in order)."""
+    out: list[tuple[int, int]] = []
+    for t in picked:
+        lo, hi = tiles[t].w0, tiles[t].w0 + tiles[t].n
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
 
 
 class _Flagged:

@@ -22,7 +22,10 @@ Guarantees: a column's min/max are exactly the min/max of `Watch.table`'s values
 the loss scale; both sum a module's squares up the module tree, `tree_norms`, in the same
 order) over the watched steps it covers (NaN = absent, an Inf kept, NaN for a column
 with none); the columns cut `start <= step < stop` as `Watch.overview` does, or, where the
-range holds no more watched steps than `bins`, one column per watched step; `low`/`high`: per
+range holds no more watched steps than `bins`, one column per watched step, or, for a stored
+watch whose range of at least 16,384 watched steps starts and ends on its tiles and spans at
+least `bins` / 2 of them, columns of whole tiles read from the tiles' module summaries
+(storedwatch.py's `tile_bands`, awmodules.py: the same min/max, float32-rounded); `low`/`high`: per
 module its smallest and largest finite non-zero value over the steps read and where (the
 first such step), what view/timeline.py's "moved" list ranks.
 
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -45,8 +49,8 @@ import numpy as np
 from .structure import Structure
 from .trainstep import TrainingStep
 
-__all__ = ["Bands", "ModuleTree", "column_cuts", "module_bands", "module_norms", "module_tree",
-           "overview_of", "table_of", "tree_norms"]  # fmt: skip
+__all__ = ["Bands", "ModuleTree", "column_cuts", "merged_blocks", "module_bands", "module_norms",
+           "module_tree", "overview_of", "table_of", "tree_norms"]  # fmt: skip
 
 #: Watched steps per block of a stored watch's bands (a few MB of parameter norms).
 _BLOCK = 2048
@@ -238,9 +242,8 @@ def tree_norms(tree: ModuleTree, params: np.ndarray, bad: list[tuple[str, ...]]
         seen[root] = present[mine].any(axis=0)
     out = np.where(seen, np.sqrt(total), np.nan)
     by_name: dict[str, list[int]] | None = None
-    for c, names in enumerate(bad):  # a NaN gradient (not an absent one) stays NaN
-        if not names:
-            continue
+    for c in compress(range(len(bad)), bad):  # a NaN gradient (not an absent one) stays NaN
+        names = bad[c]
         by_name = by_name if by_name is not None else _by_name(tree.names)
         for k in (k for name in set(names) for k in by_name.get(name, ())):
             if not present[k, c]:
@@ -447,15 +450,21 @@ def _blocks(w: Any, modules: list[str], a: int, b: int
         if not tree.order:
             continue
         rows = np.array([row_of[m] for m in tree.order], dtype=np.intp)
-        for w0, params, bad in _merged(w.param_blocks(sid, tree.need, a, b)):
+        for w0, params, bad in merged_blocks(w.param_blocks(sid, tree.need, a, b)):
             norms = tree_norms(tree, params, bad)
             yield w0, norms / scale[None, w0 : w0 + norms.shape[1]], rows
 
 
-def _merged(blocks: Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]
+def merged_blocks(blocks: Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]
             ) -> Iterator[tuple[int, np.ndarray, list[tuple[str, ...]]]]:  # fmt: skip
     """Consecutive tiles joined into blocks of about `_BLOCK` steps: numpy's cost per call
-    (one per module segment) is then paid per block, not per tile of 128 steps."""
+    (one per module segment) is then paid per block, not per tile of 128 steps.
+
+    Example:
+        >>> blocks = iter([(0, np.ones((1, 2)), [(), ()]), (2, np.ones((1, 1)), [()])])
+        >>> [(w0, p.shape) for w0, p, _ in merged_blocks(blocks)]
+        [(0, (1, 3))]
+    """
     parts: list[tuple[int, np.ndarray, list[tuple[str, ...]]]] = []
     size = 0
     for w0, params, bad in blocks:
@@ -490,6 +499,10 @@ def module_bands(w: Any, modules: list[str], start: int | None, stop: int | None
     """
     steps = np.asarray(w.steps, dtype=np.int64)
     columns, cut = column_cuts(steps, start, stop, bins)
+    tiled = getattr(w, "tile_bands", None)  # a stored watch: its tiles' module summaries
+    got = tiled(modules, int(cut[0]), int(cut[-1]), bins) if tiled and modules else None
+    if got is not None:
+        return got
     acc = _Reduce(len(modules), cut)
     if modules and cut[-1] > cut[0]:
         for w0, values, rows in _blocks(w, modules, int(cut[0]), int(cut[-1])):
