@@ -341,7 +341,8 @@ def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
     `nodes_wanted` nodes (synthetic norms, `synthetic_step`) written step by step through the
     project's own `Writer` (format 2.0: tiles), then bytes per edge-step on disk, the time and
     memory `aw.load_watch` adds, then `aw.explore` (the timeline's bands) and a zoom into 200
-    steps, and `series` of an edge, a parameter and the whole model."""
+    steps, and `series` of an edge, a parameter, the whole model (a column of its own:
+    engine/watch/awmodules.py) and a block of 12 parameters (summed from their columns)."""
     import transformers
 
     from autograd_widget.engine.watch import awwatch
@@ -391,7 +392,8 @@ def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
                                "stop": mid + 100, "bins": 1000})  # fmt: skip
     out["zoom_ms"] = 1e3 * (time.perf_counter() - t0)
     widget.close()
-    for name, key in (("edge", edge), ("param", param), ("model", "")):
+    block = "transformer.h.0" if "transformer.h.0" in s.modules() else ""
+    for name, key in (("edge", edge), ("param", param), ("model", ""), ("block", block)):
         back.series(key)  # the first read checks the columns' checksums
         times = []
         for _ in range(5):
@@ -412,14 +414,15 @@ def long_run(nodes_wanted: int, steps: int, tmp: Path) -> dict[str, float]:
 def long_text(rows: list[dict[str, float]]) -> str:
     """The long-run table (`long_run` per length)."""
     head = ("| steps | bytes / edge-step | aw.load_watch s | + MB | aw.explore s | load + explore "
-            "+ MB | zoom 200 steps ms | series edge ms | param ms | model ms "
+            "+ MB | zoom 200 steps ms | series edge ms | param ms | model ms | block ms "
             "| overview(1000 bins) ms | recording ms | write us/step |"
-            "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")  # fmt: skip
+            "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")  # fmt: skip
     body = "".join(
         f"| {r['steps']:,} | {r['bytes_per_edge_step']:.2f} | {r['open_s']:.3f} | "
         f"{r['open_mb']:.0f} | {r['explore_s']:.2f} | {r['explore_mb']:.0f} | "
         f"{r['zoom_ms']:.1f} | {r['series_edge_ms']:.2f} | {r['series_param_ms']:.2f} | "
-        f"{r['series_model_ms']:.1f} | {r['overview_ms']:.1f} | {r['recording_ms']:.1f} | "
+        f"{r['series_model_ms']:.1f} | {r['series_block_ms']:.1f} | {r['overview_ms']:.1f} | "
+        f"{r['recording_ms']:.1f} | "
         f"{r['write_us_per_step']:.0f} |\n"
         for r in rows
     )
