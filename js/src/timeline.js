@@ -7,7 +7,11 @@
  * The graph below is the selected step's. A colour bar says which colour is which norm, a step
  * axis runs under the grid, and every cell reads out (step, row, norm, change against the
  * previous watched step) on hover and, by keyboard (arrows, Enter), in a live region that
- * screen readers announce. The tree opens as deep as fits (timelinerows.js).
+ * screen readers announce. The tree opens as deep as fits (timelinerows.js). The grid zooms and
+ * pans in time (timelinezoomui.js: the wheel, + and -, a drag, 0 or "Whole run" back), a long
+ * run's columns asked of Python at the canvas's width; hover, keyboard and clicks read the
+ * columns shown (a band of steps reads its smallest and largest norm, a click opens its first
+ * watched step).
  *
  * Draws only: every number, range and cause comes from Python; a cursor move sends
  * `watch_step` (Python shows that step's graph below and answers with the synced `watch_step`
@@ -17,7 +21,6 @@
  * pixels (a 10,000-step run paints one ImageData, each pixel the largest value of its steps, a
  * non-finite one wins); Play stops at the last watched step or on Pause.
  */
-import { toTyped } from './buffers.js';
 import { asRecord } from './jsonsafe.js';
 import { domHelpers } from './dom.js';
 import { formatNumber } from './format.js';
@@ -26,11 +29,23 @@ import { MSG, TRAIT } from './protocol.js';
 import { ALARM_COLOR } from './style.js';
 import { stepTicks } from './timelineaxis.js';
 import { ZERO_COLOR, cellColor, colorbarTicks, rampCss } from './timelinecolorbar.js';
+import { decodeTimeline, float32s, isInt, stepAt, strings } from './timelinedata.js';
 import { binRow, paintTimeline } from './timelinepaint.js';
 import { openDepth, visibleRows } from './timelinerows.js';
-import { cellText, firstText, healedText } from './timelinetext.js';
+import { bandText, cellText, firstText, healedText, stepNo } from './timelinetext.js';
+import { binToView, columnSteps, lowerBound, watchedSteps } from './timelinezoom.js';
+import { createZoom } from './timelinezoomui.js';
 
-export { binRow, cellColor };
+export { binRow, cellColor, decodeTimeline, float32s, stepAt };
+/**
+ * @typedef {import('./timelinedata.js').Timeline} Timeline
+ * @typedef {import('./timelinedata.js').Rows} Rows
+ * @typedef {import('./timelinedata.js').First} First
+ * @typedef {import('./timelinedata.js').Origin} Origin
+ * @typedef {import('./timelinedata.js').Healed} Healed
+ * @typedef {import('./timelinedata.js').Moved} Moved
+ * @typedef {import('./timelinezoom.js').View} View
+ */
 
 /** Row height (CSS px) of the heat map. */
 export const ROW_PX = 14;
@@ -45,158 +60,6 @@ export const PLAY_MS = 350;
 /** Step flags (`flags`, one byte per step; view/timeline.py). */
 export const FLAG = Object.freeze({ WATCHED: 1, NONFINITE: 2, EXPECTED: 4, FAILED: 8, HEALED: 16 });
 
-/**
- * @typedef {object} Rows
- * @property {string[]} id module paths ('' the model) or node ids (ops)
- * @property {string[]} label
- * @property {(string | null)[]} parent
- * @property {number[]} depth
- * @property {boolean[]} ops a module with ops of its own (expandable to them)
- * @property {number[]} calls times the module runs per step (a cell through time: > 1)
- * @property {boolean[]} fused its own ops hold a fused recurrent node (nn.LSTM's)
- *
- * @typedef {object} First
- * @property {number} step
- * @property {boolean} watched
- * @property {string | null} node
- * @property {string | null} name
- * @property {string | null} cause
- * @property {boolean} expected
- *
- * @typedef {object} Origin what the first NaN/Inf is (view/timeline.py `origin`)
- * @property {string | null} kind 'born', 'propagated', 'healed'
- * @property {string | null} where 'forward' (made by a forward op), 'backward'
- * @property {string | null} module the node's module
- * @property {string | null} forward_node
- * @property {string | null} forward_op
- * @property {string | null} forward_module
- * @property {string | null} forward_cause
- *
- * @typedef {object} HealedFirst
- * @property {number} step
- * @property {string | null} node where it was removed
- * @property {string | null} name
- * @property {string | null} born_node
- * @property {string | null} born_name
- * @property {string | null} born_cause
- * @property {string | null} module the birth node's module
- *
- * @typedef {{ steps: number[], count: number, first: HealedFirst }} Healed
- *
- * @typedef {{ module: string, factor: number, low_step: number, high_step: number }} Moved
- *
- * @typedef {object} Timeline the decoded `_timeline` trait
- * @property {number} nSteps every step (watched or not)
- * @property {Int32Array} watched the watched step numbers
- * @property {Float32Array} loss per step
- * @property {Uint8Array} flags per step
- * @property {Rows} rows
- * @property {Float32Array} values rows x watched, log10 norms (NaN none, +inf non-finite, -inf zero)
- * @property {[number, number]} range
- * @property {First | null} first
- * @property {Origin | null} origin
- * @property {Healed | null} healed
- * @property {Moved[]} moved
- * @property {string} movedRule the moved list's rule, in words (Python's)
- * @property {number | null} selected
- * @property {number} every one step in `every` is watched
- */
-
-/** @param {unknown} v @returns {string[]} */
-const strings = (v) => (Array.isArray(v) ? v.map((s) => String(s ?? '')) : []);
-
-/**
- * Float32 values sent as base64 (a reply carries JSON only) or as a buffer, `length` of them.
- * @param {unknown} v @param {number} length
- * @returns {Float32Array}
- * @example Array.from(float32s(btoa(String.fromCharCode(0, 0, 128, 63)), 1)) // [1]
- */
-export function float32s(v, length) {
-  if (typeof v !== 'string') return toTyped(v, Float32Array, { length });
-  let bin = '';
-  try {
-    bin = atob(v);
-  } catch {
-    bin = '';
-  }
-  const bytes = new Uint8Array(bin.length - (bin.length % 4));
-  for (let i = 0; i < bytes.length; i++) bytes[i] = bin.charCodeAt(i);
-  return toTyped(new Float32Array(bytes.buffer), Float32Array, { length });
-}
-
-/** @param {unknown} v @returns {v is number} */
-const isInt = (v) => Number.isInteger(v);
-
-/**
- * The `_timeline` trait (protocol.js `TimelinePayload`, or `{}` when not a watch), validated:
- * every field is read from `unknown` and checked; null when it is empty (not a watch).
- * @param {unknown} input
- * @returns {Timeline | null}
- * @example decodeTimeline({}) // null
- */
-export function decodeTimeline(input) {
-  const raw = asRecord(input);
-  if (!raw.format) return null;
-  const nSteps = isInt(raw.n_steps) && raw.n_steps >= 0 ? raw.n_steps : 0;
-  const watched = toTyped(raw.watched, Int32Array);
-  const r = asRecord(raw.rows);
-  const id = strings(r.id);
-  const n = id.length;
-  /** @template T @param {unknown} v @param {(x: unknown) => T} f @returns {T[]} */
-  const pick = (v, f) => Array.from({ length: n }, (_, i) => f(Array.isArray(v) ? v[i] : undefined));
-  const rows = {
-    id,
-    label: pick(r.label, (x) => String(x ?? '')),
-    parent: pick(r.parent, (x) => (typeof x === 'string' ? x : null)),
-    depth: pick(r.depth, (x) => (isInt(x) && x >= 0 ? x : 0)),
-    ops: pick(r.ops, (x) => x === true),
-    calls: pick(r.calls, (x) => (isInt(x) && x > 0 ? x : 1)),
-    fused: pick(r.fused, (x) => x === true),
-  };
-  const range = Array.isArray(raw.range) && raw.range.length === 2 && raw.range.every(Number.isFinite) ? /** @type {[number, number]} */ ([raw.range[0], raw.range[1]]) : /** @type {[number, number]} */ ([0, 1]);
-  const f = asRecord(raw.first);
-  const str = (/** @type {unknown} */ v) => (typeof v === 'string' ? v : null);
-  /** @param {Record<string, unknown>} o @param {string[]} keys */
-  const strs = (o, keys) => Object.fromEntries(keys.map((k) => [k, str(o[k])]));
-  const o = raw.origin && typeof raw.origin === 'object' ? asRecord(raw.origin) : null;
-  const hd = asRecord(raw.healed);
-  const hdSteps = Array.isArray(hd.steps) ? hd.steps : null;
-  const hdFirst = asRecord(hd.first);
-  return {
-    nSteps,
-    watched,
-    loss: toTyped(raw.loss, Float32Array, { length: nSteps }),
-    flags: toTyped(raw.flags, Uint8Array, { length: nSteps }),
-    rows,
-    values: toTyped(raw.values, Float32Array, { length: n * watched.length }),
-    range,
-    first: isInt(f.step) ? { step: f.step, watched: f.watched === true, node: str(f.node), name: str(f.name), cause: str(f.cause), expected: f.expected === true } : null,
-    origin: o ? /** @type {Origin} */ (strs(o, ['kind', 'where', 'module', 'forward_node', 'forward_op', 'forward_module', 'forward_cause'])) : null,
-    healed: hdSteps && isInt(hdFirst.step)
-      ? {
-          steps: hdSteps.filter(isInt),
-          count: isInt(hd.count) ? hd.count : hdSteps.length,
-          first: { step: hdFirst.step, .../** @type {Omit<HealedFirst, 'step'>} */ (strs(hdFirst, ['node', 'name', 'born_node', 'born_name', 'born_cause', 'module'])) },
-        }
-      : null,
-    movedRule: typeof raw.moved_rule === 'string' ? raw.moved_rule : '',
-    // the records as Python sent them, kept when their two read fields hold (view/timeline.py `moved`)
-    moved: Array.isArray(raw.moved) ? /** @type {Moved[]} */ (raw.moved.filter((m) => typeof asRecord(m).module === 'string' && Number.isFinite(asRecord(m).factor))) : [],
-    selected: isInt(raw.selected) ? raw.selected : null,
-    every: isInt(raw.every) && raw.every > 0 ? raw.every : 1,
-  };
-}
-
-/**
- * The watched step nearest to fraction `t` (0..1) of the timeline's width.
- * @param {Int32Array} watched @param {number} t
- * @returns {number | null}
- */
-export function stepAt(watched, t) {
-  if (!watched.length) return null;
-  const k = Math.max(0, Math.min(watched.length - 1, Math.floor(t * watched.length)));
-  return watched[k];
-}
 
 /**
  * The traits the timeline reads (`_timeline`, `watch_step`), read as `unknown` and checked: the
@@ -204,7 +67,7 @@ export function stepAt(watched, t) {
  * @typedef {{ get(name: string): unknown, on(ev: string, cb: Function): void, off(ev: string, cb: Function): void }} TimelineModel
  *
  * What the painted canvas carries for tests and tools (`canvas.agwTimeline`, see `paint`).
- * @typedef {{ width: number, height: number, rows: string[], top: number, rowPx: number, axisTop: number, ticks: ReturnType<typeof stepTicks>, watched: number[], selected: number | null, cursorX: number | null }} TimelineProbe
+ * @typedef {{ width: number, height: number, rows: string[], top: number, rowPx: number, axisTop: number, ticks: ReturnType<typeof stepTicks>, watched: number[], selected: number | null, cursorX: number | null, span: [number, number], banded: boolean, exact: boolean }} TimelineProbe
  */
 
 /**
@@ -217,7 +80,7 @@ export function stepAt(watched, t) {
  *   live: boolean,
  *   schedule?: (cb: () => void) => void,
  * }} ctx `live`: a kernel answers (a standalone page only shows the steps it holds)
- * @returns {{ el: HTMLElement, destroy: () => void, paint: () => void, select: (step: number, node?: string | null) => void, state: () => { expanded: string[], selected: number | null, playing: boolean, focus: { k: number, r: number } | null } }}
+ * @returns {{ el: HTMLElement, destroy: () => void, paint: () => void, select: (step: number, node?: string | null) => void, state: () => { expanded: string[], selected: number | null, playing: boolean, focus: { k: number, r: number } | null, span: [number, number] | null } }}
  */
 export function createTimeline(doc, ctx) {
   const { h, button } = domHelpers(doc);
@@ -241,6 +104,12 @@ export function createTimeline(doc, ctx) {
   let timer = null;
   let destroyed = false;
   const rowsReq = latestReply(ctx.request);
+  /** The run's watched steps (a banded trait holds each band's first only: read from the flags). */
+  const runWatched = () => (!data ? new Int32Array(0) : data.columns ? (allWatched ??= watchedSteps(data.flags)) : data.watched);
+  /** @type {Int32Array | null} */
+  let allWatched = null;
+  /** @param {number} step */
+  const isWatchedStep = (step) => !!data && (data.columns ? (data.flags[step] & FLAG.WATCHED) !== 0 : data.watched.includes(step));
 
   const play = button('▶ Play', 'Play: move the cursor through the watched steps', 'agw-button agw-tl-play');
   const first = button('First NaN/Inf', 'Jump to the first step whose gradients hold a NaN or an Inf, and to the node where it was born', 'agw-button agw-tl-first');
@@ -252,7 +121,7 @@ export function createTimeline(doc, ctx) {
   const notes = h('div', { class: 'agw-tl-notes', style: 'font-size:12px;opacity:0.85' });
   const colorbar = h('div', { class: 'agw-tl-legend agw-tl-colorbar', style: 'display:flex;align-items:flex-start;gap:6px' });
   const labels = h('div', { class: 'agw-tl-labels', role: 'tree', 'aria-label': 'Modules' });
-  const help = 'Gradient norm per module (rows) and watched step (columns). Arrow keys move a cell, Home and End go to the first and last step, Enter shows that step\'s graph; the cell is read out below.';
+  const help = 'Gradient norm per module (rows) and watched step (columns). Arrow keys move a cell, Home and End go to the first and last step, Enter shows that step\'s graph; the cell is read out below. The wheel, + and - zoom in time, a drag or Shift+arrows pan, 0 shows the whole run.';
   const canvas = /** @type {HTMLCanvasElement} */ (h('canvas', { class: 'agw-tl-canvas', tabindex: '0', role: 'application', 'aria-roledescription': 'timeline grid', 'aria-label': help, 'aria-describedby': '' }));
   const probed = /** @type {HTMLCanvasElement & { agwTimeline?: TimelineProbe }} */ (canvas);
   const tip = h('div', { class: 'agw-tl-tip', role: 'tooltip', hidden: '', style: 'position:absolute;z-index:2;pointer-events:none;padding:2px 6px;border-radius:3px;background:rgba(20,20,20,0.92);color:#fff;font-size:11px;white-space:nowrap' });
@@ -260,6 +129,19 @@ export function createTimeline(doc, ctx) {
   const body = h('div', { class: 'agw-tl-body' }, labels, grid);
   const el = h('div', { class: 'agw-timeline', 'aria-label': 'Training timeline' },
     h('div', { class: 'agw-tl-bar' }, play, first, healedBtn, stepText, colorbar), body, readout, cause, moved, notes);
+  const zoom = createZoom(doc, {
+    canvas,
+    request: ctx.request,
+    live: ctx.live,
+    data: () => data,
+    watched: runWatched,
+    anchor: () => (focus ? (focus.k + 0.5) / Math.max(1, zoom.view().axis.length) : 0.5),
+    changed: () => schedule(paint),
+    error: (msg) => {
+      cause.textContent = msg;
+    },
+  });
+  el.querySelector('.agw-tl-bar')?.insertBefore(zoom.bar, colorbar);
   const readId = `agw-tl-read-${Math.random().toString(36).slice(2, 9)}`;
   readout.id = readId;
   canvas.setAttribute('aria-describedby', readId);
@@ -298,7 +180,8 @@ export function createTimeline(doc, ctx) {
       if (canOpen) tw.addEventListener('click', () => toggle(r.id));
       labels.append(item);
     }
-    labels.style.paddingBottom = `${AXIS_PX}px`;
+    // the axis's title, beside its step numbers (hidden from the tree: the canvas's label says it)
+    labels.append(h('div', { class: 'agw-tl-axis-title', 'aria-hidden': 'true', style: `height:${AXIS_PX}px;line-height:${AXIS_PX}px;text-align:right;padding-right:4px;font-size:10px;opacity:0.8` }, 'step →'));
   }
 
   /** Open or close a module's rows (its ops asked of the kernel once). @param {string} id */
@@ -312,7 +195,7 @@ export function createTimeline(doc, ctx) {
           reply: (reply) => {
             const rep = asRecord(reply); // wire/trainpayload.py `rows_payload`
             const n = Array.isArray(rep.id) ? rep.id.length : 0;
-            ops.set(id, { id: strings(rep.id), label: strings(rep.label), values: float32s(rep.values, n * (data?.watched.length ?? 0)), note: typeof rep.note === 'string' ? rep.note : null });
+            ops.set(id, { id: strings(rep.id), label: strings(rep.label), values: float32s(rep.values, n * runWatched().length), note: typeof rep.note === 'string' ? rep.note : null });
             renderLabels();
             renderNotes();
             paint();
@@ -339,6 +222,7 @@ export function createTimeline(doc, ctx) {
   function paint() {
     if (destroyed || !data) return;
     const d = data;
+    const v = zoom.view();
     const rows = rowsNow();
     const width = Math.max(50, Math.floor(canvas.clientWidth || body.clientWidth - 160 || 640));
     const height = LOSS_PX + rows.length * ROW_PX + AXIS_PX;
@@ -352,33 +236,50 @@ export function createTimeline(doc, ctx) {
       g.setTransform(ratio, 0, 0, ratio, 0, 0);
       const fg = win.getComputedStyle ? win.getComputedStyle(el).color || '#444' : '#444';
       cursorX = paintTimeline(g, { d, rows, width, ratio, lossPx: LOSS_PX, rowPx: ROW_PX, axisPx: AXIS_PX, selected, focus, fg, flag: FLAG,
-        source: (r) => (r.kind === 'module' ? d.values : ops.get(r.module)?.values) });
+        view: v, source: (r) => source(v, r) });
     }
-    const ticks = stepTicks(d.watched, width);
-    probed.agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, axisTop: LOSS_PX + rows.length * ROW_PX, ticks, watched: Array.from(d.watched), selected, cursorX };
+    const ticks = stepTicks(v.axis, width);
+    probed.agwTimeline = { width, height, rows: rows.map((r) => r.id), top: LOSS_PX, rowPx: ROW_PX, axisTop: LOSS_PX + rows.length * ROW_PX, ticks, watched: Array.from(v.pick), selected, cursorX, span: [v.start, v.stop], banded: v.banded, exact: zoom.exact() };
     canvas.dataset.painted = String(Number(canvas.dataset.painted || 0) + 1);
     renderStatus();
+    zoom.sized(width);
+  }
+
+  /** Op rows binned to a view's columns, per view (a zoom bins again). @type {WeakMap<View, Map<string, Float32Array>>} */
+  const binned = new WeakMap();
+  /** A row's values in view `v` (rows x its columns). @param {View} v @param {{ kind: 'module' | 'op', module: string }} r */
+  function source(v, r) {
+    if (r.kind === 'module') return v.values;
+    const o = ops.get(r.module);
+    if (!o || (v.whole && !v.banded)) return o?.values;
+    const per = binned.get(v) ?? new Map();
+    binned.set(v, per);
+    if (!per.has(r.module)) per.set(r.module, binToView(o.values, o.id.length, runWatched(), v));
+    return per.get(r.module);
   }
 
   /** The reading of the cell at column `k`, row `r` of the rows shown (null outside). @param {number} k @param {number} r */
   function readCell(k, r) {
     if (!data) return null;
-    const d = data;
-    const rows = rowsNow();
-    const row = rows[r];
-    const n = d.watched.length;
+    const v = zoom.view();
+    const row = rowsNow()[r];
+    const n = v.axis.length;
     if (!row || k < 0 || k >= n) return null;
-    const src = row.kind === 'module' ? d.values : ops.get(row.module)?.values;
-    const at = (/** @type {number} */ j) => (src && j >= 0 ? src[row.row * n + j] : NaN);
+    const src = source(v, row);
+    const at = (/** @type {number} */ j, /** @type {Float32Array | null | undefined} */ a = src) => (a && j >= 0 ? a[row.row * n + j] : NaN);
     const name = row.kind === 'module' ? row.id || row.label : `${row.module || 'model'} › ${row.label}`;
-    return cellText({ step: d.watched[k], prevStep: k > 0 ? d.watched[k - 1] : null, name, v: at(k), prev: at(k - 1) });
+    const c = columnSteps(v, k, runWatched());
+    if (v.banded && c.count > 1) return bandText({ ...c, name, hi: at(k), lo: row.kind === 'module' ? at(k, v.valuesMin) : NaN });
+    // the column before the first of a zoomed view is not held: no change is said
+    return cellText({ step: v.pick[k], prevStep: k > 0 ? v.pick[k - 1] : v.whole ? null : -1, name, v: at(k), prev: at(k - 1) });
   }
 
   /** Where the pointer is: the cell (k, r), r -1 on the loss band. @param {number} x @param {number} y CSS px in the canvas */
   function cellAt(x, y) {
-    if (!data || !data.watched.length) return null;
+    const n = zoom.view()?.axis.length ?? 0;
+    if (!data || !n) return null;
     const w = canvas.clientWidth || Number(probed.agwTimeline?.width) || 1;
-    const k = Math.max(0, Math.min(data.watched.length - 1, Math.floor((x / w) * data.watched.length)));
+    const k = Math.max(0, Math.min(n - 1, Math.floor((x / w) * n)));
     const r = y < LOSS_PX ? -1 : Math.floor((y - LOSS_PX) / ROW_PX);
     return { k, r };
   }
@@ -386,8 +287,11 @@ export function createTimeline(doc, ctx) {
   /** @param {number} k */
   function lossText(k) {
     if (!data) return '';
-    const s = data.watched[k];
-    return `step ${s} · loss ${formatNumber(s < data.nSteps ? data.loss[s] : NaN)}`;
+    const v = zoom.view();
+    const c = columnSteps(v, k, runWatched());
+    const s = v.pick[k];
+    const span = c.last > c.first ? `steps ${stepNo(c.first)}–${stepNo(c.last)} · ` : '';
+    return `${span}step ${stepNo(s)} · loss ${formatNumber(s < data.nSteps ? data.loss[s] : NaN)}`;
   }
 
   canvas.addEventListener('mousemove', (ev) => {
@@ -411,16 +315,20 @@ export function createTimeline(doc, ctx) {
 
   /** Move the keyboard's cell and read it out. @param {number} k @param {number} r */
   function focusCell(k, r) {
-    if (!data || !data.watched.length) return;
+    const v = zoom.view();
+    const n = v?.axis.length ?? 0;
+    if (!data || !n) return;
+    if (!v.whole && (k < 0 || k >= n) && Number.isFinite(k)) zoom.pan(k < 0 ? -0.1 : 0.1); // past the edge of a zoom: pan
     const nr = rowsNow().length;
-    focus = { k: Math.max(0, Math.min(data.watched.length - 1, k)), r: Math.max(0, Math.min(nr - 1, r)) };
+    focus = { k: Math.max(0, Math.min(n - 1, k)), r: Math.max(0, Math.min(nr - 1, r)) };
     readout.textContent = readCell(focus.k, focus.r) ?? '';
     paint();
   }
   canvas.addEventListener('keydown', (ev) => {
-    if (!data || !data.watched.length) return;
-    const f = focus ?? { k: Math.max(0, data.watched.indexOf(selected ?? -1)), r: 0 };
-    const page = Math.max(1, Math.round(data.watched.length / 10));
+    const v = zoom.view();
+    if (!data || !v?.axis.length) return;
+    const f = focus ?? { k: Math.max(0, cursorColumn(v)), r: 0 };
+    const page = Math.max(1, Math.round(v.axis.length / 10));
     /** @type {Record<string, () => void>} */
     const keys = {
       ArrowLeft: () => focusCell(f.k - 1, f.r),
@@ -431,8 +339,8 @@ export function createTimeline(doc, ctx) {
       PageDown: () => focusCell(f.k + page, f.r),
       Home: () => focusCell(0, f.r),
       End: () => focusCell(Infinity, f.r),
-      Enter: () => { stop(); select(/** @type {Timeline} */ (data).watched[f.k]); },
-      ' ': () => { stop(); select(/** @type {Timeline} */ (data).watched[f.k]); },
+      Enter: () => { stop(); select(v.pick[f.k]); },
+      ' ': () => { stop(); select(v.pick[f.k]); },
     };
     const act = keys[ev.key];
     if (!act) return;
@@ -441,16 +349,20 @@ export function createTimeline(doc, ctx) {
     act();
   });
   canvas.addEventListener('focus', () => {
-    if (!focus && data?.watched.length) focusCell(Math.max(0, data.watched.indexOf(selected ?? -1)), 0);
+    if (!focus && data?.watched.length) focusCell(Math.max(0, cursorColumn(zoom.view())), 0);
   });
+  /** The column of `v` holding the selected step (-1: none, or outside the view). @param {View} v */
+  const cursorColumn = (v) => (selected === null ? -1 : lowerBound(v.axis, selected + 1) - 1);
 
   function renderStatus() {
     if (!data) return;
     const d = data;
-    const n = d.watched.length;
-    const k = selected === null ? -1 : d.watched.indexOf(selected);
+    const all = runWatched();
+    const n = all.length;
+    const k = selected === null ? -1 : lowerBound(all, selected);
     const loss = selected !== null && selected < d.nSteps ? d.loss[selected] : NaN;
-    stepText.textContent = selected === null ? `${d.nSteps} steps, none watched` : `step ${selected} (${k + 1} of ${n} watched, ${d.nSteps} steps) · loss ${formatNumber(loss)}`;
+    const f = stepNo;
+    stepText.textContent = selected === null ? `${f(d.nSteps)} steps, none watched` : `step ${f(selected)} (${f(k + 1)} of ${f(n)} watched, ${f(d.nSteps)} steps) · loss ${formatNumber(loss)}`;
     first.disabled = !d.first;
     const healedFirst = d.origin?.kind === 'healed';
     first.textContent = healedFirst ? 'First NaN/Inf (healed)' : 'First NaN/Inf';
@@ -464,7 +376,7 @@ export function createTimeline(doc, ctx) {
     if (d.moved.length) {
       moved.append(h('span', { class: 'agw-tl-moved-title', title: d.movedRule }, 'Moved > 10x, standing out: '));
       for (const m of d.moved) {
-        const b = button(`${m.module || 'model'} ×${formatNumber(m.factor)} (step ${m.low_step} ↔ ${m.high_step})`, 'Show this module\'s row', 'agw-link agw-tl-moved-item');
+        const b = button(`${m.module || 'model'} ×${formatNumber(m.factor)} (step ${stepNo(m.low_step)} ↔ ${stepNo(m.high_step)})`, 'Show this module\'s row', 'agw-link agw-tl-moved-item');
         b.addEventListener('click', () => reveal(m.module));
         moved.append(b);
       }
@@ -487,7 +399,7 @@ export function createTimeline(doc, ctx) {
 
   /** Move the cursor to `step` and show its graph below (with `node` selected). @param {number} step @param {string | null} [node] */
   function select(step, node = null) {
-    if (!data || !data.watched.includes(step)) return;
+    if (!isWatchedStep(step)) return;
     if (!ctx.live && step !== ctx.model.get(TRAIT.WATCH_STEP)) {
       // a standalone page holds one step's graph
       cause.textContent = `This page holds the graph of step ${ctx.model.get(TRAIT.WATCH_STEP)} only; open the watch in a notebook (aw.explore(aw.load_watch(path))) to see step ${step}.`;
@@ -495,6 +407,9 @@ export function createTimeline(doc, ctx) {
       return;
     }
     selected = step;
+    const v = zoom.view();
+    const half = (v.stop - v.start) / 2;
+    if (!v.whole && (step < v.start || step >= v.stop)) zoom.setSpan({ start: step - half, stop: step + half }); // a zoom follows the cursor
     ctx.send(node ? { type: MSG.WATCH_STEP, step, node } : { type: MSG.WATCH_STEP, step });
     schedule(paint);
   }
@@ -507,12 +422,12 @@ export function createTimeline(doc, ctx) {
 
   play.addEventListener('click', () => {
     if (timer !== null || !data) return stop();
-    const d = data;
+    const all = runWatched();
     play.textContent = '⏸ Pause';
     timer = setInterval(() => {
-      const k = selected === null ? -1 : d.watched.indexOf(selected);
-      if (k + 1 >= d.watched.length) return stop();
-      select(d.watched[k + 1]);
+      const k = selected === null ? 0 : lowerBound(all, selected + 1);
+      if (k >= all.length) return stop();
+      select(all[k]);
     }, PLAY_MS);
   });
   /** Say `text` and go to `step` with `node` selected (when this page can). @param {string} text @param {number} step @param {string | null} node @param {boolean} watched */
@@ -535,9 +450,9 @@ export function createTimeline(doc, ctx) {
     if (hd) jump(healedText(hd), hd.first.step, hd.first.born_node ?? hd.first.node, true);
   });
   canvas.addEventListener('click', (ev) => {
-    if (!data) return;
+    if (!data || zoom.dragged()) return;
     const rect = canvas.getBoundingClientRect();
-    const s = stepAt(data.watched, (ev.clientX - rect.left) / Math.max(1, rect.width));
+    const s = stepAt(zoom.view().pick, (ev.clientX - rect.left) / Math.max(1, rect.width));
     if (s !== null) {
       stop();
       select(s);
@@ -546,6 +461,8 @@ export function createTimeline(doc, ctx) {
 
   const onData = () => {
     data = decodeTimeline(ctx.model.get(TRAIT.TIMELINE));
+    allWatched = null;
+    zoom.reset();
     ops.clear();
     expanded = data ? openDepth(data.rows, FIT_ROWS) : new Set(['']);
     focus = null;
@@ -573,11 +490,12 @@ export function createTimeline(doc, ctx) {
     el,
     paint,
     select,
-    state: () => ({ expanded: [...expanded], selected, playing: timer !== null, focus }),
+    state: () => ({ expanded: [...expanded], selected, playing: timer !== null, focus, span: data ? [zoom.view().start, zoom.view().stop] : null }),
     destroy() {
       destroyed = true;
       stop();
       rowsReq.drop();
+      zoom.destroy();
       for (const [ev, cb] of listeners) ctx.model.off(ev, cb);
     },
   };

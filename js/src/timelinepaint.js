@@ -1,6 +1,7 @@
 /**
  * The timeline's canvas (timeline.js): the loss curve, the heat map, the step axis, the cursor
- * and the focused cell, painted from a decoded timeline and the rows shown.
+ * and the focused cell, painted from a decoded timeline, the view (the steps shown and their
+ * columns: timelinezoom.js) and the rows shown.
  *
  * Guarantees: columns are binned to pixels (a 10,000-step run paints one ImageData, each pixel
  * the largest value of its steps, a non-finite one wins); the axis labels never overlap (they
@@ -10,6 +11,7 @@
 import { ALARM_COLOR, SELECT_COLOR } from './style.js';
 import { stepTicks, stepX } from './timelineaxis.js';
 import { cellColor } from './timelinecolorbar.js';
+import { columnOf } from './timelinezoom.js';
 
 /** A step where a NaN/Inf was born and healed (its tick on the loss band). */
 export const HEALED_COLOR = '#f28e2b';
@@ -42,6 +44,27 @@ export function binRow(values, offset, n, width) {
   return out;
 }
 
+/**
+ * Per pixel column (`width` of them), the smallest and largest finite loss of the steps
+ * `from <= s < to` drawn there (`xOf`: a step's x); NaN where none.
+ * @param {ArrayLike<number>} loss @param {number} from @param {number} to @param {number} width
+ * @param {(s: number) => number} xOf
+ * @returns {{ lo: Float32Array, hi: Float32Array }}
+ * @example Array.from(lossEnvelope([3, 1, 2, NaN], 0, 4, 2, (s) => s / 2).hi) // [3, 2]
+ */
+export function lossEnvelope(loss, from, to, width, xOf) {
+  const lo = new Float32Array(width).fill(NaN);
+  const hi = new Float32Array(width).fill(NaN);
+  for (let s = from; s < to; s++) {
+    const v = loss[s];
+    if (!Number.isFinite(v)) continue;
+    const x = Math.max(0, Math.min(width - 1, Math.floor(xOf(s))));
+    if (!(v >= lo[x])) lo[x] = v;
+    if (!(v <= hi[x])) hi[x] = v;
+  }
+  return { lo, hi };
+}
+
 /** @param {string} hex @returns {[number, number, number]} */
 function rgb(hex) {
   const v = parseInt(hex.slice(1), 16);
@@ -50,7 +73,8 @@ function rgb(hex) {
 
 /**
  * @typedef {object} PaintInput
- * @property {import('./timeline.js').Timeline} d
+ * @property {import('./timelinedata.js').Timeline} d
+ * @property {import('./timelinezoom.js').View} view the steps shown and their columns
  * @property {{ kind: 'module' | 'op', module: string, row: number }[]} rows the rows shown
  * @property {(r: { kind: 'module' | 'op', module: string }) => ArrayLike<number> | undefined} source a row's values
  * @property {number} width CSS px @property {number} ratio device pixels per CSS px
@@ -62,42 +86,69 @@ function rgb(hex) {
  */
 
 /**
- * Paint the whole timeline on `g` (its transform set to `ratio`): the loss of every step (NaN/Inf
- * steps as red ticks, healed births as orange ones), the heat map, the axis, the cursor and the
- * focused cell. Returns the cursor's x (CSS px) or null.
+ * Paint the timeline of the view's steps on `g` (its transform set to `ratio`): the loss of
+ * every step (NaN/Inf steps as red ticks, healed births as orange ones), the heat map (a column
+ * per view column, binned to pixels), the axis, the cursor and the focused cell. Returns the
+ * cursor's x (CSS px), null when the selected step is not in view.
  * @param {CanvasRenderingContext2D} g @param {PaintInput} p
  * @returns {number | null}
  */
 export function paintTimeline(g, p) {
-  const { d, rows, width, ratio, lossPx, rowPx, axisPx } = p;
+  const { d, view, rows, width, ratio, lossPx, rowPx, axisPx } = p;
+  const from = Math.max(0, view.start);
+  const to = Math.min(d.nSteps, view.stop);
   const gridH = rows.length * rowPx;
   const height = lossPx + gridH + axisPx;
   g.clearRect(0, 0, width, height);
   let lo = Infinity;
   let hi = -Infinity;
-  for (const v of d.loss) if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  for (let s = from; s < to; s++) {
+    const v = d.loss[s];
+    if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  }
   if (hi <= lo) hi = lo + 1;
-  const xOf = (/** @type {number} */ s) => (d.watched.length ? stepX(d.watched, s, width) : ((s + 0.5) / Math.max(1, d.nSteps)) * width);
+  const xOf = (/** @type {number} */ s) => (view.axis.length ? stepX(view.axis, s, width) : ((s - view.start + 0.5) / Math.max(1, view.stop - view.start)) * width);
+  const yOf = (/** @type {number} */ v) => 4 + (1 - (v - lo) / (hi - lo)) * (lossPx - 10);
+  const pxW = Math.max(1, Math.ceil(width));
   g.strokeStyle = '#4e79a7';
+  g.fillStyle = '#4e79a7';
   g.lineWidth = 1.2;
   g.beginPath();
-  let pen = false;
-  for (let s = 0; s < d.nSteps; s++) {
-    const v = d.loss[s];
-    if (!Number.isFinite(v)) { pen = false; continue; }
-    const x = xOf(s);
-    const y = 4 + (1 - (v - lo) / (hi - lo)) * (lossPx - 10);
-    if (pen) g.lineTo(x, y); else g.moveTo(x, y);
-    pen = true;
+  if (to - from > 2 * pxW) {
+    // more steps than pixels: each pixel column's smallest to largest loss (a 100,000-step
+    // polyline costs seconds to stroke; a spike stays one pixel column tall)
+    const env = lossEnvelope(d.loss, from, to, pxW, xOf);
+    for (let x = 0; x < pxW; x++) {
+      if (!(env.hi[x] >= env.lo[x])) continue;
+      const top = yOf(env.hi[x]);
+      g.rect(x, top, 1, Math.max(1.2, yOf(env.lo[x]) - top));
+    }
+    g.fill();
+  } else {
+    let pen = false;
+    for (let s = from; s < to; s++) {
+      const v = d.loss[s];
+      if (!Number.isFinite(v)) { pen = false; continue; }
+      const x = xOf(s);
+      if (pen) g.lineTo(x, yOf(v)); else g.moveTo(x, yOf(v));
+      pen = true;
+    }
+    g.stroke();
   }
-  g.stroke();
-  for (let s = 0; s < d.nSteps; s++) {
+  // NaN/Inf and healed steps: one tick per pixel column (NaN/Inf wins)
+  const marks = new Uint8Array(pxW);
+  for (let s = from; s < to; s++) {
     const f = d.flags[s];
     if (!(f & (p.flag.NONFINITE | p.flag.HEALED))) continue;
-    g.fillStyle = f & p.flag.NONFINITE ? ALARM_COLOR : HEALED_COLOR;
-    g.fillRect(Math.floor(xOf(s)) - 1, lossPx - 5, 2, 4);
+    const x = Math.max(0, Math.min(pxW - 1, Math.floor(xOf(s))));
+    marks[x] = Math.max(marks[x], f & p.flag.NONFINITE ? 2 : 1);
   }
-  const nCols = d.watched.length;
+  for (let x = 0; x < pxW; x++) {
+    if (!marks[x]) continue;
+    g.fillStyle = marks[x] === 2 ? ALARM_COLOR : HEALED_COLOR;
+    g.fillRect(x - 1, lossPx - 5, 2, 4);
+  }
+  const nCols = view.axis.length;
   if (rows.length && nCols) {
     const img = g.createImageData(Math.floor(width * ratio), Math.floor(gridH * ratio));
     if (img?.data) {
@@ -136,13 +187,17 @@ export function paintTimeline(g, p) {
   g.beginPath();
   g.moveTo(0, axisY + 0.5);
   g.lineTo(width, axisY + 0.5);
-  const ticks = stepTicks(d.watched, width);
+  const ticks = stepTicks(view.axis, width);
   for (const t of ticks) {
     g.moveTo(Math.round(t.x) + 0.5, axisY);
     g.lineTo(Math.round(t.x) + 0.5, axisY + 4);
   }
   g.stroke();
-  for (const t of ticks) g.fillText(String(t.step), Math.min(width - 14, Math.max(14, t.x)), axisY + 5);
+  for (const t of ticks) {
+    const text = t.step.toLocaleString('en-US'); // 61,200: a long run's steps read at a glance
+    const half = (g.measureText?.(text)?.width ?? 6 * text.length) / 2 + 1;
+    g.fillText(text, Math.min(width - half, Math.max(half, t.x)), axisY + 5); // whole, inside the grid
+  }
   // the keyboard's cell
   if (p.focus && nCols && p.focus.r < rows.length) {
     const cw = width / nCols;
@@ -151,8 +206,9 @@ export function paintTimeline(g, p) {
     g.strokeRect(p.focus.k * cw + 0.75, lossPx + p.focus.r * rowPx + 0.75, Math.max(2, cw - 1.5), rowPx - 1.5);
   }
   if (p.selected === null || !nCols) return null;
-  const k = d.watched.indexOf(p.selected);
-  const x = ((Math.max(0, k) + 0.5) / nCols) * width;
+  const k = columnOf(view, p.selected);
+  if (k < 0) return null;
+  const x = ((k + 0.5) / nCols) * width;
   g.strokeStyle = SELECT_COLOR;
   g.lineWidth = 2;
   g.beginPath();
