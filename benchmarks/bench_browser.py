@@ -24,6 +24,17 @@ the input event's timestamp to the first animation frame after the canvas repain
   timeline's canvas painted ("load + explore -> timeline painted": the load, Python's timeline
   and the selected step's graph, transfer, decode, paint), and from the moment the front-end
   built the timeline to that frame ("timeline built -> painted").
+- a long run (issue 39, `--long-run`): synthetic watches of 1,000 and 100,000 steps over a real
+  GPT-2-config graph (`--long-nodes`, 2,000 nodes by default), written by bench_watch.py's
+  `synthetic_watch` and loaded in a cell before (untimed in the page; the load is timed in the
+  kernel); then `w = aw.explore(watch); w` from the Shift+Enter keydown to the first frame after
+  the timeline's canvas painted ("explore -> timeline painted": Python's timeline from the
+  stored summaries and the selected step's graph, transfer, decode, paint), from the front-end
+  building the timeline to that frame ("timeline built -> painted", target <= 500 ms), and
+  real mouse clicks on timeline columns (4 places across the grid), each from the click
+  event to the first frame after the graph below repainted with the clicked step ("click ->
+  step's graph", target <= 300 ms: the step's record read on demand, its graph laid out, sent
+  and painted); per repeat the median of the clicks. Its own section (browser_long_run).
 - semantic zoom (issue 30): on a graph drawn with every frame (collapse="none"), whose Fit
   stops at the legible scale, one wheel notch out at the view's centre folds the deepest
   frames; then wheel notches in (one every 400 ms) on a folded box until it opens. Each from
@@ -59,6 +70,8 @@ from labserver import CHROMIUM, CHROMIUM_ARGS, start_lab  # noqa: E402
 SECTION = "browser"
 #: The section `--watch-only` writes (the watched run alone).
 WATCH_SECTION = "browser_watch"
+#: The section `--long-run` writes (issue 39: a watch of 100,000 steps beside one of 1,000).
+LONG_SECTION = "browser_long_run"
 TIMEOUT = 120  # seconds, for the server, a kernel, a cell
 
 PRELUDE = """\
@@ -513,6 +526,8 @@ WHAT = {
     "load": "aw.load_watch (kernel)",
     "loaded_painted": "load + explore -> timeline painted",
     "paint": "timeline built -> painted",
+    "explore_painted": "explore -> timeline painted",
+    "click_graph": "click -> step's graph",
     "fold_out": "semantic zoom out: fold",
     "open_in": "semantic zoom in: open",
 }
@@ -529,6 +544,10 @@ SEMZOOM_METHOD = (
 
 
 def section(rows: list[Row], repeats: int, clicks: int, argv: list[str], load: str) -> str:
+    if rows and any(r.measure == "click_graph" for r in rows):
+        from bench_browser_long import long_section
+
+        return long_section(rows, repeats, clicks, argv, load)
     if rows and all(r.case.name.startswith("watch") for r in rows):
         return watch_section(rows, repeats, argv, load)
     lines = [
@@ -611,6 +630,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS, help="file to write the section")
     parser.add_argument("--watch-only", action="store_true",
                         help="only the watched run (its own section, browser_watch)")
+    parser.add_argument("--long-run", action="store_true",
+                        help="only issue 39's long run: watches of 1,000 and 100,000 steps "
+                             "(its own section, browser_long_run)")  # fmt: skip
+    parser.add_argument("--long-nodes", type=int, default=2000,
+                        help="graph nodes of the long run's synthetic watch (default 2000)")
     parser.add_argument("--only", default=None, help="only the graphs whose name contains this")
     parser.add_argument("--section", default=SECTION,
                         help="the RESULTS.md section to write (default: browser)")
@@ -627,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = start_lab(base, timeout=TIMEOUT)
         url = server.url
-        server.write_notebook("bench.ipynb", [PRELUDE, "pass", "pass"])
+        server.write_notebook("bench.ipynb", [PRELUDE, "pass", "pass", "pass"])
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
@@ -636,12 +660,18 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
             page.wait_for_function(KERNEL_IDLE, arg="bench.ipynb")
             run_cell(page, 0)
-            todo = [] if args.watch_only else cases(args.tiny)
+            todo = [] if args.watch_only or args.long_run else cases(args.tiny)
             todo = [c for c in todo if not args.only or args.only in c.name]
-            if not args.only:
+            if args.long_run:
+                from bench_browser_long import long_cases, measure_long
+
+                todo = long_cases(args.long_nodes)
+            elif not args.only:
                 todo.append(watch_case(args.tiny))
             for case in todo:
-                run = measure_watch if case.name.startswith("watch") else measure
+                run = (measure_watch if case.name.startswith("watch") else measure)
+                if "click_graph" in case.targets:
+                    run = measure_long
                 for row in run(page, case, repeats, args.clicks):
                     rows.append(row)
                     print(
@@ -657,7 +687,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
     load1 = os.getloadavg()[0]
     body = section(rows, repeats, args.clicks, argv, f"{load0:.2f} / {load1:.2f}")
-    write_section(WATCH_SECTION if args.watch_only else args.section, body, args.results)
+    name = LONG_SECTION if args.long_run else WATCH_SECTION if args.watch_only else args.section
+    write_section(name, body, args.results)
     print(f"wrote {args.results}")
     return 0
 
