@@ -6,8 +6,10 @@ resnet18's architecture (7x7 stride-2 stem, max-pool, four stages of two basic b
 images is timed plain, watched (every=1), and unwatched (the steps `every=10` skips: the
 parameters' exact non-finite check, engine/watch/leafcheck.py); `every=10` is (1 watched + 9
 unwatched) / 10 plain, from the medians. Interleaved rounds in one process, wall and CPU time;
-also the check's own CPU time per unwatched step, measured inside it (against the plain step's
-CPU time), which the machine's other load does not swamp.
+also each variant's backward CPU time, the check's own CPU time per unwatched step, measured
+inside it (its hooks and its end-of-backward read), against the plain step's and the plain
+backward's CPU time, which the machine's other load does not swamp, and the check's floor: the
+same sums over the same gradients in a tight loop, in the same process.
 
     python benchmarks/bench_watch_cnn.py             # writes its section of RESULTS.md
     python benchmarks/bench_watch_cnn.py --tiny      # a few seconds, prints only
@@ -99,39 +101,54 @@ class Trainer:
 
 
 def run(size: str, repeats: int) -> dict[str, Any]:
-    """Interleaved medians (ms) of the three variants, and the check's own CPU time."""
+    """Interleaved medians (ms) of the three variants; the CPU time of each one's backward
+    (the unwatched one's `with` block: its check's set-up, hooks, end-of-backward read and
+    finish); the check's own CPU time (its hooks and its end-of-backward read, timed inside
+    them: engine/watch/leafcheck.py); and its floor: the same plain sums over the plain step's
+    gradients in a tight loop, in the same process."""
     tr = Trainer(size)
     every1, unwatched = aw.watch(tr.model), aw.watch(tr.model, every=10**9)
+    backward: dict[str, list[float]] = {}
+    timing = [False]  # round 0 (and the unwatched watch's step 0) warm up
 
-    def by(w: aw.Watch | None) -> Callable[[torch.Tensor], None]:
+    def by(w: aw.Watch | None, name: str) -> Callable[[torch.Tensor], None]:
         def block(loss: torch.Tensor) -> None:
+            c0 = time.process_time()
             if w is None:
                 loss.backward()
-                return
-            with w.step(loss):
-                loss.backward()
+            else:
+                with w.step(loss):
+                    loss.backward()
+            if timing[0]:
+                backward.setdefault(name, []).append((time.process_time() - c0) * 1e3)
 
         return block
 
-    variants = {"plain": by(None), "watch every=1": by(every1),
-                "watch, unwatched step": by(unwatched)}  # fmt: skip
-    tr.step(by(unwatched))  # its step 0 is watched: every later one is unwatched
+    names = ("plain", "watch every=1", "watch, unwatched step")
+    variants = dict(zip(names, (by(None, names[0]), by(every1, names[1]), by(unwatched, names[2]))))
+    tr.step(variants[names[2]])  # its step 0 is watched: every later one is unwatched
     wall: dict[str, list[float]] = {k: [] for k in variants}
     cpu: dict[str, list[float]] = {k: [] for k in variants}
     spent = [0.0]
-    real_flag = leafcheck.leaf_flag
+    real_pre, real_end = leafcheck.LeafCheck._pre, leafcheck.LeafCheck._end
 
-    def flag(t: torch.Tensor) -> Any:
-        t0 = time.process_time()
-        try:
-            return real_flag(t)
-        finally:
-            spent[0] += time.process_time() - t0
+    def timed(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*a: Any) -> Any:
+            t0 = time.process_time()
+            try:
+                return fn(*a)
+            finally:
+                spent[0] += time.process_time() - t0
+
+        return wrapper
 
     check: list[float] = []
-    leafcheck.leaf_flag = flag
+    floor: list[float] = []
+    leafcheck.LeafCheck._pre = lambda self, k: timed(real_pre(self, k))  # type: ignore[method-assign]
+    leafcheck.LeafCheck._end = timed(real_end)  # type: ignore[method-assign]
     try:
         for r in range(repeats + 1):
+            timing[0] = r > 0
             for name, block in variants.items():
                 spent[0] = 0.0
                 w0, c0 = time.perf_counter(), time.process_time()
@@ -142,13 +159,20 @@ def run(size: str, repeats: int) -> dict[str, Any]:
                     cpu[name].append((c1 - c0) * 1e3)
                     if name == "watch, unwatched step":
                         check.append(spent[0] * 1e3)
+                if name == "plain" and r:
+                    grads = [p.grad for p in tr.model.parameters() if p.grad is not None]
+                    c0 = time.process_time()
+                    [g.sum().item() for g in grads]
+                    floor.append((time.process_time() - c0) * 1e3)
     finally:
-        leafcheck.leaf_flag = real_flag
+        leafcheck.LeafCheck._pre, leafcheck.LeafCheck._end = real_pre, real_end  # type: ignore[method-assign]
         every1.close()
         unwatched.close()
     med = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in variants}
     n_params = sum(p.numel() for p in tr.model.parameters())
     return {"median": med, "check_ms": statistics.median(check), "params": n_params,
+            "floor_ms": statistics.median(floor),
+            "backward_ms": {k: statistics.median(v) for k, v in backward.items()},
             "spread": (min(wall["plain"]), max(wall["plain"]))}  # fmt: skip
 
 
@@ -176,10 +200,17 @@ def text_of(res: dict[str, Any], size: str, repeats: int, threads: int,
         f"dropped); plain wall times ranged {res['spread'][0]:.0f}-{res['spread'][1]:.0f} ms; "
         f"load average (1 min) before/after: {load[0]:.2f} / {load[1]:.2f}.\n\n"
         + "\n".join(lines) + "\n\n"
-        f"The unwatched steps' check (engine/watch/leafcheck.py, a sum per parameter gradient), "
-        f"its own CPU time measured inside it: {res['check_ms']:.2f} ms per step, "
-        f"{100 * res['check_ms'] / plain_c:.1f}% of the plain step's CPU time. One read of "
-        "every parameter gradient is its floor: an exact check cannot cost less on a CPU.\n\n"
+        f"Backward CPU time (the `with` block for the watch): plain "
+        f"{res['backward_ms']['plain']:.1f} ms, unwatched step "
+        f"{res['backward_ms']['watch, unwatched step']:.1f} ms.\n\n"
+        f"The unwatched steps' check (engine/watch/leafcheck.py: the leaves noted in the hooks, "
+        f"their `.grad` summed once at the end of the backward), its own CPU time measured "
+        f"inside it: {res['check_ms']:.2f} ms per step, {100 * res['check_ms'] / plain_c:.2f}% "
+        f"of the plain step's CPU time, {100 * res['check_ms'] / res['backward_ms']['plain']:.2f}% "
+        f"of the plain backward's. Its floor, the same sums over the same gradients in a tight "
+        f"loop in this process: {res['floor_ms']:.2f} ms "
+        f"({100 * res['floor_ms'] / res['backward_ms']['plain']:.2f}% of the plain backward). "
+        "One read of every parameter gradient: an exact check cannot cost less on a CPU.\n\n"
     )
 
 

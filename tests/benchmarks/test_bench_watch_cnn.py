@@ -27,7 +27,7 @@ def bench():
 def test_tiny_run_writes_only_its_section(bench, tmp_path, capsys):
     from autograd_widget.engine.watch import leafcheck
 
-    real = leafcheck.leaf_flag
+    real = (leafcheck.LeafCheck._pre, leafcheck.LeafCheck._end)
     results = tmp_path / "RESULTS.md"
     results.write_text("# Benchmark results\n\n<!-- other:start -->\nkeep me\n<!-- other:end -->\n")
     assert bench.main(["--tiny", "--repeats", "2", "--write", "--results", str(results),
@@ -37,8 +37,9 @@ def test_tiny_run_writes_only_its_section(bench, tmp_path, capsys):
     for row in ("| plain |", "| watch every=1 |", "| watch, unwatched step |",
                 "| watch every=10 |"):  # fmt: skip
         assert row in text
-    assert "The unwatched steps' check" in text
-    assert leafcheck.leaf_flag is real  # the timer is taken off again
+    assert "The unwatched steps' check" in text and "Its floor" in text
+    assert "Backward CPU time" in text
+    assert (leafcheck.LeafCheck._pre, leafcheck.LeafCheck._end) == real  # timers taken off
 
 
 def test_the_model_is_resnet18(bench):
