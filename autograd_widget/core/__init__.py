@@ -11,8 +11,9 @@ held for backward), `summary` (what a gradient looks like in a few numbers) and 
 kept lazily), `dtensor` (a DTensor's local shard and layout, the communication nodes of tensor
 parallelism), `order` (the engine's execution order, computed on records), `regions` (the inside of
 a torch.compile region's node: its aten ops as records) with `regionvalues` (its shapes for the
-call at hand, its ops' modules), and the `formulas` subpackage (what each backward node type
-computes). Imports only `util`; nothing from Jupyter or plotly.
+call at hand, its ops' modules) and `regionmodules` (those modules recovered from dynamo's graph
+where torch's compile cache cleared them), and the `formulas` subpackage (what each backward node
+type computes). Imports only `util`; nothing from Jupyter or plotly.
 """
 
 __all__: list[str] = []

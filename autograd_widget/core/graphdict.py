@@ -282,4 +282,5 @@ def _region(rd: Any, where: str) -> Region:
         nid, need_int(rd["index"], at(where, "index"), 0, _SMALL), ops, edges, inputs, outputs,
         need_bool(rd["available"], at(where, "available")), need_str(rd["note"], at(where, "note")),
         need_str(rd.get("source", ""), at(where, "source")), values,
+        need_str(rd.get("modules_note", ""), at(where, "modules_note")),
     )  # fmt: skip

@@ -13,8 +13,10 @@ its arguments comes from.
 Shapes are those of the call at hand: where the graph's own metadata cannot describe it (sizes
 compiled symbolic, metadata cleared by torch's compile cache) they are worked out from the call's
 saved values (core/regionvalues.py, which also runs a view the compiler's memory layout forbids
-as a reshape); the ops' modules come from the FX metadata, or from an earlier read of the same
-region (`origin_metas`). `Region.values` tells the edges that carry no gradient.
+as a reshape); the ops' modules come from the FX metadata, from an earlier read of the same
+region, or from dynamo's graph of the region where torch's compile cache cleared them
+(`origin_metas`, core/regionmodules.py); `Region.modules_note` says why when none could be had.
+`Region.values` tells the edges that carry no gradient.
 
 Guarantees: reading never raises and never gives a wrong graph. Whatever is not as expected (the
 private attributes moved, a cache entry without the module, an FX construct not handled here)
@@ -112,6 +114,9 @@ class Region:
             activations alone (a recomputed activation, an integer index, a boolean mask),
             which a drawing shows as a saved value, not on the gradient scale. Every other
             edge carries a value that depends on an incoming gradient.
+        modules_note: why its ops carry no module when torch's metadata was cleared and could
+            not be recovered (core/regionmodules.py); "" when they carry theirs, or when the
+            compiled code has no modules. The title and the status line say it.
 
     Example:
         >>> r = Region("n1", 1, [], [], [], [], False, "not reachable")
@@ -129,6 +134,7 @@ class Region:
     note: str
     source: str = ""
     values: list[str] = field(default_factory=list)
+    modules_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (see `from_dict`).
@@ -148,7 +154,7 @@ class Region:
             "inputs": [{**asdict(i), "meta": _meta_list(i.meta)} for i in self.inputs],
             "outputs": [asdict(o) for o in self.outputs],
             "available": self.available, "note": self.note, "source": self.source,
-            "values": list(self.values),
+            "values": list(self.values), "modules_note": self.modules_note,
         }  # fmt: skip
 
     @classmethod
@@ -176,7 +182,7 @@ class Region:
             [RegionEdge(str(a), int(b), str(c), int(e)) for a, b, c, e in d["edges"]],
             inputs, [RegionOutput(**o) for o in d["outputs"]],
             bool(d["available"]), str(d["note"]), str(d.get("source", "")),
-            [str(v) for v in d.get("values", ())],
+            [str(v) for v in d.get("values", ())], str(d.get("modules_note", "")),
         )  # fmt: skip
 
 
@@ -195,15 +201,19 @@ def value_edges(regions: Mapping[str, Region]) -> frozenset[str]:
 
 
 def region_title(region: Region) -> str:
-    """The frame's (or folded box's) title: "compiled region k · N aten ops".
+    """The frame's (or folded box's) title: "compiled region k · N aten ops", with
+    " · modules unknown" when its ops' modules could not be had (`Region.modules_note`).
 
     Example:
         >>> region_title(Region("n1", 2, [], [], [], [], True, ""))
         'compiled region 2 · 0 aten ops'
+        >>> region_title(Region("n1", 2, [], [], [], [], True, "", modules_note="why"))
+        'compiled region 2 · 0 aten ops · modules unknown'
     """
     if not region.available:
         return f"compiled region {region.index} · opaque: {opaque_reason(region)}"
-    return f"compiled region {region.index} · {len(region.ops)} aten ops"
+    unknown = " · modules unknown" if region.modules_note else ""
+    return f"compiled region {region.index} · {len(region.ops)} aten ops{unknown}"
 
 
 #: (a part of a note, what the region's title says of it), the first match wins.
@@ -425,7 +435,8 @@ def _read(
     if out_node is None:
         raise _Unavailable("the backward graph has no output")
     op_index = {n.name: k for k, n in enumerate(op_nodes)}
-    origins = origin_metas(fn, module)  # the modules, where torch kept them (or we did)
+    # the modules: where torch kept them, or an earlier read did, or dynamo's graph says
+    origins, modules_note = origin_metas(fn, module)
 
     def resolve(v: Any) -> tuple[str, int, int]:
         """(kind, index, output_nr) of FX value `v`: ("arg", pos, 0), ("op", k, nr), ("const")."""
@@ -494,7 +505,13 @@ def _read(
                          "kwargs": dict(n.kwargs), "sources": sources, "tensor_out": tuple(
                              isinstance(v, torch.Tensor) for v in vals[k])})  # fmt: skip
     outputs, passthrough, region_out = _outputs(fn, node, out_node, resolve, inputs, len(ops))
-    region = Region(nid, index, ops, edges, inputs, outputs, True, "", values=values)
+    if any(op.module for op in ops):
+        modules_note = ""
+    elif modules_note:
+        modules_note = (f"its ops' modules are unknown: torch's compile cache cleared the "
+                        f"backward graph's metadata, and {modules_note}")
+    region = Region(nid, index, ops, edges, inputs, outputs, True, "", values=values,
+                    modules_note=modules_note)
     program = RegionProgram(
         module, tuple(layout),
         tuple(OpProgram(region_out=tuple(tuple(region_out.get((k, j), ()))

@@ -35,6 +35,7 @@ import torch
 import torch.fx
 
 from ..util import compat
+from .regionmodules import ORIGIN_KEYS, recovered_origins
 
 __all__ = ["EAGER_TARGETS", "call_values", "eager_target", "needs_call_values", "origin_metas"]
 
@@ -146,37 +147,46 @@ def call_values(fn: Any, module: Any, layout: list) -> dict[str, Any] | str:
 #: "nn_module_stack"/"fwd_nn_module_stack", "stack_trace" and "seq_nr"), per compiled region (its
 #: forward class, held weakly), remembered from a read made while torch still had them.
 _ORIGINS: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
-_ORIGIN_KEYS = ("nn_module_stack", "fwd_nn_module_stack", "stack_trace", "seq_nr")
 
 
-def origin_metas(fn: Any, module: Any) -> dict[str, dict[str, Any]]:
+def origin_metas(fn: Any, module: Any) -> tuple[dict[str, dict[str, Any]], str]:
     """Each op's origin metadata (FX node name -> {"nn_module_stack", "stack_trace", ...}) of the
-    compiled region of node `fn`: read from `module`'s nodes where torch kept it, else what an
-    earlier read of the same region remembered (else empty dicts).
+    compiled region of node `fn`, and why it has none ("" when it has, or when nothing says
+    otherwise): read from `module`'s nodes where torch kept it, else what an earlier read of the
+    same region remembered, else recovered from dynamo's graph of the region
+    (core/regionmodules.py).
 
     torch's compile cache (the AOTAutograd cache, on by default under inductor) clears every
-    node's metadata of the backward graph when it saves the region, at its first backward: a
-    region read before that (captured before the first `backward()`) keeps its modules for the
-    later reads of the same compiled region in this process; `torch._functorch.config.
-    enable_autograd_cache = False` before compiling keeps them throughout (docs/compiled.md).
+    node's metadata of the backward graph when it saves the region (at its first backward; at
+    once under dynamic shapes, whose backward compiles with the forward), and a region loaded
+    from a warm cache never had it in this process: then the modules are recovered by mapping
+    inductor's trace of dynamo's graph onto the region's backward, node by node (~1 s, once per
+    region). When that cannot be done the note says why and the ops have no module.
 
     Example:
         >>> import torch
         >>> gm = torch.fx.symbolic_trace(torch.nn.ReLU())
-        >>> origin_metas(None, gm)["relu"]
-        {}
+        >>> metas, why = origin_metas(None, gm)
+        >>> metas["relu"], why
+        ({}, '')
     """
-    here = {n.name: {k: n.meta[k] for k in _ORIGIN_KEYS if k in n.meta}
+    here = {n.name: {k: n.meta[k] for k in ORIGIN_KEYS if k in n.meta}
             for n in module.graph.nodes}  # fmt: skip
     key = getattr(fn, "_forward_cls", None)
     try:
         if any("nn_module_stack" in m or "fwd_nn_module_stack" in m for m in here.values()):
             if key is not None:
                 _ORIGINS[key] = here
-            return here
+            return here, ""
         kept = _ORIGINS.get(key) if key is not None else None
     except TypeError:  # a key that cannot be weakly referenced
-        return here
+        return here, ""
+    cleared = not any(n.meta for n in module.graph.nodes if n.op == "call_function")
+    if kept is None and key is not None and cleared:  # not a graph that simply has no modules
+        found = recovered_origins(fn, module)
+        if isinstance(found, str):
+            return here, found
+        kept = found
     if kept is None:
-        return here
-    return {name: here[name] or kept.get(name, {}) for name in here}
+        return here, ""
+    return {name: here[name] or kept.get(name, {}) for name in here}, ""

@@ -17,7 +17,9 @@ region's saved tensors it reads, under the names torch gives them.
 
 A region that stays opaque is its node alone in a frame titled with why ("compiled region 1 ·
 opaque: sizes not worked out"), so the reason is on the drawing, not only in the inspector; the
-status line says it in full when that node runs next or just ran (`region_status`).
+status line says it in full when that node runs next or just ran (`region_status`). An open
+region whose ops' modules could not be had (`Region.modules_note`) says so the same way: its
+title ends in "· modules unknown", the status line and the inspector give the reason.
 
 Guarantees: a graph without compiled regions is drawn as itself (`drawn_graph` returns it);
 the drawn graph's first nodes and edges are the captured graph's, in the same order.
@@ -112,10 +114,11 @@ def region_note(graph: BackwardGraph, node_id: str) -> str | None:
         if not region.available:
             return f"{title} (torch.compile): its inside is not available: {region.note}"
         saved = sum(1 for i in region.inputs if i.kind == "saved")
+        unknown = f"; {region.modules_note}" if region.modules_note else ""
         return (f"{title} (torch.compile, private API): the compiled node runs the region's "
                 f"backward in one call; its {len(region.ops)} aten ops, reading {saved} saved "
                 "tensors, are stepped one by one after it (regions='open'), and the gradients "
-                "leaving the region are the compiled node's own")
+                f"leaving the region are the compiled node's own{unknown}")
     k = int(node_id.partition("/")[2])
     op = region.ops[k]
     reads = [f"{e.src} ({graph.node(e.src).name})" if "/" in e.src else
@@ -131,16 +134,20 @@ def region_note(graph: BackwardGraph, node_id: str) -> str | None:
 
 def region_status(graph: BackwardGraph, node_id: str | None) -> str:
     """What the status line adds when `node_id` (the node that runs next, or just ran) is a
-    compiled region that stays opaque: " · compiled region k stays one node: <its note>"; ""
-    otherwise.
+    compiled region that stays opaque: " · compiled region k stays one node: <its note>"; or
+    one of an open region whose ops' modules are unknown (`Region.modules_note`): " · compiled
+    region k: <why>"; "" otherwise.
 
     Example:
         >>> region_status(g, "n0")
         ''
     """
     region = graph.regions.get(str(node_id).partition("/")[0]) if node_id else None
-    if region is None or region.available:
+    if region is None:
         return ""
+    if region.available:
+        return f" · compiled region {region.index}: {region.modules_note}" \
+            if region.modules_note else ""
     return f" · compiled region {region.index} stays one node: {region.note}"
 
 
