@@ -61,6 +61,23 @@ def docs_site(tmp_path_factory, docs_cache):
     return out
 
 
+@pytest.fixture(scope="session")
+def user_venv(tmp_path_factory):
+    """A user's venv made fresh by this session (tests/helpers/wheelenv.py `install_for_a_user`):
+    the pinned CPU torch from the local wheel, then this checkout's wheel (built with no Node),
+    JupyterLab and ipykernel, torch checked unchanged. Made once, read by the tests of the
+    installed wheel (tests/project/test_wheel_quickstart.py, tests/browser/test_wheel_browser.py);
+    removed when the session ends."""
+    import shutil
+
+    from tests.helpers.wheelenv import install_for_a_user
+
+    base = tmp_path_factory.mktemp("user-venv")
+    try:
+        yield install_for_a_user(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
 
 #: Tests meant to run in one pytest-xdist worker, in one group, when the suite runs on several
 #: (`AW_TEST_WORKERS=2 make test`, .ci/test): the browser tests sharing one JupyterLab server and

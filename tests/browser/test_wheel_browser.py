@@ -5,7 +5,9 @@ with the other tests that install the wheel):
 1. `python -m build` makes an sdist and, from it, a wheel; both carry the front-end bundle
    (built from js/ and gitignored), and the wheel build runs with no Node on PATH;
 2. a fresh venv (no repo on its path) gets torch 2.13.0 from the LOCAL CPU wheel only (never an
-   index, so never a CUDA build), then the wheel and JupyterLab, torch pinned to what is there;
+   index, so never a CUDA build), then the wheel and JupyterLab, torch pinned to what is there
+   (the session's `user_venv`, tests/conftest.py: made once by this run and shared with the quick
+   start's test, tests/project/test_wheel_quickstart.py; neither installs more into it);
 3. `autograd_widget.__file__` is inside that venv, and JupyterLab runs from that venv with a
    PATH that has no `node`, started in a directory outside the repo: the widget draws, Step
    steps, stepping from Python updates the view.
@@ -21,7 +23,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers.wheelenv import TORCH, build_dist, clean_env, pip_install, run, venv_with_torch
+from tests.helpers.wheelenv import TORCH, run
 
 from .conftest import SERVER_TIMEOUT
 from .labserver import LabServer, start_lab
@@ -31,32 +33,25 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Iterator[dict]:
-    base = tmp_path_factory.mktemp("wheel")
-    env = clean_env(base)
-    dist = build_dist()  # sdist + wheel (the wheel built from the sdist), no Node on PATH
-    py = venv_with_torch(base)
-    pip_install(py, dist.wheel, "jupyterlab>=4.2", "ipykernel>=6.29", env=env, cwd=base)
-
+def installed(user_venv) -> dict:
+    py, env, venv = user_venv.python, user_venv.env, user_venv.venv
     # the package is the wheel's, in the venv; torch is the CPU build
     out = run([py, "-c", "import autograd_widget, torch; print(autograd_widget.__file__); "
-               "print(torch.__version__, torch.version.cuda)"], env=env, cwd=base).stdout
+               "print(torch.__version__, torch.version.cuda)"], env=env, cwd=user_venv.base).stdout
     file, versions = out.strip().splitlines()
-    venv = Path(py).parent.parent
     assert Path(file).resolve().is_relative_to(venv.resolve()), file
     assert versions == f"{TORCH}+cpu None", versions
-    yield {"venv": venv, "python": py, "path": env["PATH"], "file": file, "base": base}
-    shutil.rmtree(base, ignore_errors=True)
+    return {"venv": venv, "python": py, "path": env["PATH"], "file": file}
 
 
 @pytest.fixture(scope="module")
-def wheel_lab(installed) -> Iterator[LabServer]:
-    lab = installed["base"] / "lab"
-    lab.mkdir()
+def wheel_lab(installed, tmp_path_factory) -> Iterator[LabServer]:
+    lab = tmp_path_factory.mktemp("wheel-lab")  # outside the repo
     server = start_lab(lab, timeout=SERVER_TIMEOUT, python=installed["python"],
                        checkout_on_path=False, path=installed["path"])
     yield server
     server.stop()
+    shutil.rmtree(lab, ignore_errors=True)
 
 
 CELL = """\

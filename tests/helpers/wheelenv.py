@@ -9,6 +9,15 @@ kernel, tests/project/test_wheel_quickstart.py; JupyterLab, tests/browser/test_w
   "existing environment with torch" a user installs into.
 - `pip_install(py, ...)`: installs into such a venv with torch constrained to what is there, so a
   test fails if installing the package would change the user's torch.
+- `install_for_a_user(base)`: the two together, as the tests that use the wheel need it: a venv
+  with torch, then the wheel, JupyterLab and ipykernel, torch unchanged by them. Made once per
+  test session (the `user_venv` fixture, tests/conftest.py) and shared by both tests (a venv
+  with torch took ~80 s on a busy 2-core machine), neither of which installs more into it.
+
+pip runs with `--no-compile`: the ~1 GB of torch, sympy and JupyterLab is not byte-compiled at
+install (installing torch took 65 s with it, 21 s without, on that machine); Python compiles what
+it imports on first use, as it does for any module without a .pyc, so what is installed and how
+it runs are the same.
 
 Example:
     py = venv_with_torch(tmp_path)
@@ -37,8 +46,8 @@ BUNDLE = ("autograd_widget/static/widget.js", "autograd_widget/static/widget.css
           "autograd_widget/static/loader.js")
 NODE_NAMES = {"node", "nodejs", "npm", "npx", "corepack"}
 
-__all__ = ["BUNDLE", "TORCH", "Dist", "build_dist", "clean_env", "path_without_node",
-           "pip_install", "run", "venv_with_torch"]
+__all__ = ["BUNDLE", "TORCH", "Dist", "UserVenv", "build_dist", "clean_env", "install_for_a_user",
+           "path_without_node", "pip_install", "run", "torch_version", "venv_with_torch"]
 
 
 def run(cmd: list, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
@@ -137,18 +146,51 @@ def venv_with_torch(base: Path) -> str:
     (torch_wheel,) = local.glob("torch-*.whl")
     assert "+cpu" in torch_wheel.name, torch_wheel.name
     # torch from that file (its own dependencies as pip finds them), as a user's env has it
-    run([py, "-m", "pip", "install", "--quiet", torch_wheel, "numpy>=1.24"], env=env)
+    run([py, "-m", "pip", "install", "--quiet", "--no-compile", torch_wheel, "numpy>=1.24"],
+        env=env)
     return py
 
 
 def pip_install(py: str, *requirements: str | Path, env: dict[str, str],
-                cwd: Path | None = None) -> None:
+                cwd: Path | None = None) -> str:
     """`pip install` into the venv of `py`, its torch pinned to the one installed (installing
-    must never change the user's torch), then `pip check`."""
+    must never change the user's torch), then `pip check`; returns that torch's version."""
     constraints = Path(py).parent.parent / "constraints.txt"
-    torch_version = run([py, "-c", "import torch; print(torch.__version__)"],
-                        env=env).stdout.strip()
-    constraints.write_text(f"torch=={torch_version}\n")
-    run([py, "-m", "pip", "install", "--quiet", "-c", constraints, *requirements], env=env,
-        cwd=cwd)
+    version = torch_version(py, env)
+    constraints.write_text(f"torch=={version}\n")
+    run([py, "-m", "pip", "install", "--quiet", "--no-compile", "-c", constraints, *requirements],
+        env=env, cwd=cwd)
     run([py, "-m", "pip", "check"], env=env, cwd=cwd)
+    return version
+
+
+def torch_version(py: str, env: dict[str, str]) -> str:
+    """`torch.__version__` as the venv of `py` imports it."""
+    return run([py, "-c", "import torch; print(torch.__version__)"], env=env).stdout.strip()
+
+
+@dataclass(frozen=True)
+class UserVenv:
+    """A user's venv with the wheel installed: its python, its folder, the folder it was made
+    in (`base`), the PATH and environment of that user's shell (no Node, no checkout), and the
+    torch it had before the wheel came (unchanged after: `install_for_a_user` checks)."""
+
+    python: str
+    venv: Path
+    base: Path
+    env: dict[str, str]
+    torch: str
+
+
+def install_for_a_user(base: Path) -> UserVenv:
+    """A fresh venv under `base` with the pinned CPU torch (`venv_with_torch`), then this
+    checkout's wheel (`build_dist`), JupyterLab and ipykernel, torch pinned to what is there;
+    fails if installing them changed torch. Shared by the tests that use the installed wheel
+    (the `user_venv` fixture, tests/conftest.py): they install nothing more into it."""
+    env = clean_env(base)
+    py = venv_with_torch(base)
+    before = pip_install(py, build_dist().wheel, "jupyterlab>=4.2", "ipykernel>=6.29", env=env,
+                         cwd=base)
+    after = torch_version(py, env)
+    assert after == before, f"installing the wheel changed torch: {before} -> {after}"
+    return UserVenv(py, Path(py).parent.parent, base, env, before)

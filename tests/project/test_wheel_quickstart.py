@@ -5,6 +5,10 @@ quick start cell run in a notebook kernel of that venv, outside the checkout.
 What it holds: the wheel installs beside an existing torch without changing it; the quick start
 as the README prints it runs and displays the widget; the widget steps (the numbers the README
 promises); the package imported is the installed one, with no Node anywhere.
+
+The venv is the session's `user_venv` (tests/conftest.py, tests/helpers/wheelenv.py): made fresh
+by this run, torch from the local CPU wheel, then the wheel, ipykernel and JupyterLab with torch
+checked unchanged; shared with tests/browser/test_wheel_browser.py, which installs nothing more.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.helpers.wheelenv import ROOT, build_dist, clean_env, pip_install, run, venv_with_torch
+from tests.helpers.wheelenv import ROOT, build_dist, run
 
 pytestmark = pytest.mark.slow
 
@@ -41,19 +45,15 @@ def test_the_readme_quick_start_is_five_lines_that_end_with_the_widget():
 
 
 @pytest.fixture(scope="module")
-def user_env(tmp_path_factory) -> dict:
-    """A user's environment: torch already there, then the wheel and a Jupyter kernel."""
+def user_env(user_venv, tmp_path_factory) -> dict:
+    """A user's environment: torch already there, then the wheel and a Jupyter kernel (the
+    session's `user_venv`: installing the wheel there left torch as it was)."""
     base = tmp_path_factory.mktemp("user")
-    env = clean_env(base)
-    py = venv_with_torch(base)
-    before = run([py, "-c", "import torch; print(torch.__version__)"], env=env).stdout.strip()
+    py, env = user_venv.python, user_venv.env
     dist = build_dist()
-    pip_install(py, dist.wheel, "ipykernel>=6.29", env=env, cwd=base)
-    after = run([py, "-c", "import torch; print(torch.__version__)"], env=env).stdout.strip()
-    assert after == before, f"installing the wheel changed torch: {before} -> {after}"
     # the README's optional extra resolves with the wheel's file name (not installed: a dry run)
     run([py, "-m", "pip", "install", "--dry-run", "--quiet", "-c",
-         Path(py).parent.parent / "constraints.txt", f"{dist.wheel}[notebooks]"],
+         user_venv.venv / "constraints.txt", f"{dist.wheel}[notebooks]"],
         env=env, cwd=base)
     # a kernel of that venv, as Jupyter finds one: a kernelspec, its env without the checkout
     spec = base / "jupyter" / "kernels" / "wheel"
@@ -64,7 +64,7 @@ def user_env(tmp_path_factory) -> dict:
         "env": {"PYTHONPATH": "", "PATH": env["PATH"]},
     }))
     return {"python": py, "base": base, "env": env, "jupyter": base / "jupyter",
-            "venv": Path(py).parent.parent}
+            "venv": user_venv.venv}
 
 
 def test_the_readme_quick_start_runs_from_the_wheel_in_a_notebook(user_env, monkeypatch):
