@@ -26,6 +26,8 @@ Where a watched step's norms are computed and stored, in the order they happen:
   summaries and an index per tile; read lazily and strictly); storedwatch.py: the Watch read
   from it (`aw.load_watch` of a 2.0 file); watchframe.py: the series as a DataFrame
   (`to_pandas`, `to_arrow`);
+- awcolumns.py: a few keys' columns of every tile read in one gather (what series() of an edge,
+  a parameter or a small module reads);
 - awmodules.py: the file's module records (per tile every module's summary, the large modules'
   columns): what the timeline of a long run and series() of a module read;
 - rankwatch.py: `RankWatches`, every rank's watch of one distributed run read together (the rank

@@ -1,7 +1,8 @@
 """Reading a format 2.0 `.awwatch` file (awtile.py) lazily: opening reads the head, the
 structures and each tile's `SEAL` (its steps' numbers, losses, scales, flags and where their
 records are), never a step's own record nor the columns; `series(key)` reads one key's column
-of every tile; `step(k)` reads one step's record when asked for (module records: awmodules.py).
+of every tile (in one gather: awcolumns.py); `step(k)` reads one step's record when asked for
+(module records: awmodules.py).
 
 Why: a run of 100,000 steps must open as fast as one of 1,000 (awtile.py says what format 1.0
 costs). The file is mapped read-only (`mmap`): what is read is what is touched.
@@ -42,7 +43,7 @@ import numpy as np
 from ...util.fields import strict_loads
 from ...util.regular import open_regular
 from ...util.warn import warn_user
-from . import awmodules
+from . import awcolumns, awmodules
 from . import awwatch as aw1
 from .awtile import (
     EXC,
@@ -113,6 +114,8 @@ class Store:
             tile.w0, w = w, w + tile.n
         self._verified: set[tuple[int, int]] = set()
         self._exc_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._spans: dict[int, awcolumns.Spans] = {}  # per structure: where its columns lie
+        self._checked: dict[int, set[int]] = {}  # per structure: keys checked in every tile
 
     # ------------------------------------------------------------------ opening
     def _bad(self, why: str) -> ValueError:
@@ -353,28 +356,10 @@ class Store:
         """
         return self.rows["step"][self.watched_rows].astype(np.int64)
 
-    def column(self, tile: _Tile, key: int) -> np.ndarray:
-        """Key `key`'s filled values in `tile` (float32), checked against the crc32 its
-        SUMS record keeps (once per tile and key).
-
-        Example:
-            >>> Store.column.__name__
-            'column'
-        """
-        at = tile.base + 4 * key * tile.t
-        values = np.frombuffer(self.mm, dtype="<f4", count=tile.n, offset=at)
-        if tile.sums and (id(tile), key) not in self._verified:
-            (want,) = _U32.unpack_from(self.mm, tile.sums + _REC.size + SUMS_HEAD.size + 16 * key)
-            if zlib.crc32(values.tobytes()) != want:
-                raise self._bad(f"the values of key {key} in the tile at byte {tile.at} do not "
-                                "match their checksum (the file was damaged)")  # fmt: skip
-            self._verified.add((id(tile), key))
-        return values
-
     def block(self, tile: _Tile, keys: np.ndarray) -> np.ndarray:
         """Keys `keys`' filled values in `tile`, a (keys x filled columns) float32 view-copy,
-        each key's crc32 checked against its SUMS record once (as `column`, without a Python
-        array per key: what a pass over every tile for many keys costs).
+        each key's crc32 checked against its SUMS record once per tile (a pass over every tile
+        for many keys, a tile at a time; `series_of` checks a key in every tile at once).
 
         Example:
             >>> Store.block.__name__
@@ -416,32 +401,27 @@ class Store:
             advise(dontneed, a, b - a)
 
     def params_of(self, sid: int, params: list[int]) -> np.ndarray:
-        """The (watched steps x `params`) float32 norms of parameters `params` of structure
-        `sid` (NaN on steps of another structure): each tile read once for all of them (its
-        columns' checksums checked once per tile and column), the exceptions put in.
+        """The (`params` x watched steps) float32 norms of parameters `params` of structure
+        `sid` (NaN on steps of another structure): their columns of every tile in one gather
+        (awcolumns.py; each checked against its crc32 at its first read), the exceptions put in.
 
         Example:
             >>> Store.params_of.__name__
             'params_of'
         """
         s = self.structures[sid]
-        out = np.full((len(self.watched_rows), len(params)), np.nan, dtype=np.float32)
         pe = np.asarray(s.param_edge, dtype=np.intp)[params] if params else np.zeros(0, np.intp)
         has = np.flatnonzero(pe >= 0)
-        for tile in self.tiles:
-            if tile.sid != sid or not tile.n:
-                continue
-            cols = np.frombuffer(self.mm, dtype="<f4", count=tile.k * tile.t, offset=tile.base)
-            vals = cols.reshape(tile.k, tile.t)[pe[has], : tile.n]
-            for e in pe[has].tolist():
-                if tile.sums and (id(tile), e) not in self._verified:
-                    self.column(tile, e)  # checks its crc32 (once)
-            out[tile.w0 : tile.w0 + tile.n, has] = vals.T
+        if len(has) == len(params):
+            out = self._keys(sid, pe)
+        else:
+            out = np.full((len(params), len(self.watched_rows)), np.nan, dtype=np.float32)
+            out[has] = self._keys(sid, pe[has])
         pos, param, value = self._exceptions(sid)
         where = np.full(len(s.params), -1, dtype=np.intp)  # the last column of each parameter
         where[params] = np.arange(len(params))
         j = where[param]
-        out[pos[j >= 0], j[j >= 0]] = value[j >= 0]
+        out[j[j >= 0], pos[j >= 0]] = value[j >= 0]
         return out
 
     def series_of(self, sid: int, kind: str, k: int) -> np.ndarray:
@@ -453,18 +433,27 @@ class Store:
             'series_of'
         """
         s = self.structures[sid]
-        out = np.full(len(self.watched_rows), np.nan, dtype=np.float32)
         n_e = len(s.edge_ids)
         key = k if kind == "edge" else n_e + k if kind == "slot" else s.param_edge[k]
         if key >= 0:
-            for tile in self.tiles:
-                if tile.sid == sid and tile.n:
-                    out[tile.w0 : tile.w0 + tile.n] = self.column(tile, key)
+            out: np.ndarray = self._keys(sid, np.array([key]))[0]
+        else:
+            out = np.full(len(self.watched_rows), np.nan, dtype=np.float32)
         if kind == "param":
             pos, param, value = self._exceptions(sid)
             hit = param == k
             out[pos[hit]] = value[hit]
         return out
+
+    def _keys(self, sid: int, keys: np.ndarray) -> np.ndarray:
+        """(keys x watched steps) float32: columns `keys` of structure `sid`'s tiles, each
+        key checked in every tile at its first read (awcolumns.py)."""
+        spans = self._spans.get(sid)
+        if spans is None:
+            spans = self._spans[sid] = awcolumns.spans_of(self.tiles, sid)
+        awcolumns.check_keys(self.mm, spans, keys.tolist(), self._checked.setdefault(sid, set()),
+                             self._bad)  # fmt: skip
+        return awcolumns.gather(self.mm, spans, keys, len(self.watched_rows))
 
     def _exceptions(self, sid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(place among the watched steps, parameter, value) of every parameter exception of

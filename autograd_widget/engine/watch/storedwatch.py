@@ -36,6 +36,7 @@ import numpy as np
 
 from ..diagnose.origins import Origin
 from . import awwatch
+from .awcolumns import Spans, gather
 from .awmodules import BIG, SUMMARY, ModuleIndex, big_rows, summarize
 from .awstore import Store, open_store
 from .awtile import ROW_FLAGS
@@ -333,8 +334,8 @@ class StoredReading:
                 )
         out = np.full((len(self._sids), len(keys)), np.nan, dtype=np.float64)
         for sid, s in enumerate(self.structures):
-            mask = self._sids == sid
-            if not mask.any():
+            mask = self._steps_of(sid)
+            if mask is None:
                 continue
             mods: dict[str, list[int]] = {}
             for col, key in enumerate(keys):
@@ -348,11 +349,23 @@ class StoredReading:
                     mods.setdefault(key, []).append(col)
             if mods:
                 self._modules(sid, mask, mods, out)
-        scale = np.nan_to_num(self.scales, nan=1.0)
-        scale[scale == 0] = 1.0
-        return np.asarray(out / scale[:, None])
+        scale = self.__dict__.get("_divisor")
+        if scale is None:  # a read-only watch: its scales never change
+            scale = np.nan_to_num(self.scales, nan=1.0)
+            scale[scale == 0] = 1.0
+            scale = self.__dict__["_divisor"] = scale[:, None]
+        return np.asarray(out / scale)
 
-    def _modules(self, sid: int, mask: np.ndarray, mods: dict[str, list[int]],
+    def _steps_of(self, sid: int) -> slice | np.ndarray | None:
+        """The watched steps of structure `sid` as an index of them: every one (a slice, no
+        copy), a mask, or None (none); kept (a read-only watch)."""
+        masks = self.__dict__.setdefault("_masks", {})
+        if sid not in masks:
+            mask = self._sids == sid
+            masks[sid] = slice(None) if mask.all() else mask if mask.any() else None
+        return masks[sid]  # type: ignore[no-any-return]
+
+    def _modules(self, sid: int, mask: slice | np.ndarray, mods: dict[str, list[int]],
                  out: np.ndarray) -> None:  # fmt: skip
         tree = self.mods.tree(sid)
         big = self.__dict__.setdefault("_big", {}).get(sid)
@@ -363,8 +376,8 @@ class StoredReading:
             got = self._stored_series(sid, big[m])
             if got is not None:
                 for col in mods.pop(m):
-                    out[mask if not mask.all() else slice(None), col] = got[mask]
-        small = module_tree(self.structures[sid], [m for m in mods if m not in big])
+                    out[mask, col] = got[mask]
+        small = self._small_tree(sid, [m for m in mods if m not in big])
         if small.order and len(small.need) < BIG:  # a few parameters: read in one pass
             norms = self._few_params(sid, small)
             for j, m in enumerate(small.order):
@@ -377,15 +390,28 @@ class StoredReading:
                     for col in mods[m]:
                         out[rows, col] = norms[:, j]
 
+    def _small_tree(self, sid: int, modules: list[str]) -> ModuleTree:
+        """`module_tree` of `modules` (those read from their parameters), kept for the next
+        read of the same modules (a read-only watch's structures never change)."""
+        trees = self.__dict__.setdefault("_trees", {})
+        key = (sid, tuple(modules))
+        if key not in trees:
+            if len(trees) >= 256:  # bounded: a caller walking every module keeps a few
+                trees.clear()
+            trees[key] = module_tree(self.structures[sid], modules)
+        return trees[key]  # type: ignore[no-any-return]
+
     def _few_params(self, sid: int, tree: ModuleTree) -> np.ndarray:
         """The (`tree.order` x watched steps) unscaled norms of modules holding few parameters
-        (`tree.need`): their columns read in one pass over the tiles (`Store.params_of`), the
+        (`tree.need`): their columns of every tile read in one gather (`Store.params_of`), the
         tree summed once over every step."""
-        params = self.store.params_of(sid, tree.need.tolist()).T.astype(np.float64)
-        bad: list[tuple[str, ...]] = [()] * params.shape[1]
-        rows = self.store.watched_rows
-        for c in np.flatnonzero(self.store.rows["flags"][rows] & ROW_FLAGS["nonfinite"]).tolist():
-            bad[c] = self.store.step(int(rows[c])).nonfinite_params
+        params = self.store.params_of(sid, tree.need.tolist())  # float32
+        bad = self.__dict__.get("_bad")
+        if bad is None:  # only the flagged steps (no list per step), kept: a read-only watch
+            rows = self.store.watched_rows
+            flagged = np.flatnonzero(self.store.rows["flags"][rows] & ROW_FLAGS["nonfinite"])
+            bad = self.__dict__["_bad"] = {
+                c: self.store.step(int(rows[c])).nonfinite_params for c in flagged.tolist()}
         return tree_norms(tree, params, bad)
 
     def _stored_series(self, sid: int, row: int) -> np.ndarray | None:
@@ -393,24 +419,20 @@ class StoredReading:
         (NaN on steps of another structure); None where a tile of `sid` has none."""
         spans = self.__dict__.setdefault("_spans", {}).get((sid, row))
         if spans is None:  # each tile's column checked once, then where it lies kept
-            spans = []
+            found = []
             for t, tile in enumerate(self.store.tiles):
                 if tile.sid == sid and tile.n:
                     tm = self.mods.tile(t)
                     if tm is None or row not in tm.big:
                         return None
                     tm.column(row)
-                    spans.append((tile.w0, tile.n, tm.values_at + 4 * tm.big[row] * tile.n))
-            self.__dict__["_spans"][(sid, row)] = spans
-        out = np.full(len(self.store.watched_rows), np.nan)
-        mm = self.store.mm
-        parts = [np.frombuffer(mm, dtype="<f4", count=n, offset=at) for _, n, at in spans]
-        if spans and spans[0][0] == 0 and sum(n for _, n, _ in spans) == len(out):
-            out[:] = np.concatenate(parts)  # one structure: its tiles cover every step
-            return out
-        for (w0, n, _), part in zip(spans, parts):
-            out[w0 : w0 + n] = part
-        return out
+                    found.append((tm.values_at + 4 * tm.big[row] * tile.n, tile.n, tile.w0))
+            at, n, w0 = (np.array(c, dtype=np.int64).reshape(-1) for c in zip(*found)) if found \
+                else (np.zeros(0, np.int64),) * 3  # fmt: skip
+            spans = self.__dict__["_spans"][(sid, row)] = Spans(at, n, n, w0)
+        total = len(self.store.watched_rows)  # the columns of every tile: one gather
+        got: np.ndarray = gather(self.store.mm, spans, np.zeros(1, np.int64), total)[0]
+        return got.astype(np.float64)
 
     def module_blocks(self, sid: int, modules: list[str], lo: int = 0, hi: int | None = None
                       ) -> Iterator[tuple[int, np.ndarray, list[str]]]:  # fmt: skip

@@ -201,16 +201,17 @@ def module_tree(s: Structure, modules: list[str]) -> ModuleTree:
                       mods_of)  # fmt: skip
 
 
-def tree_norms(tree: ModuleTree, params: np.ndarray, bad: list[tuple[str, ...]]
-               ) -> np.ndarray:  # fmt: skip
+def tree_norms(tree: ModuleTree, params: np.ndarray,
+               bad: list[tuple[str, ...]] | dict[int, tuple[str, ...]]) -> np.ndarray:
     """The (`tree.order` x steps) module norms from the (`tree.need` x steps) parameter norms
-    `params` (both module- or parameter-major: each sum adds whole rows of steps) and each
-    step's non-finite parameter names `bad`: the root of the summed squares of each module's
-    parameters (NaN where no parameter of the module had a gradient, and where one had a NaN
-    gradient), in the tree's order, per step on its own (so the same bits whatever the block
-    of steps: `table_of` and a stored watch's tiles agree exactly); linear in steps x
-    (parameters + modules), where summing (parameter, module) pairs is steps x parameters x
-    depth.
+    `params` (float64, or float32 as a file's columns hold them; both module- or
+    parameter-major: each sum adds whole rows of steps) and each step's non-finite parameter
+    names `bad` (a list, one per step, or a dict of the steps that have some): the root of
+    the summed squares of each module's parameters (NaN where no parameter of the module had a
+    gradient, and where one had a NaN gradient), in the tree's order, per step on its own (so
+    the same bits whatever the block of steps: `table_of` and a stored watch's tiles agree
+    exactly); linear in steps x (parameters + modules), where summing (parameter, module)
+    pairs is steps x parameters x depth.
 
     Example:
         >>> w = aw.watch(model); out = model(torch.ones(2, 4)).sum()
@@ -222,47 +223,84 @@ def tree_norms(tree: ModuleTree, params: np.ndarray, bad: list[tuple[str, ...]]
         >>> tree_norms(tree, params, [()]).tolist()
         [[5.0], [5.0], [0.0]]
     """
-    params = np.asarray(params, dtype=np.float64)
+    params = np.asarray(params)
+    if params.dtype != np.float32:  # float32 (a file's columns) is squared in float64 below
+        params = params.astype(np.float64, copy=False)
+    bad = bad if isinstance(bad, dict) else {c: bad[c] for c in compress(range(len(bad)), bad)}
     m, n = len(tree.order), params.shape[1]
+    cols, starts, rows = tree.owned
+    if m == 1 and len(starts) == 1 and not tree.levels and tree.root[0] < 0:
+        out = _one_module(params, cols)  # one module (series of a small one): row by row
+        return _nan_where_bad(tree, params, bad, out)
     present = ~np.isnan(params)
-    sq = np.where(present, params * params, 0.0)
+    sq = np.square(params, dtype=np.float64)  # the float64 value's square, as p * p
+    np.fmax(sq, 0.0, out=sq)  # an absent (NaN) gradient adds 0.0
     total = np.zeros((m, n))
     seen = np.zeros((m, n), dtype=bool)
-    cols, starts, rows = tree.owned
     if cols.size and n:
-        total[rows] = _runs(sq[cols], starts, np.add)
-        seen[rows] = _runs(present[cols], starts, np.logical_or)
+        total[rows] = _runs(sq, starts, np.add, cols)
+        seen[rows] = _runs(present, starts, np.logical_or, cols)
     for kids, kstarts, parents in tree.levels:
         if n:
-            total[parents] += _runs(total[kids], kstarts, np.add)
-            seen[parents] |= _runs(seen[kids], kstarts, np.logical_or)
+            total[parents] += _runs(total, kstarts, np.add, kids)
+            seen[parents] |= _runs(seen, kstarts, np.logical_or, kids)
     root, mine = tree.root
     if root >= 0:
         total[root] = sq[mine].sum(axis=0)
         seen[root] = present[mine].any(axis=0)
-    out = np.where(seen, np.sqrt(total), np.nan)
+    return _nan_where_bad(tree, params, bad, np.where(seen, np.sqrt(total), np.nan))
+
+
+def _one_module(params: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """`tree_norms` of a tree of one module owning parameters `cols` (rows of `params`): the
+    same sums in the same order (0.0 + the first square is that square), a row at a time, so
+    no (parameters x steps) float64 temporaries."""
+    n = params.shape[1]
+    total, seen, sq = np.zeros((1, n)), np.zeros((1, n), dtype=bool), np.empty((1, n))
+    for k in cols.tolist():
+        row = params[k : k + 1]
+        np.square(row, out=sq, dtype=np.float64)
+        np.fmax(sq, 0.0, out=sq)
+        total += sq
+        seen |= ~np.isnan(row)
+    return np.where(seen, np.sqrt(total), np.nan)
+
+
+def _nan_where_bad(tree: ModuleTree, params: np.ndarray, bad: dict[int, tuple[str, ...]],
+                   out: np.ndarray) -> np.ndarray:  # fmt: skip
+    """`out` with NaN for the modules holding a parameter whose gradient was NaN (flagged in
+    `bad`, present in no column: not an absent one) at that step."""
     by_name: dict[str, list[int]] | None = None
-    for c in compress(range(len(bad)), bad):  # a NaN gradient (not an absent one) stays NaN
-        names = bad[c]
+    for c, names in bad.items():  # a NaN gradient (not an absent one) stays NaN
+        if not names:
+            continue
         by_name = by_name if by_name is not None else _by_name(tree.names)
         for k in (k for name in set(names) for k in by_name.get(name, ())):
-            if not present[k, c]:
+            if np.isnan(params[k, c]):
                 out[tree.mods_of.get(k, []), c] = np.nan
     return out
 
 
-def _runs(a: np.ndarray, starts: np.ndarray, op: np.ufunc) -> np.ndarray:
-    """`op.reduceat(a, starts, axis=0)`, the rows of each run taken in order, computed per run
-    length (a few whole-array operations): numpy's reduceat along the first axis pays a
-    call per element column and is ~10x slower on (parameters x steps) blocks."""
-    lens = np.diff(np.r_[starts, len(a)])
+def _runs(a: np.ndarray, starts: np.ndarray, op: np.ufunc, rows: np.ndarray) -> np.ndarray:
+    """`op.reduceat(a[rows], starts, axis=0)`, the rows of each run taken in order, computed
+    per run length (a few whole-array operations, `a[rows]` never copied whole): numpy's
+    reduceat along the first axis pays a call per element column and is ~10x slower on
+    (parameters x steps) blocks."""
+    lens = np.diff(np.r_[starts, len(rows)])
     out = np.empty((len(starts), *a.shape[1:]), dtype=a.dtype)
     for size in np.unique(lens).tolist():
         sel = np.flatnonzero(lens == size)
         first = starts[sel]
-        acc = a[first]
+        if len(sel) == 1:  # one run (a small module's parameters): rows as views, no copies
+            k = rows[int(first[0]) : int(first[0]) + size].tolist()
+            acc = a[k[0] : k[0] + 1].copy()
+            for r in k[1:]:
+                op(acc, a[r : r + 1], out=acc)
+            out[sel] = acc
+            continue
+        acc = a[rows[first]]
         for j in range(1, size):
-            op(acc, a[first + j], out=acc)
+            op(acc, a[rows[first + j]], out=acc)
         out[sel] = acc
     return out
 
