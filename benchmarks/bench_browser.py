@@ -610,15 +610,18 @@ def watch_section(rows: list[Row], repeats: int, argv: list[str], load: str) -> 
         "and from the moment the front-end built the timeline (its canvas appeared) to that "
         f"frame. {repeats} repeats; reported: the median (every repeat listed).",
         "",
-        "| run | graph nodes | measure | median ms | repeats ms | target | met? |",
-        "|---|---:|---|---:|---|---|---|",
+        *row_table(rows),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r.case.name} | {r.nodes} | {WHAT[r.measure]} | {r.ms:.1f} | "
-            f"{', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | {r.met()} |"
-        )
     return "\n".join(lines) + "\n"
+
+
+def row_table(rows: list[Row]) -> list[str]:
+    """A section's table: per run and measure, the median, every repeat, the target, met?"""
+    return ["| run | graph nodes | measure | median ms | repeats ms | target | met? |",
+            "|---|---:|---|---:|---|---|---|",
+            *(f"| {r.case.name} | {r.nodes} | {WHAT[r.measure]} | {r.ms:.1f} | "
+              f"{', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | {r.met()} |"
+              for r in rows)]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

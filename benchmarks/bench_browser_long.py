@@ -19,10 +19,10 @@ from bench_browser import (
     ARM_TIMELINE,
     TIMEOUT,
     WATCH_SETUP,
-    WHAT,
     Case,
     Row,
     cell,
+    row_table,
     run_cell,
     versions,
     wait_ms,
@@ -133,12 +133,6 @@ def long_section(rows: list[Row], repeats: int, clicks: int, argv: list[str], lo
         f"the clicked step (its record read on demand); per repeat their median. {repeats} "
         "repeats, each a fresh widget; reported: the median (every repeat listed).",
         "",
-        "| run | graph nodes | measure | median ms | repeats ms | target | met? |",
-        "|---|---:|---|---:|---|---|---|",
+        *row_table(rows),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r.case.name} | {r.nodes} | {WHAT[r.measure]} | {r.ms:.1f} | "
-            f"{', '.join(f'{x:.1f}' for x in r.runs)} | {r.target_text()} | {r.met()} |"
-        )
     return "\n".join(lines) + "\n"
