@@ -15,8 +15,13 @@ tests build their own models for that).
 from __future__ import annotations
 
 import functools
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -177,3 +182,17 @@ def reference_grads(c: Compiled, loss: torch.Tensor, x: torch.Tensor) -> list[to
 def leaf_grads(stepper, c: Compiled, x: torch.Tensor) -> list[torch.Tensor | None]:
     """What manual stepping gave each of `leaves_of`."""
     return [stepper.grad(t) for t in leaves_of(c, x)]
+
+
+def run_with_cache(script: str, which: str, cache: Path) -> dict:
+    """`script` run in a fresh Python with `which` as its argument and torch's compile caches
+    in `cache` (TORCHINDUCTOR_CACHE_DIR): what a second process sees of a warm cache. The script
+    prints one line `RESULT <json>`; returns that JSON. Bounded (15 minutes); a failing script
+    fails the test with its stderr's end."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(root))
+    r = subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True,
+                       env=env, cwd=root, timeout=900)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-4000:]
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])

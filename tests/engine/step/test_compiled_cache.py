@@ -10,14 +10,11 @@ gradients bit for bit."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.compiled import run_with_cache
 from tests.helpers.torch_versions import needs_torch
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("open_regions")]
@@ -57,12 +54,7 @@ print("RESULT", json.dumps(out))
 
 
 def _run(which: str, cache: Path) -> dict:
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, which], capture_output=True, text=True,
-                       env=env, cwd=ROOT, timeout=900)  # fmt: skip
-    assert r.returncode == 0, r.stderr[-4000:]
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return run_with_cache(SCRIPT, which, cache)
 
 
 @needs_torch("2.8", "AOTAutograd's compile cache hits on a warm run (seen on 2.8.0, none on "

@@ -19,10 +19,6 @@ region equal the engine's bit for bit.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +29,7 @@ from torch._dynamo.utils import counters
 import autograd_widget as aw
 from autograd_widget.core.regions import region_title
 from autograd_widget.view.compiledframes import drawn_graph, region_note, region_status
+from tests.helpers.compiled import run_with_cache
 from tests.helpers.torch_versions import needs_torch
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("open_regions")]
@@ -114,12 +111,7 @@ MODULES = {"block.fc1", "block.act", "block.norm", "block.fc2"}
 
 
 def _run(which: str, cache: Path) -> dict:
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, which], capture_output=True, text=True,
-                       env=env, cwd=ROOT, timeout=900)  # fmt: skip
-    assert r.returncode == 0, r.stderr[-4000:]
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return run_with_cache(SCRIPT, which, cache)
 
 
 @needs_torch("2.8", "AOTAutograd's compile cache hits on a warm run (seen on 2.8.0, none on "
