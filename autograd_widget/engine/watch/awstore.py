@@ -417,11 +417,10 @@ class Store:
         else:
             out = np.full((len(params), len(self.watched_rows)), np.nan, dtype=np.float32)
             out[has] = self._keys(sid, pe[has])
-        pos, param, value = self._exceptions(sid)
-        where = np.full(len(s.params), -1, dtype=np.intp)  # the last column of each parameter
-        where[params] = np.arange(len(params))
-        j = where[param]
-        out[j[j >= 0], pos[j >= 0]] = value[j >= 0]
+        pos, param, value = self._exceptions(sid)  # sorted by parameter: a slice each
+        lo, hi = np.searchsorted(param, params), np.searchsorted(param, params, "right")
+        for j in np.flatnonzero(hi > lo).tolist():
+            out[j, pos[lo[j] : hi[j]]] = value[lo[j] : hi[j]]
         return out
 
     def series_of(self, sid: int, kind: str, k: int) -> np.ndarray:
@@ -441,7 +440,7 @@ class Store:
             out = np.full(len(self.watched_rows), np.nan, dtype=np.float32)
         if kind == "param":
             pos, param, value = self._exceptions(sid)
-            hit = param == k
+            hit = slice(np.searchsorted(param, k), np.searchsorted(param, k, "right"))
             out[pos[hit]] = value[hit]
         return out
 
@@ -457,7 +456,7 @@ class Store:
 
     def _exceptions(self, sid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(place among the watched steps, parameter, value) of every parameter exception of
-        structure `sid`'s tiles, gathered once."""
+        structure `sid`'s tiles, gathered once, sorted by parameter (stably: in file order)."""
         got = self._exc_of.get(sid)
         if got is None:
             parts = [(t.w0 + t.exc["col"].astype(np.int64), t.exc["param"], t.exc["value"])
@@ -465,7 +464,9 @@ class Store:
             got = (np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64),
                    np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32),
                    np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.float32))
-            self._exc_of[sid] = got
+            order = np.argsort(got[1], kind="stable")  # int64: searchsorted casts nothing
+            got = self._exc_of[sid] = (got[0][order], got[1][order].astype(np.int64),
+                                       got[2][order])  # fmt: skip
         return got
 
     def step(self, k: int) -> TrainingStep:

@@ -254,16 +254,45 @@ def tree_norms(tree: ModuleTree, params: np.ndarray,
 def _one_module(params: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """`tree_norms` of a tree of one module owning parameters `cols` (rows of `params`): the
     same sums in the same order (0.0 + the first square is that square), a row at a time, so
-    no (parameters x steps) float64 temporaries."""
+    no (parameters x steps) float64 temporaries. Summed first as if no value were absent (two
+    passes per row: a NaN spreads to its step's sum), then the steps whose sum is NaN summed
+    again the NaN-aware way (`_masked_sums`): only those steps, or every step where they are
+    many (a parameter absent from most steps): the same bits either way."""
     n = params.shape[1]
-    total, seen, sq = np.zeros((1, n)), np.zeros((1, n), dtype=bool), np.empty((1, n))
+    total, sq = np.empty((1, n)), np.empty((1, n))
+    for i, k in enumerate(cols.tolist()):
+        np.copyto(total if i == 0 else sq, params[k : k + 1])  # float64: exact, then squared
+        if i:
+            np.multiply(sq, sq, out=sq)
+            total += sq
+        else:
+            np.multiply(total, total, out=total)
+    if not len(cols):
+        total.fill(np.nan)  # no parameter: nothing seen
+    gap = np.flatnonzero(np.isnan(total[0]))
+    if 4 * len(gap) > n:
+        return _masked_sums(params, cols)
+    np.sqrt(total, out=total)
+    if len(gap):
+        total[:, gap] = _masked_sums(params[:, gap], cols)
+    return total
+
+
+def _masked_sums(params: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """`_one_module`, an absent (NaN) value adding 0.0, NaN where every one is absent: the
+    squares of rows `cols` added in order, into buffers made once."""
+    n = params.shape[1]
+    total, sq = np.zeros((1, n)), np.empty((1, n))
+    none, nan = np.ones((1, n), dtype=bool), np.empty((1, n), dtype=bool)
     for k in cols.tolist():
         row = params[k : k + 1]
         np.square(row, out=sq, dtype=np.float64)
         np.fmax(sq, 0.0, out=sq)
         total += sq
-        seen |= ~np.isnan(row)
-    return np.where(seen, np.sqrt(total), np.nan)
+        np.logical_and(none, np.isnan(row, out=nan), out=none)
+    np.sqrt(total, out=total)
+    total[none] = np.nan
+    return total
 
 
 def _nan_where_bad(tree: ModuleTree, params: np.ndarray, bad: dict[int, tuple[str, ...]],
