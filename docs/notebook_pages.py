@@ -13,9 +13,20 @@ Output, for notebooks/NN_name.ipynb, under `out`:
                                       blocks, outputs as text / images / iframes
     notebooks/NN_name/widget-K.html   the K-th widget, standalone (`save_html`)
     notebooks/NN_name/output-K.png    the K-th image output
+    executed/NN_name/notebook.ipynb   the notebook as executed, without the hidden cells: the
+                                      user's cells with their outputs and the widgets' state
+    executed/NN_name/scratch/         the files the notebook wrote in its scratch folder
 
 Pages are cached: a notebook is executed again only when it, this file, or the package's sources
-or front-end bundle changed (a stamp per notebook). Run alone to (re)build them:
+or front-end bundle changed (a stamp per notebook, `source_stamp`). The `executed/` entry is
+there so that the notebook tests (tests/helpers/notebook_outputs.py `executed`) can reuse this
+run instead of executing the notebook a second time. The hidden cells leave the user's cells
+as a plain run makes them: their outputs are never added to a user's cell, they write the
+widget pages into `out`, never into the scratch folder, `save_html` moves no widget, and the
+widgets' state is kept as nbclient's `execute` keeps it. What they do leave in the kernel is
+names starting with `__agw` and a reference to each displayed widget (so a widget outlives a
+user's `del`): a notebook that listed its globals or counted live objects would see them.
+Run alone to (re)build them:
 
     python docs/notebook_pages.py [OUT_DIR]
 """
@@ -37,7 +48,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-__all__ = ["NOTEBOOKS", "ROOT", "NotebookPage", "build", "build_one", "source_stamp"]
+__all__ = ["NOTEBOOKS", "ROOT", "NotebookPage", "build", "build_one", "executed_entry",
+           "source_stamp"]
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -146,6 +158,18 @@ def source_stamp(notebook: Path) -> str:
     return h.hexdigest()
 
 
+def executed_entry(out: Path, stem: str) -> Path:
+    """Where `build` keeps the executed notebook `stem` under the cache `out` (module docstring):
+    a folder with notebook.ipynb and scratch/, valid while the stamp of `stem` under `out` is
+    the notebook's `source_stamp`; outside out/notebooks, so it is never part of the site.
+
+    Example:
+        >>> executed_entry(Path("/c"), "01_tour").as_posix()
+        '/c/executed/01_tour'
+    """
+    return out / "executed" / stem
+
+
 def _fence(text: str, lang: str = "") -> str:
     """A fenced code block that survives backticks inside `text`."""
     ticks = "```"
@@ -238,42 +262,53 @@ def build_one(notebook: Path, out: Path, *, timeout: int = 600) -> NotebookPage:
     """Execute `notebook` in a fresh kernel (in a scratch copy of notebooks/, so nothing is
     written next to the sources) and write its page and widget pages under `out`/notebooks.
 
-    Raises whatever the notebook raises (nbclient's CellExecutionError): a page is never built
-    from a notebook that fails."""
+    The executed notebook (the user's cells only) and what it wrote in its scratch folder are
+    kept in `executed_entry(out, stem)` (module docstring). Raises whatever the notebook raises
+    (nbclient's CellExecutionError): a page is never built from a notebook that fails."""
     t0 = time.perf_counter()
     stem = notebook.stem
     folder = out / "notebooks" / stem
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    entry = executed_entry(out, stem)
+    if entry.exists():
+        shutil.rmtree(entry)
     nb = nbformat.read(notebook, as_version=4)
     # The kernel imports this checkout's package (the one the API reference documents).
     path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), path) if p)
     try:
-        frames = _execute(nb, folder, timeout)
+        frames = _execute(nb, folder, timeout, entry / "scratch")
     finally:
         os.environ["PYTHONPATH"] = path
         if not path:
             del os.environ["PYTHONPATH"]
     page = out / "notebooks" / f"{stem}.md"
     page.write_text(_to_markdown(nb, stem, frames, folder), encoding="utf-8")
+    nbformat.write(nb, entry / "notebook.ipynb")
     widgets = tuple(sorted(folder.glob("widget-*.html")))
     return NotebookPage(stem, page, widgets, time.perf_counter() - t0)
 
 
-def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str, list]:
+def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int,
+             keep: Path) -> dict[str, list]:
     """Run every cell; after each, save the AutogradWidgets it displayed into `folder` (and
-    save again those it moved). Returns {model id of a displayed widget: its pages, [file,
-    stepper type, height, label, the pair's side names or None]}."""
+    save again those it moved). `nb` ends with the user's cells' outputs and, as nbclient's
+    `execute` leaves it, the widgets' state in its metadata; the files the notebook wrote in
+    its scratch folder are copied to `keep` (not those copied there from notebooks/). Returns
+    {model id of a displayed widget: its pages, [file, stepper type, height, label, the pair's
+    side names or None]}."""
     frames: dict[str, list] = {}
     count = 0
     with tempfile.TemporaryDirectory(prefix="agw-docs-") as scratch:
+        copied = set()
         for p in NOTEBOOKS.iterdir():
             if p.is_file() and p.suffix != ".ipynb":
                 shutil.copy(p, scratch)
+                copied.add(p.name)
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3",
+            nb, timeout=timeout, kernel_name="python3", record_timing=False,
             resources={"metadata": {"path": scratch}},
         )
         notebook_title = section = _heading(nb.cells[0]) if nb.cells else None
@@ -296,6 +331,9 @@ def _execute(nb: nbformat.NotebookNode, folder: Path, timeout: int) -> dict[str,
                     for mid, pages in json.loads(printed):
                         frames[mid] = pages
                         count += len(pages)
+            client.set_widgets_metadata()
+        shutil.copytree(scratch, keep, ignore=lambda d, names: [
+            n for n in names if d == scratch and n in copied])
     return frames
 
 

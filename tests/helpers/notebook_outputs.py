@@ -22,6 +22,13 @@ committed notebook stale. The outputs are made and compared on the torch the not
 (`metadata.autograd_widget.torch`); on another torch (`make compat`) the comparison is skipped
 (another torch may compute, not only round, differently).
 
+Each notebook is executed once per test session. The documentation build of the same session
+(tests/conftest.py `docs_site`) executes every notebook too (docs/notebook_pages.py), also in a
+fresh kernel per notebook, and keeps the executed notebook and its scratch folder in its cache
+under the notebook's `source_stamp`; once the session shares that cache (`share_docs_cache`),
+`executed` takes a notebook from it when the stamp is today's, else executes it itself. The
+script below never reads a cache: it rewrites the committed outputs from a run of its own.
+
 Regenerate after changing a notebook or what it prints (`make notebooks`):
 
     python tests/helpers/notebook_outputs.py [NAME ...]            # rewrite the notebooks' outputs
@@ -39,6 +46,7 @@ from __future__ import annotations
 import atexit
 import copy
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -50,8 +58,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-__all__ = ["NOTEBOOKS", "RTOL", "cell_outputs", "differences", "executed", "normalize",
-           "same_text", "write"]
+__all__ = ["NOTEBOOKS", "RTOL", "cell_outputs", "differences", "executed", "from_docs_cache",
+           "normalize", "notebook_pages", "same_text", "share_docs_cache", "write"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -132,6 +140,51 @@ def cell_outputs(cell: nbformat.NotebookNode) -> list[str]:
     return [normalize(t) for t in out]
 
 
+#: The docs build's notebook cache this session may reuse (`share_docs_cache`); None: execute.
+_docs_cache: Path | None = None
+
+
+def share_docs_cache(cache: Path | None) -> None:
+    """Let `executed` reuse the notebooks that the documentation build executed into `cache`
+    (docs/notebook_pages.py `build`; None: execute every notebook here). Only a cache filled
+    by this session should be shared: its entries were made from today's sources by the torch
+    and kernel of this run, and an entry is taken only while its stamp is still today's."""
+    global _docs_cache
+    _docs_cache = cache
+
+
+@functools.cache
+def notebook_pages():
+    """docs/notebook_pages.py, loaded once (docs/ is not a package): its `source_stamp` is the
+    key of a cache entry, its `executed_entry` where the entry is."""
+    spec = importlib.util.spec_from_file_location("agw_notebook_pages",
+                                                  ROOT / "docs" / "notebook_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def from_docs_cache(name: str, cache: Path) -> tuple[nbformat.NotebookNode, Path] | None:
+    """`notebooks/<name>` as the docs build executed it into `cache`, with a copy of its
+    scratch folder (kept until the process exits), or None when `cache` has no entry for it or
+    the entry's stamp is not the notebook's `source_stamp` today."""
+    pages = notebook_pages()
+    stem = Path(name).stem
+    stamp = cache / "notebooks" / f".{stem}.stamp"
+    entry = pages.executed_entry(cache, stem)
+    if not (stamp.is_file() and (entry / "notebook.ipynb").is_file()
+            and (entry / "scratch").is_dir()):
+        return None
+    if stamp.read_text() != pages.source_stamp(NOTEBOOKS / name):
+        return None
+    nb = nbformat.read(entry / "notebook.ipynb", as_version=4)
+    scratch = Path(tempfile.mkdtemp(prefix="agw-nb-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    shutil.copytree(entry / "scratch", scratch, dirs_exist_ok=True)
+    return nb, scratch
+
+
 def _torch_version() -> str:
     import torch
 
@@ -142,7 +195,16 @@ def _torch_version() -> str:
 def executed(name: str) -> tuple[nbformat.NotebookNode, Path]:
     """`notebooks/<name>` executed once per process in a fresh kernel, in a scratch folder (kept
     until the process exits: the files a notebook writes can be checked there); the committed
-    outputs are replaced by the new ones. Raises nbclient's CellExecutionError if a cell fails."""
+    outputs are replaced by the new ones. Raises nbclient's CellExecutionError if a cell fails.
+
+    When this session's docs build already executed it (`share_docs_cache`, stamp still
+    today's), that run is taken: its kernel was fresh too (one per notebook), and it ran in a
+    scratch folder whose files are copied to a new one here."""
+    cached = from_docs_cache(name, _docs_cache) if _docs_cache is not None else None
+    if cached is not None:
+        nb, scratch = cached
+        nb.metadata["autograd_widget"] = {"torch": _torch_version()}
+        return nb, scratch
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     scratch = Path(tempfile.mkdtemp(prefix="agw-nb-"))
     atexit.register(shutil.rmtree, scratch, True)
