@@ -88,8 +88,8 @@ class LeafCheck:
     the hook only notes the leaf (a few attribute reads, no read of the gradient) and the check
     is ONE pass over those `.grad`s at the end of the backward (`_end`, queued on the engine: it
     runs after the backward's last node, before `backward()` returns and before any code of
-    the user's runs; from `finish` when the backward raised): `leaf_flag`'s plain sum for a
-    float32/float64 dense one, confirmed by counting, `leaf_flag` itself for any other; no
+    the user's runs; from `finish` when the backward raised): `leaf_flag` (a plain sum for a
+    float32/float64 dense one, confirmed by counting; a staged norm otherwise); no
     read interleaved with the backward's own work (measured in docs/watch.md "What an unwatched
     step costs"). Every other gradient (`.grad` already holding one: accumulation, a second
     pass; a device's; a leaf with post-accumulate-grad hooks, which may change or clear
@@ -138,13 +138,7 @@ class LeafCheck:
             self.warnings.append(f"{what}: {type(e).__name__}: {e}")
 
     def _flag(self, k: int, g: torch.Tensor) -> None:
-        if (g.dtype in _SUMMED and g.is_cpu and g.layout is _STRIDED and not g.requires_grad
-                and not g._is_zerotensor()):  # fmt: skip
-            total = g.sum().item()  # leaf_flag's CPU path, inline
-            if total - total != 0.0 and counts_of(g) != (0, 0):
-                self.bad.add(k)
-            return
-        v = leaf_flag(g)
+        v = leaf_flag(g)  # a float on a CPU; a device's value is staged, read in `finish`
         if isinstance(v, torch.Tensor):
             self.later.append((k, v))
         elif v - v != 0.0:
